@@ -8,11 +8,17 @@ import typer
 
 app = typer.Typer(
     name="gpudra",
-    help="Right-sized, topology-aware GPU allocation with Kubernetes DRA: translate, test policies, allocate, simulate.",
+    help="Right-sized, topology-aware GPU allocation with Kubernetes DRA: translate, policies, allocate, simulate.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _root() -> None:
+    """gpudra: legacy GPU requests to right-sized DRA claims, policy tooling, allocator and simulator."""
+
 
 # Each module defines `register(app: typer.Typer) -> None`.
 COMMAND_MODULES = [

@@ -1,0 +1,82 @@
+"""AdmissionReview v1 parsing and responses, as plain dicts."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from webhook.review import AdmissionDenied, BadReview, allowed_response, denied_response, parse_review
+
+
+def review(**request: object) -> bytes:
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u-1", **request}}
+    return json.dumps(body).encode()
+
+
+def test_parses_a_pod_review_and_ignores_unknown_fields() -> None:
+    req = parse_review(
+        review(
+            kind={"group": "", "version": "v1", "kind": "Pod"},
+            resource={"group": "", "version": "v1", "resource": "pods"},
+            namespace="ml",
+            operation="CREATE",
+            dryRun=True,
+            object={"kind": "Pod"},
+            somethingNew={"x": 1},
+        )
+    )
+    assert req.uid == "u-1" and req.namespace == "ml" and req.dry_run and req.is_pod
+    assert req.object == {"kind": "Pod"} and req.old_object is None
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "reason"),
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (b"[1]", 400, "must be a JSON object"),
+        (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "Pod"}).encode(), 400, "kind must be"),
+        (json.dumps({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"}).encode(), 400, "apiVersion"),
+        (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(), 400, "'request'"),
+        (
+            json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}).encode(),
+            400,
+            "request.uid",
+        ),
+        (review(object=[1, 2]), 400, "request.object"),
+        (b"\xff\xfe", 400, "not valid JSON"),
+    ],
+)
+def test_malformed_reviews_name_the_problem(body: bytes, status: int, reason: str) -> None:
+    with pytest.raises(BadReview, match=reason) as info:
+        parse_review(body)
+    assert info.value.status == status
+
+
+def test_oversized_body_is_413() -> None:
+    with pytest.raises(BadReview) as info:
+        parse_review(b" " * 101, max_bytes=100)
+    assert info.value.status == 413 and "exceeds the limit" in info.value.reason
+
+
+def test_allowed_response_encodes_patch_as_base64_json_patch() -> None:
+    patch = [{"op": "add", "path": "/metadata/annotations", "value": {"a": "b"}}]
+    out = allowed_response("u-1", patch=patch, warnings=["w"])
+    resp = out["response"]
+    assert out["apiVersion"] == "admission.k8s.io/v1" and out["kind"] == "AdmissionReview"
+    assert resp["uid"] == "u-1" and resp["allowed"] is True and resp["patchType"] == "JSONPatch"
+    assert json.loads(base64.b64decode(resp["patch"])) == patch
+    assert resp["warnings"] == ["w"]
+    assert "patch" not in allowed_response("u-2")["response"]
+
+
+def test_denied_response_carries_code_and_message() -> None:
+    out = denied_response("u-9", AdmissionDenied("too many GPUs", code=403, warnings=["x"]))
+    resp = out["response"]
+    assert resp == {
+        "uid": "u-9",
+        "allowed": False,
+        "status": {"code": 403, "message": "too many GPUs", "reason": "Forbidden"},
+        "warnings": ["x"],
+    }

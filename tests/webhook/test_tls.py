@@ -1,0 +1,92 @@
+"""Development certificates and the reloading server context, over a real TLS handshake."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+import ssl
+import threading
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+
+from webhook.tls import (
+    CertificateError,
+    ReloadingCertificate,
+    generate_dev_certificates,
+    service_dns_names,
+    write_dev_certificates,
+)
+
+
+def test_serving_certificate_has_service_names_and_is_signed_by_the_ca(tmp_path: Path) -> None:
+    names = service_dns_names("gpudra-webhook", "gpudra-system")
+    certs = write_dev_certificates(tmp_path, names, ip_addresses=["127.0.0.1"], days=3)
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.DNSName) == names
+    assert "gpudra-webhook.gpudra-system.svc" in names
+    assert [str(ip) for ip in san.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    ca = x509.load_pem_x509_certificate(certs.ca_cert_pem)
+    cert.verify_directly_issued_by(ca)
+    remaining = cert.not_valid_after_utc - dt.datetime.now(dt.UTC)
+    assert dt.timedelta(days=2, hours=23) < remaining <= dt.timedelta(days=3)
+    assert (tmp_path / "tls.key").stat().st_mode & 0o777 == 0o600
+    assert certs.ca_bundle.startswith("LS0t")  # base64 of "-----BEGIN"
+
+
+def test_bad_arguments_are_clear_errors() -> None:
+    with pytest.raises(CertificateError, match="'days' must be positive"):
+        generate_dev_certificates(["a"], days=0)
+    with pytest.raises(CertificateError, match="at least one DNS name"):
+        generate_dev_certificates([])
+
+
+def _handshake_subject(port: int, ca_pem: bytes) -> str:
+    client = ssl.create_default_context(cadata=ca_pem.decode())
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        with client.wrap_socket(sock, server_hostname="localhost") as tls:
+            cert = tls.getpeercert()
+    assert cert is not None
+    return str(cert["serialNumber"])
+
+
+def test_reload_swaps_certificate_for_new_handshakes_and_keeps_old_on_broken_files(tmp_path: Path) -> None:
+    first = write_dev_certificates(tmp_path, ["localhost"])
+    reloading = ReloadingCertificate(tmp_path / "tls.crt", tmp_path / "tls.key")
+    assert reloading.valid_now() and reloading.reloads == 0
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            try:
+                with reloading.context.wrap_socket(conn, server_side=True) as tls:
+                    tls.recv(1)
+            except (ssl.SSLError, OSError):
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        serial_1 = _handshake_subject(port, first.ca_cert_pem)
+        assert reloading.reload_if_changed() is False  # unchanged files: nothing to do
+        second = write_dev_certificates(tmp_path, ["localhost"])
+        assert reloading.reload_if_changed() is True
+        serial_2 = _handshake_subject(port, second.ca_cert_pem)
+        assert serial_1 != serial_2 and reloading.reloads == 1
+        (tmp_path / "tls.crt").write_text("not a certificate")
+        assert reloading.reload_if_changed() is False
+        assert reloading.last_error is not None and "not a PEM certificate" in reloading.last_error
+        assert _handshake_subject(port, second.ca_cert_pem) == serial_2  # old pair keeps serving
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()

@@ -1,0 +1,149 @@
+"""The FastAPI application: decode the body, call the admission core, encode its answer.
+
+`/mutate` and `/validate` speak AdmissionReview v1; `/healthz` says the process is alive; `/readyz` says whether it
+should receive traffic (policies loaded, certificate valid, API server reachable when side effects are on), with
+details; `/metrics` is Prometheus text. Malformed reviews get a 4xx with a reason; an unexpected failure on a real
+review is answered as a denial that names the error, never as a 500 and never as a silently unmutated pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from webhook.metrics import WebhookMetrics
+from webhook.review import (
+    DEFAULT_MAX_BYTES,
+    AdmissionDenied,
+    BadReview,
+    ReviewRequest,
+    allowed_response,
+    denied_response,
+    parse_review,
+)
+
+__all__ = ["AdmissionHandler", "ReadinessCheck", "create_app"]
+
+log = logging.getLogger("gpudra.webhook")
+
+
+class AdmissionHandler(Protocol):
+    def mutate(self, request: ReviewRequest) -> dict[str, Any]: ...
+
+    def validate(self, request: ReviewRequest) -> dict[str, Any]: ...
+
+
+ReadinessCheck = Callable[[], tuple[bool, str]]
+
+
+def create_app(
+    handler: AdmissionHandler,
+    *,
+    metrics: WebhookMetrics,
+    readiness: dict[str, ReadinessCheck] | None = None,
+    periodic: list[Callable[[], object]] | None = None,
+    period_seconds: float = 2.0,
+    max_body_bytes: int = DEFAULT_MAX_BYTES,
+    enable_echo: bool = False,
+) -> FastAPI:
+    """Build the app. `periodic` callables (policy and certificate reloads) run every `period_seconds`."""
+    checks = dict(readiness or {})
+    tasks = list(periodic or [])
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        poller: asyncio.Task[None] | None = None
+        if tasks:
+
+            async def poll() -> None:
+                while True:
+                    await asyncio.sleep(period_seconds)
+                    for task in tasks:
+                        try:
+                            await asyncio.to_thread(task)
+                        except Exception:  # a reload failure is logged by the task's owner; keep polling
+                            log.exception("periodic task failed")
+
+            poller = asyncio.create_task(poll())
+        try:
+            yield
+        finally:
+            if poller is not None:
+                poller.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await poller
+
+    app = FastAPI(title="gpudra admission webhook", lifespan=lifespan, docs_url=None, redoc_url=None)
+
+    async def answer(endpoint: str, request: Request, decide: Callable[[ReviewRequest], dict[str, Any]]) -> Response:
+        started = time.perf_counter()
+        body = await request.body()
+        try:
+            review = parse_review(body, max_bytes=max_body_bytes)
+        except BadReview as exc:
+            metrics.bad_requests.labels(str(exc.status)).inc()
+            return JSONResponse({"error": exc.reason}, status_code=exc.status)
+        try:
+            # Policy evaluation is CPU-bound and short; running it inline avoids a thread hop per review.
+            result = decide(review)
+        except AdmissionDenied as denial:
+            result = denied_response(review.uid, denial)
+        except BadReview as exc:
+            metrics.bad_requests.labels(str(exc.status)).inc()
+            return JSONResponse({"error": exc.reason}, status_code=exc.status)
+        except Exception as exc:
+            log.exception("internal error answering review %s", review.uid)
+            metrics.reviews.labels(endpoint, review.operation, "", "error").inc()
+            result = denied_response(
+                review.uid,
+                AdmissionDenied(
+                    f"gpudra webhook internal error: {type(exc).__name__}: {exc}", code=500, reason="InternalError"
+                ),
+            )
+        metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+        return JSONResponse(result)
+
+    @app.post("/mutate")
+    async def mutate(request: Request) -> Response:
+        return await answer("mutate", request, handler.mutate)
+
+    @app.post("/validate")
+    async def validate(request: Request) -> Response:
+        return await answer("validate", request, handler.validate)
+
+    if enable_echo:
+
+        @app.post("/echo")
+        async def echo(request: Request) -> Response:
+            return await answer("echo", request, lambda review: allowed_response(review.uid))
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        details: dict[str, dict[str, Any]] = {}
+        ready = True
+        for name, check in checks.items():
+            try:
+                ok, detail = await asyncio.to_thread(check)
+            except Exception as exc:
+                ok, detail = False, f"{type(exc).__name__}: {exc}"
+            details[name] = {"ok": ok, "detail": detail}
+            ready = ready and ok
+        return JSONResponse({"ready": ready, "checks": details}, status_code=200 if ready else 503)
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,56 @@
+"""Prometheus metrics of the webhook, on a registry of its own so that tests and several apps do not collide."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["WebhookMetrics"]
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+@dataclass
+class WebhookMetrics:
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.reviews = Counter(
+            "gpudra_admission_reviews",
+            "AdmissionReviews answered, by endpoint, operation, policy and outcome.",
+            ["endpoint", "operation", "policy", "outcome"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "gpudra_admission_review_duration_seconds",
+            "Time to answer one AdmissionReview, by endpoint.",
+            ["endpoint"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.bad_requests = Counter(
+            "gpudra_admission_bad_requests", "Requests rejected as malformed, by HTTP status.", ["status"], registry=r
+        )
+        self.policy_errors = Counter(
+            "gpudra_policy_evaluation_errors", "Policy evaluation errors, by policy.", ["policy"], registry=r
+        )
+        self.templates_created = Counter(
+            "gpudra_resourceclaimtemplates_created",
+            "ResourceClaimTemplates created (or found identical), by result.",
+            ["result"],
+            registry=r,
+        )
+        self.cert_expiry = Gauge(
+            "gpudra_serving_certificate_expiry_timestamp_seconds",
+            "Unix time at which the serving certificate expires.",
+            registry=r,
+        )
+        self.policy_reloads = Counter(
+            "gpudra_policy_reloads", "Policy set reload attempts, by result (success|failure).", ["result"], registry=r
+        )
+        self.policies_loaded = Gauge("gpudra_policies_loaded", "Policies in the serving set.", registry=r)
+        self.cert_reloads = Counter(
+            "gpudra_certificate_reloads", "Serving certificate reloads, by result.", ["result"], registry=r
+        )

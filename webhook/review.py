@@ -1,0 +1,150 @@
+"""AdmissionReview `admission.k8s.io/v1`: reading requests and writing responses, as plain dicts.
+
+The HTTP layer only decodes bytes and encodes the dict this module returns. A request that is not a well-formed
+AdmissionReview raises `BadReview` (HTTP 4xx with a reason); an `AdmissionDenied` carries the denial that
+becomes the response. Unknown fields are ignored, as the API server may add new ones.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra.errors import GpudraError
+
+__all__ = [
+    "API_VERSION",
+    "AdmissionDenied",
+    "BadReview",
+    "ReviewRequest",
+    "allowed_response",
+    "denied_response",
+    "parse_review",
+]
+
+API_VERSION = "admission.k8s.io/v1"
+DEFAULT_MAX_BYTES = 3 * 1024 * 1024  # the API server's own request limit (MaxRequestSizeBytes)
+
+
+class BadReview(GpudraError):
+    """The body is not an AdmissionReview we can answer; `status` is the HTTP status to send."""
+
+    def __init__(self, reason: str, status: int = 400) -> None:
+        self.reason = reason
+        self.status = status
+        super().__init__(reason)
+
+
+class AdmissionDenied(GpudraError):
+    """A policy verdict: the pod is rejected with `message` and HTTP-like `code` in the review status."""
+
+    def __init__(self, message: str, *, code: int = 403, reason: str = "Forbidden", warnings: list[str] | None = None):
+        self.message = message
+        self.code = code
+        self.reason = reason
+        self.warnings = list(warnings or [])
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    uid: str
+    kind: dict[str, Any]
+    resource: dict[str, Any]
+    namespace: str
+    name: str
+    operation: str
+    dry_run: bool
+    object: dict[str, Any] | None
+    old_object: dict[str, Any] | None
+    user_info: dict[str, Any] = field(default_factory=dict)
+    request: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_pod(self) -> bool:
+        return (
+            self.kind.get("group", "") == ""
+            and self.kind.get("kind") == "Pod"
+            and (not self.resource or self.resource.get("resource") == "pods")
+        )
+
+
+def parse_review(body: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ReviewRequest:
+    """Decode and check an AdmissionReview body; raises `BadReview` naming what is wrong."""
+    if len(body) > max_bytes:
+        raise BadReview(f"request body of {len(body)} bytes exceeds the limit of {max_bytes} bytes", status=413)
+    try:
+        doc = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadReview(f"body is not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise BadReview(f"body must be a JSON object (got {type(doc).__name__})")
+    if doc.get("kind") != "AdmissionReview":
+        raise BadReview(f"kind must be 'AdmissionReview' (got {doc.get('kind')!r})")
+    if doc.get("apiVersion") != API_VERSION:
+        raise BadReview(f"apiVersion must be '{API_VERSION}' (got {doc.get('apiVersion')!r})")
+    req = doc.get("request")
+    if not isinstance(req, dict):
+        raise BadReview("'request' must be an object")
+    uid = req.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise BadReview("'request.uid' must be a non-empty string")
+    obj = req.get("object")
+    old = req.get("oldObject")
+    for name, value in (("object", obj), ("oldObject", old)):
+        if value is not None and not isinstance(value, dict):
+            raise BadReview(f"'request.{name}' must be an object or null")
+    kind, resource, user = (_mapping(req.get(key)) for key in ("kind", "resource", "userInfo"))
+    return ReviewRequest(
+        uid=uid,
+        kind=kind,
+        resource=resource,
+        namespace=str(req.get("namespace") or ""),
+        name=str(req.get("name") or ""),
+        operation=str(req.get("operation") or ""),
+        dry_run=bool(req.get("dryRun", False)),
+        object=obj,
+        old_object=old,
+        user_info=user,
+        request=req,
+    )
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _envelope(response: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+def allowed_response(
+    uid: str,
+    *,
+    patch: list[dict[str, Any]] | None = None,
+    warnings: list[str] | None = None,
+    audit_annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """An allowing answer; a non-empty `patch` is sent base64-encoded with `patchType: JSONPatch`."""
+    response: dict[str, Any] = {"uid": uid, "allowed": True}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
+    if warnings:
+        response["warnings"] = list(warnings)
+    if audit_annotations:
+        response["auditAnnotations"] = dict(audit_annotations)
+    return _envelope(response)
+
+
+def denied_response(uid: str, denial: AdmissionDenied) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "uid": uid,
+        "allowed": False,
+        "status": {"code": denial.code, "message": denial.message, "reason": denial.reason},
+    }
+    if denial.warnings:
+        response["warnings"] = list(denial.warnings)
+    return _envelope(response)

@@ -1,0 +1,209 @@
+"""TLS for the webhook: a development CA and serving certificate, and a server context that reloads its files.
+
+Certificates come from `gpudra certs` (development), a mounted Secret, cert-manager or OpenShift's service-ca. The
+`ReloadingCertificate` keeps one `ssl.SSLContext` for the server and loads a new chain into it when the files change
+(including Kubernetes' `..data` symlink swap), so new handshakes get the new certificate and connections in flight
+are untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import ipaddress
+import ssl
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from dra.errors import GpudraError
+
+__all__ = [
+    "CertificateError",
+    "DevCertificates",
+    "ReloadingCertificate",
+    "generate_dev_certificates",
+    "service_dns_names",
+    "write_dev_certificates",
+]
+
+
+class CertificateError(GpudraError):
+    """A certificate or key that cannot be read, does not match, or is not valid now."""
+
+
+def service_dns_names(service: str, namespace: str) -> list[str]:
+    """The names the API server may use to reach a Service-backed webhook."""
+    return [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+    ]
+
+
+@dataclass(frozen=True)
+class DevCertificates:
+    ca_cert_pem: bytes
+    ca_key_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
+
+    @property
+    def ca_bundle(self) -> str:
+        """The base64 `caBundle` for webhook configurations."""
+        return base64.b64encode(self.ca_cert_pem).decode()
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    pkcs8 = serialization.PrivateFormat.PKCS8
+    return key.private_bytes(serialization.Encoding.PEM, pkcs8, serialization.NoEncryption())
+
+
+def generate_dev_certificates(
+    dns_names: list[str], *, ip_addresses: list[str] | None = None, days: int = 365
+) -> DevCertificates:
+    """A fresh CA and a serving certificate for `dns_names` (and IPs), signed by it; ECDSA P-256."""
+    if days <= 0:
+        raise CertificateError(f"'days' must be positive (got {days})")
+    if not dns_names and not ip_addresses:
+        raise CertificateError("a serving certificate needs at least one DNS name or IP address")
+    now = dt.datetime.now(dt.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "gpudra development CA")])
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses or []]
+    common = dns_names[0] if dns_names else (ip_addresses or [""])[0]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return DevCertificates(
+        ca_cert_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
+        ca_key_pem=_key_pem(ca_key),
+        cert_pem=cert.public_bytes(serialization.Encoding.PEM),
+        key_pem=_key_pem(key),
+    )
+
+
+def write_dev_certificates(
+    out_dir: Path, dns_names: list[str], *, ip_addresses: list[str] | None = None, days: int = 365
+) -> DevCertificates:
+    """Write `ca.crt`, `ca.key`, `tls.crt`, `tls.key` (keys mode 0600) and return what was written."""
+    certs = generate_dev_certificates(dns_names, ip_addresses=ip_addresses, days=days)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, data, mode in (
+        ("ca.crt", certs.ca_cert_pem, 0o644),
+        ("ca.key", certs.ca_key_pem, 0o600),
+        ("tls.crt", certs.cert_pem, 0o644),
+        ("tls.key", certs.key_pem, 0o600),
+    ):
+        path = out_dir / name
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_bytes(data)
+        tmp.chmod(mode)
+        tmp.replace(path)  # atomic: a watching server never reads half a file
+    return certs
+
+
+class ReloadingCertificate:
+    """One server SSLContext whose chain follows `cert_file`/`key_file` as they change on disk."""
+
+    def __init__(self, cert_file: Path, key_file: Path) -> None:
+        self.cert_file = Path(cert_file)
+        self.key_file = Path(key_file)
+        self._lock = threading.Lock()
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._digest = ""
+        self.not_after: dt.datetime | None = None
+        self.reloads = 0
+        self.last_error: str | None = None
+        self._load()
+
+    def _read(self) -> tuple[bytes, bytes]:
+        try:
+            return self.cert_file.read_bytes(), self.key_file.read_bytes()
+        except OSError as exc:
+            raise CertificateError(f"cannot read certificate files: {exc}") from exc
+
+    def _load(self) -> bool:
+        cert_pem, key_pem = self._read()
+        digest = hashlib.sha256(cert_pem + b"\0" + key_pem).hexdigest()
+        if digest == self._digest:
+            return False
+        try:
+            cert = x509.load_pem_x509_certificate(cert_pem)
+        except ValueError as exc:
+            raise CertificateError(f"{self.cert_file}: not a PEM certificate ({exc})") from exc
+        with self._lock:
+            try:
+                # load_cert_chain needs paths; the resolved paths read the same bytes we hashed.
+                self.context.load_cert_chain(str(self.cert_file.resolve()), str(self.key_file.resolve()))
+            except (ssl.SSLError, OSError) as exc:
+                pair = f"{self.cert_file}/{self.key_file}"
+                raise CertificateError(f"{pair}: certificate and key do not load: {exc}") from exc
+            self._digest = digest
+            self.not_after = cert.not_valid_after_utc
+        return True
+
+    def reload_if_changed(self) -> bool:
+        """Load the files again if their content changed; a broken new pair keeps the old one serving."""
+        try:
+            changed = self._load()
+        except CertificateError as exc:
+            self.last_error = str(exc)
+            return False
+        if changed:
+            self.reloads += 1
+            self.last_error = None
+        return changed
+
+    def valid_now(self) -> bool:
+        return self.not_after is not None and self.not_after > dt.datetime.now(dt.UTC)
