@@ -1,0 +1,126 @@
+"""The MIG profile tables of the catalog's MIG-capable GPUs (data only; `dra.gpus.mig` holds the rules).
+
+Sources, per column:
+- names, GI profile ids, slice counts, instance counts and valid starts: NVIDIA MIG User Guide, "Supported MIG
+  Profiles" (A100 table, and the note giving the 80GB names), `nvidia-smi mig -lgipp` captures on A100 and H100
+  (identical placement tables), the H200 names from NVIDIA mig-parted's default config; B200 from the DRA
+  driver's partitions.go comment ("3g.90gb consumes 4 out of 8 memory slices") and NVIDIA go-nvml's
+  `pkg/nvml/mock/gpus/b200.go` (names, counts). See ../shared/reference/dra.md §5.
+- memory MiB (NVML `memorySizeMB`) and engine counts: A100 from go-nvml's `mock/gpus/a100.go`, whose MiB figures
+  are the ones `nvidia-smi mig -lgip` prints (4.75 GiB = 4864 MiB for 1g.5gb, 39.25 GiB = 40192 MiB for
+  7g.40gb); engine counts per the MIG User Guide A100 table. UNVERIFIED (nominal): every H100, H100-94GB, H200
+  and B200 MiB figure (profile GB x 1024, as go-nvml's mocks do) and the Hopper/Blackwell engine counts.
+"""
+
+from __future__ import annotations
+
+from dra.gpus.mig import MigGeometry, MigProfile
+
+__all__ = ["GEOMETRIES"]
+
+# GI profile id -> (compute slices, memory slices, valid starts, max instances); shared by A100, H100, H200, B200.
+_SHAPE: dict[int, tuple[int, int, tuple[int, ...], int]] = {
+    19: (1, 1, (0, 1, 2, 3, 4, 5, 6), 7),
+    20: (1, 1, (0, 1, 2, 3, 4, 5, 6), 1),
+    15: (1, 2, (0, 2, 4, 6), 4),
+    14: (2, 2, (0, 2, 4), 3),
+    9: (3, 4, (0, 4), 2),
+    5: (4, 4, (0,), 1),
+    0: (7, 8, (0,), 1),
+}
+
+# One row per profile: GI id, name, memory MiB, SMs, copy engines, decoders, encoders, jpeg, ofa.
+_Row = tuple[int, str, int, int, int, int, int, int, int]
+
+
+def _geometry(name: str, rows: list[_Row]) -> MigGeometry:
+    profiles = []
+    for gi, pname, mib, sms, ce, dec, enc, jpg, ofa in rows:
+        compute, memory, starts, count = _SHAPE[gi]
+        profiles.append(
+            MigProfile(
+                name=pname,
+                gi_profile_id=gi,
+                compute_slices=compute,
+                memory_slices=memory,
+                starts=starts,
+                memory_mib=mib,
+                max_count=count,
+                multiprocessors=sms,
+                copy_engines=ce,
+                decoders=dec,
+                encoders=enc,
+                jpeg_engines=jpg,
+                ofa_engines=ofa,
+            )
+        )
+    return MigGeometry(name=name, profiles=tuple(profiles))
+
+
+# A100: 14 SMs per compute slice, 98 in a 7g instance (108 on the die); MIG User Guide engine counts.
+A100_40GB = _geometry(
+    "A100-40GB",
+    [
+        (19, "1g.5gb", 4864, 14, 1, 0, 0, 0, 0),
+        (20, "1g.5gb+me", 4864, 14, 1, 1, 0, 1, 1),
+        (15, "1g.10gb", 9856, 14, 1, 1, 0, 0, 0),
+        (14, "2g.10gb", 9856, 28, 2, 1, 0, 0, 0),
+        (9, "3g.20gb", 19968, 42, 3, 2, 0, 0, 0),
+        (5, "4g.20gb", 19968, 56, 4, 2, 0, 0, 0),
+        (0, "7g.40gb", 40192, 98, 7, 5, 0, 1, 1),
+    ],
+)
+A100_80GB = _geometry(
+    "A100-80GB",
+    [
+        (19, "1g.10gb", 9856, 14, 1, 0, 0, 0, 0),
+        (20, "1g.10gb+me", 9856, 14, 1, 1, 0, 1, 1),
+        (15, "1g.20gb", 19968, 14, 1, 1, 0, 0, 0),
+        (14, "2g.20gb", 19968, 28, 2, 1, 0, 0, 0),
+        (9, "3g.40gb", 40192, 42, 3, 2, 0, 0, 0),
+        (5, "4g.40gb", 40192, 56, 4, 2, 0, 0, 0),
+        (0, "7g.80gb", 80384, 98, 7, 5, 0, 1, 1),
+    ],
+)
+
+
+def _hopper(name: str, sizes: tuple[int, int, int, int], sms: tuple[int, int, int, int, int]) -> MigGeometry:
+    """Hopper tables differ only in memory sizes (GB of 1g/1g-2slice/3g-4g/7g) and SM counts. UNVERIFIED counts."""
+    g1, g1x2, g3, g7 = sizes
+    s1, s2, s3, s4, s7 = sms
+    return _geometry(
+        name,
+        [
+            (19, f"1g.{g1}gb", g1 * 1024, s1, 1, 1, 0, 1, 0),
+            (20, f"1g.{g1}gb+me", g1 * 1024, s1, 1, 1, 0, 1, 1),
+            (15, f"1g.{g1x2}gb", g1x2 * 1024, s1, 1, 1, 0, 1, 0),
+            (14, f"2g.{g1x2}gb", g1x2 * 1024, s2, 2, 2, 0, 2, 0),
+            (9, f"3g.{g3}gb", g3 * 1024, s3, 3, 3, 0, 3, 0),
+            (5, f"4g.{g3}gb", g3 * 1024, s4, 4, 4, 0, 4, 0),
+            (0, f"7g.{g7}gb", g7 * 1024, s7, 7, 7, 0, 7, 1),
+        ],
+    )
+
+
+H100_80GB = _hopper("H100-80GB", (10, 20, 40, 80), (16, 32, 60, 64, 132))
+H100_PCIE_80GB = _hopper("H100-PCIe-80GB", (10, 20, 40, 80), (14, 28, 42, 56, 114))
+H100_94GB = _hopper("H100-94GB", (12, 24, 47, 94), (16, 32, 60, 64, 132))
+H200_141GB = _hopper("H200-141GB", (18, 35, 71, 141), (16, 32, 60, 64, 132))
+
+# B200: go-nvml mock engine counts (NVIDIA test data, not a hardware capture) - UNVERIFIED.
+B200_180GB = _geometry(
+    "B200-180GB",
+    [
+        (19, "1g.23gb", 23552, 18, 1, 1, 0, 0, 0),
+        (20, "1g.23gb+me", 23552, 18, 1, 1, 1, 1, 1),
+        (15, "1g.45gb", 46080, 18, 1, 1, 0, 0, 0),
+        (14, "2g.45gb", 46080, 36, 2, 2, 1, 1, 1),
+        (9, "3g.90gb", 92160, 54, 3, 3, 2, 2, 2),
+        (5, "4g.90gb", 92160, 72, 4, 4, 2, 2, 2),
+        (0, "7g.180gb", 184320, 126, 7, 7, 4, 4, 4),
+    ],
+)
+
+GEOMETRIES: dict[str, MigGeometry] = {
+    g.name: g for g in (A100_40GB, A100_80GB, H100_80GB, H100_PCIE_80GB, H100_94GB, H200_141GB, B200_180GB)
+}

@@ -1,0 +1,353 @@
+"""ResourceSlices in the NVIDIA DRA driver's shape (gpu-kubelet-plugin, HEAD), as Kubernetes JSON dicts.
+
+Three modes, as the driver publishes them: `none` (every GPU whole), `static` (the default driver: GPUs with MIG
+mode on publish their existing MIG devices with `memorySlice<i>` capacities, the others the whole GPU) and
+`dynamic` (DynamicMIG, KEP-4815 partitionable devices: one counter set `gpu-<minor>-counter-set` per GPU, the
+whole GPU consuming all of it, every (profile, placement) a device consuming its share and its memory slices;
+1.34 layout = one slice per GPU, 1.35 layout = counter-only slices first, then one device-only slice per GPU).
+Besides the driver's attributes, whole GPUs carry gpudra's `gpu.gpudra.io/nvlinkGroup` (docs/gpu-catalog.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu
+from dra.gpus.mig import MigProfile
+from dra.gpus.topology import NVLINK_GROUP_ATTRIBUTE
+from dra.quantity import Quantity
+
+__all__ = [
+    "DRIVER",
+    "MigMode",
+    "device_classes",
+    "node_resource_slices",
+    "parse_k8s_version",
+    "slice_limit_errors",
+    "to_models",
+]
+
+DRIVER = "gpu.nvidia.com"
+MigMode = Literal["none", "static", "dynamic"]
+API_VERSION = "resource.k8s.io/v1"
+
+PCI_BUS_ID_ATTRIBUTE = "resource.kubernetes.io/pciBusID"
+PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
+NUMA_NODE_ATTRIBUTE = "resource.kubernetes.io/numaNode"
+
+# Validation limits of resource.k8s.io/v1 (types.go; ../shared/reference/dra.md §1.4, §1.6).
+MAX_DEVICES = 128
+MAX_DEVICES_WITH_COUNTERS_135 = 64
+MAX_ATTRIBUTES_AND_CAPACITIES = 32
+MAX_COUNTERS_PER_SLICE_134 = 32
+MAX_DEVICE_COUNTER_ENTRIES_134 = 1024
+MAX_COUNTER_SETS_PER_SLICE_135 = 8
+MAX_COUNTERS_PER_SET = 32
+MAX_CONSUMPTIONS_PER_DEVICE_135 = 2
+MAX_COUNTERS_PER_CONSUMPTION = 32
+MAX_ATTRIBUTE_STRING = 64
+
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)")
+
+
+def parse_k8s_version(text: str) -> tuple[int, int]:
+    """`1.35`, `v1.35.2` -> (1, 35); raises ValueError naming the input."""
+    m = _VERSION_RE.match(text.strip())
+    if not m:
+        raise ValueError(f"Kubernetes version must look like 1.35 or v1.35.2 (got {text!r})")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _semver(text: str) -> str:
+    """Masterminds semver's non-strict parse + String(): `8.0` -> `8.0.0`, `580.95.05` -> `580.95.5`."""
+    parts = [int(p) for p in re.findall(r"\d+", text)[:3]]
+    parts += [0] * (3 - len(parts))
+    return ".".join(str(p) for p in parts)
+
+
+def _binary(n: int) -> str:
+    return str(Quantity.from_int(n, "BinarySI"))
+
+
+def _dns(name: str) -> str:
+    """The driver's camelToDNSName: `copyEngines` -> `copy-engines`."""
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", name).lower()
+
+
+def _sorted(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: d[k] for k in sorted(d)}
+
+
+# -- devices --------------------------------------------------------------------------------------------
+def _parent_attributes(gpu: PhysicalGpu, node: NodeGpus) -> dict[str, dict[str, Any]]:
+    """The attributes a whole GPU and its MIG devices share (`GpuInfo.Attributes` minus type/uuid)."""
+    attrs: dict[str, dict[str, Any]] = {
+        "productName": {"string": gpu.product_name},
+        "brand": {"string": gpu.brand},
+        "architecture": {"string": gpu.architecture},
+        "cudaComputeCapability": {"version": _semver(gpu.compute_capability)},
+        "driverVersion": {"version": _semver(node.driver_version)},
+        "cudaDriverVersion": {"version": _semver(node.cuda_driver_version)},
+        PCI_BUS_ID_ATTRIBUTE: {"string": gpu.pci_bus_id},
+    }
+    if gpu.pcie_root:
+        attrs[PCIE_ROOT_ATTRIBUTE] = {"string": gpu.pcie_root}
+    if gpu.numa_node is not None and gpu.numa_node >= 0:
+        attrs[NUMA_NODE_ATTRIBUTE] = {"int": gpu.numa_node}
+    return attrs
+
+
+def _gpu_attributes(gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str]) -> dict[str, dict[str, Any]]:
+    attrs = {"type": {"string": "gpu"}, "uuid": {"string": gpu.uuid}, **_parent_attributes(gpu, node)}
+    if gpu.index in groups:
+        attrs[NVLINK_GROUP_ATTRIBUTE] = {"string": groups[gpu.index]}
+    return _sorted(attrs)
+
+
+def _mig_attributes(gpu: PhysicalGpu, node: NodeGpus, profile: str) -> dict[str, dict[str, Any]]:
+    attrs = {
+        "type": {"string": "mig"},
+        "parentUUID": {"string": gpu.uuid},
+        "profile": {"string": profile},
+        **_parent_attributes(gpu, node),
+    }
+    return attrs
+
+
+def _capacity(values: Mapping[str, int]) -> dict[str, dict[str, str]]:
+    return {k: {"value": _binary(v)} for k, v in sorted(values.items())}
+
+
+def _counters(values: Mapping[str, int], start: int, size: int) -> dict[str, dict[str, str]]:
+    counters = {_dns(k): v for k, v in values.items()}
+    counters.update({f"memory-slice-{i}": 1 for i in range(start, start + size)})
+    return {k: {"value": _binary(v)} for k, v in sorted(counters.items())}
+
+
+def mig_device_name(gpu: PhysicalGpu, profile: MigProfile, start: int) -> str:
+    """`gpu-<minor>-mig-<profile without dots>-<GI profile id>-<start>` (driver MigSpecTuple.ToCanonicalName)."""
+    return f"gpu-{gpu.minor}-mig-{profile.device_name_part}-{profile.gi_profile_id}-{start}"
+
+
+def full_gpu_device(gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str]) -> dict[str, Any]:
+    """A whole GPU without DynamicMIG: its attributes and `memory` capacity (NVML total memory)."""
+    return {
+        "name": gpu.name,
+        "attributes": _gpu_attributes(gpu, node, groups),
+        "capacity": _capacity({"memory": gpu.memory_bytes}),
+    }
+
+
+def static_mig_device(gpu: PhysicalGpu, node: NodeGpus, instance: MigInstance) -> dict[str, Any]:
+    """An existing MIG device: the profile's capacities plus `memorySlice<i>` = 1 for each slice it holds."""
+    if gpu.mig is None:
+        raise ValueError(f"{gpu.name} ({gpu.product_name}) has MIG instances but no MIG profile table")
+    profile = gpu.mig.profile(instance.profile)
+    caps: dict[str, int] = dict(profile.capacities())
+    caps.update({f"memorySlice{i}": 1 for i in range(instance.start, instance.start + profile.memory_slices)})
+    attrs = _mig_attributes(gpu, node, profile.name)
+    attrs["uuid"] = {"string": instance.uuid}
+    return {
+        "name": mig_device_name(gpu, profile, instance.start),
+        "attributes": _sorted(attrs),
+        "capacity": _capacity(caps),
+    }
+
+
+def counter_set_name(gpu: PhysicalGpu) -> str:
+    return f"{gpu.name}-counter-set"
+
+
+def _dynamic_devices(
+    gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str]
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """(counter set or None, devices) of one GPU with DynamicMIG (driver partitions.go)."""
+    if gpu.mig is None or not gpu.mig.profiles:
+        return None, [full_gpu_device(gpu, node, groups)]
+    geometry = gpu.mig
+    maxcap = geometry.max_capacities()
+    slices = geometry.memory_slices
+    set_name = counter_set_name(gpu)
+    counter_set = {"name": set_name, "counters": _counters(maxcap, 0, slices)}
+    devices: list[dict[str, Any]] = []
+    # Ampere cannot leave MIG mode without a GPU reset: with MIG on, only the partitions are announced.
+    if not (gpu.mig_enabled and gpu.architecture == "Ampere"):
+        devices.append(
+            {
+                "name": gpu.name,
+                "attributes": _gpu_attributes(gpu, node, groups),
+                "capacity": _capacity(maxcap),
+                "consumesCounters": [{"counterSet": set_name, "counters": _counters(maxcap, 0, slices)}],
+            }
+        )
+    for profile in geometry.profiles:
+        for start in profile.starts:
+            devices.append(
+                {
+                    "name": mig_device_name(gpu, profile, start),
+                    "attributes": _sorted(_mig_attributes(gpu, node, profile.name)),
+                    "capacity": _capacity(profile.capacities()),
+                    "consumesCounters": [
+                        {
+                            "counterSet": set_name,
+                            "counters": _counters(profile.capacities(), start, profile.memory_slices),
+                        }
+                    ],
+                }
+            )
+    return counter_set, sorted(devices, key=lambda d: d["name"])
+
+
+def _static_devices(gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str]) -> list[dict[str, Any]]:
+    if gpu.mig_enabled:
+        return [static_mig_device(gpu, node, inst) for inst in gpu.mig_instances]
+    return [full_gpu_device(gpu, node, groups)]
+
+
+# -- slices ---------------------------------------------------------------------------------------------
+def _chunks(items: Sequence[Any], size: int) -> list[list[Any]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)] or [[]]
+
+
+def node_resource_slices(
+    node: NodeGpus,
+    *,
+    mig_mode: MigMode = "static",
+    k8s_version: str = "1.35",
+    generation: int = 1,
+) -> list[dict[str, Any]]:
+    """The ResourceSlices the driver publishes for `node` (pool = node name), as Kubernetes dicts.
+
+    `k8s_version` picks the DynamicMIG slice layout (< 1.35 combined, >= 1.35 split). Where the driver would
+    break a limit (more than 8 GPUs' counter sets in one 1.35 slice, more than 64 devices with counters) the
+    sets and devices are spread over more slices; for up to 8 GPUs the output is the driver's."""
+    split = parse_k8s_version(k8s_version) >= (1, 35)
+    groups = node.nvlink_groups()
+    gpus = sorted(node.gpus, key=lambda g: g.pci_bus_id)  # the driver walks GPUs by PCI bus id
+    specs: list[dict[str, Any]] = []
+    if mig_mode in ("none", "static"):
+        devices: list[dict[str, Any]] = []
+        for gpu in gpus:
+            if mig_mode == "none":
+                devices.append(full_gpu_device(gpu, node, groups))
+            else:
+                devices.extend(_static_devices(gpu, node, groups))
+        devices.sort(key=lambda d: d["name"])
+        specs = [{"devices": chunk} for chunk in _chunks(devices, MAX_DEVICES)]
+    elif mig_mode == "dynamic":
+        per_gpu = [_dynamic_devices(gpu, node, groups) for gpu in gpus]
+        if split:
+            sets = [cs for cs, _ in per_gpu if cs is not None]
+            if sets:
+                specs.extend({"sharedCounters": c} for c in _chunks(sets, MAX_COUNTER_SETS_PER_SLICE_135))
+            for _, devices in per_gpu:
+                specs.extend({"devices": c} for c in _chunks(devices, MAX_DEVICES_WITH_COUNTERS_135))
+        else:
+            for cs, devices in per_gpu:
+                spec: dict[str, Any] = {"devices": devices}
+                if cs is not None:
+                    spec["sharedCounters"] = [cs]
+                specs.append(spec)
+    else:
+        raise ValueError(f"mig_mode must be one of none, static, dynamic (got {mig_mode!r})")
+    return [_slice(node.node_name, j, spec, generation, len(specs)) for j, spec in enumerate(specs)]
+
+
+def _slice(node_name: str, j: int, spec: dict[str, Any], generation: int, count: int) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "driver": DRIVER,
+        "nodeName": node_name,
+        "pool": {"name": node_name, "generation": generation, "resourceSliceCount": count},
+    }
+    body.update(spec)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceSlice",
+        # The kubelet plugin uses generateName `<node>-<driver>-`; gpudra numbers the slices instead.
+        "metadata": {"name": f"{node_name}-{DRIVER}-{j}"},
+        "spec": body,
+    }
+
+
+def device_classes(api_version: str = API_VERSION) -> list[dict[str, Any]]:
+    """The DeviceClasses the NVIDIA chart creates for GPUs (deviceclass-gpu.yaml, deviceclass-mig.yaml)."""
+
+    def cls(name: str, kind: str) -> dict[str, Any]:
+        expression = f"device.driver == '{DRIVER}' && device.attributes['{DRIVER}'].type == '{kind}'"
+        spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
+        if kind == "gpu" and api_version == API_VERSION:
+            spec["extendedResourceName"] = "nvidia.com/gpu"
+        return {"apiVersion": api_version, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+
+    return [cls("gpu.nvidia.com", "gpu"), cls("mig.nvidia.com", "mig")]
+
+
+# -- limits ---------------------------------------------------------------------------------------------
+def slice_limit_errors(slices: Iterable[Mapping[str, Any]], k8s_version: str = "1.35") -> list[str]:
+    """The resource.k8s.io/v1 limits the slices break for `k8s_version` (empty when they are all kept),
+    each message naming the slice and field."""
+    v135 = parse_k8s_version(k8s_version) >= (1, 35)
+    errors: list[str] = []
+    pools: dict[str, list[Mapping[str, Any]]] = {}
+    for s in slices:
+        spec = s["spec"]
+        where = s.get("metadata", {}).get("name", "?")
+        pools.setdefault(spec["pool"]["name"], []).append(s)
+        devices = spec.get("devices") or []
+        sets = spec.get("sharedCounters") or []
+        with_counters = any(d.get("consumesCounters") or d.get("taints") for d in devices)
+        limit = MAX_DEVICES_WITH_COUNTERS_135 if (v135 and with_counters) else MAX_DEVICES
+        if len(devices) > limit:
+            errors.append(f"{where}: spec.devices: {len(devices)} devices, at most {limit}")
+        if v135 and devices and sets:
+            errors.append(f"{where}: spec: devices and sharedCounters in one slice (1.35 allows one of them)")
+        if v135 and len(sets) > MAX_COUNTER_SETS_PER_SLICE_135:
+            errors.append(f"{where}: spec.sharedCounters: {len(sets)} sets, at most {MAX_COUNTER_SETS_PER_SLICE_135}")
+        total = sum(len(cs["counters"]) for cs in sets)
+        if not v135 and total > MAX_COUNTERS_PER_SLICE_134:
+            errors.append(f"{where}: spec.sharedCounters: {total} counters, at most {MAX_COUNTERS_PER_SLICE_134}")
+        for k, cs in enumerate(sets):
+            if len(cs["counters"]) > MAX_COUNTERS_PER_SET:
+                errors.append(f"{where}: spec.sharedCounters[{k}].counters: more than {MAX_COUNTERS_PER_SET}")
+        entries = 0
+        for i, d in enumerate(devices):
+            path = f"{where}: spec.devices[{i}]"
+            n_fields = len(d.get("attributes") or {}) + len(d.get("capacity") or {})
+            if n_fields > MAX_ATTRIBUTES_AND_CAPACITIES:
+                errors.append(f"{path}: {n_fields} attributes and capacities, at most {MAX_ATTRIBUTES_AND_CAPACITIES}")
+            for name, attr in (d.get("attributes") or {}).items():
+                text = attr.get("string", attr.get("version"))
+                if isinstance(text, str) and len(text) > MAX_ATTRIBUTE_STRING:
+                    errors.append(f"{path}.attributes[{name}]: longer than {MAX_ATTRIBUTE_STRING} characters")
+            consumes = d.get("consumesCounters") or []
+            if v135 and len(consumes) > MAX_CONSUMPTIONS_PER_DEVICE_135:
+                errors.append(f"{path}.consumesCounters: {len(consumes)} entries, at most 2")
+            per_device = sum(len(c["counters"]) for c in consumes)
+            if per_device > MAX_COUNTERS_PER_CONSUMPTION:
+                errors.append(f"{path}.consumesCounters: {per_device} counters, at most 32")
+            entries += per_device
+        if not v135 and entries > MAX_DEVICE_COUNTER_ENTRIES_134:
+            errors.append(f"{where}: {entries} device counter entries, at most {MAX_DEVICE_COUNTER_ENTRIES_134}")
+    for pool, members in sorted(pools.items()):
+        generations = {m["spec"]["pool"]["generation"] for m in members}
+        counts = {m["spec"]["pool"]["resourceSliceCount"] for m in members}
+        if len(generations) == 1 and counts != {len(members)}:
+            errors.append(f"pool {pool}: resourceSliceCount {sorted(counts)} but {len(members)} slices")
+        names = [d["name"] for m in members for d in m["spec"].get("devices") or []]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            errors.append(f"pool {pool}: device names repeated: {', '.join(dupes)}")
+        set_names = [cs["name"] for m in members for cs in m["spec"].get("sharedCounters") or []]
+        if v135 and len(set_names) != len(set(set_names)):
+            errors.append(f"pool {pool}: counter-set names repeated within the pool")
+    return errors
+
+
+def to_models(slices: Iterable[Mapping[str, Any]]) -> list[Any]:
+    """The slices as `dra.model.ResourceSlice` objects (raises ImportError until dra.model exists)."""
+    # Imported late: dra.model sits above nothing here but is optional for the dict-level generators.
+    resource_slice = importlib.import_module("dra.model").ResourceSlice
+    return [resource_slice.from_k8s(dict(s)) for s in slices]
