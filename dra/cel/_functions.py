@@ -72,7 +72,9 @@ class Overload:
     impl: Impl
 
     def accepts(self, args: tuple[Any, ...]) -> bool:
-        return len(args) == len(self.arg_types) and all(_accepts(t, a) for t, a in zip(self.arg_types, args, strict=True))
+        return len(args) == len(self.arg_types) and all(
+            _accepts(t, a) for t, a in zip(self.arg_types, args, strict=True)
+        )
 
 
 @dataclass
@@ -97,7 +99,9 @@ class FunctionRegistry:
         return register
 
     def merged(self, others: Iterable[FunctionRegistry]) -> FunctionRegistry:
-        out = FunctionRegistry({k: list(v) for k, v in self.globals.items()}, {k: list(v) for k, v in self.members.items()})
+        out = FunctionRegistry(
+            {k: list(v) for k, v in self.globals.items()}, {k: list(v) for k, v in self.members.items()}
+        )
         for other in others:
             for k, v in other.globals.items():
                 out.globals.setdefault(k, []).extend(v)

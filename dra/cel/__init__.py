@@ -1,0 +1,35 @@
+"""Kubernetes CEL for gpudra: celpy's parser, our closure compiler, the Kubernetes libraries and DRA's env.
+
+env = Environment.dra_selector()
+program = env.compile('device.attributes["gpu.nvidia.com"].memory >= 40')
+program.evaluate({"device": device_value("gpu.nvidia.com", device)})
+"""
+
+from __future__ import annotations
+
+from dra.cel._functions import FunctionRegistry, NoMatchingOverload
+from dra.cel.cache import SelectorCache, device_key
+from dra.cel.cost import DEFAULT_COST_LIMIT, CostMeter
+from dra.cel.device import device_value
+from dra.cel.env import Environment, Program
+from dra.cel.json import from_json, to_json
+from dra.cel.values import CelType, Duration, Optional, Timestamp, Uint
+
+__all__ = [
+    "DEFAULT_COST_LIMIT",
+    "CelType",
+    "CostMeter",
+    "Duration",
+    "Environment",
+    "FunctionRegistry",
+    "NoMatchingOverload",
+    "Optional",
+    "Program",
+    "SelectorCache",
+    "Timestamp",
+    "Uint",
+    "device_key",
+    "device_value",
+    "from_json",
+    "to_json",
+]

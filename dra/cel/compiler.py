@@ -1,0 +1,1056 @@
+"""Compile celpy's Lark tree into Python closures `fn(activation) -> value`.
+
+Each node becomes a closure over its children's closures, or a `Const` when it folds at compile time.
+Runtime errors are `CelRuntimeError` exceptions; `&&`, `||`, `?:` and comprehension predicates absorb them
+as cel-spec requires. Activation lookups are direct dict indexing (`a["device"]["attributes"][...]` for
+constant paths), and comprehensions copy the activation once per loop, never per evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from lark import Token, Tree
+
+from dra.cel import stdlib
+from dra.cel._functions import FunctionRegistry, NoMatchingOverload, Overload, type_name
+from dra.cel.cost import COST_KEY, call_cost
+from dra.cel.parse import OPT_ELEM, OPT_INDEX, OPT_KEY, OPT_SELECT
+from dra.cel.values import INT64_MAX, INT64_MIN, UINT64_MAX, CelType, Optional, Uint
+from dra.errors import CelCompileError, CelCostError, CelError, CelRuntimeError
+
+__all__ = ["Compiler", "Const", "Fn", "as_fn"]
+
+Fn = Callable[[dict[str, Any]], Any]
+
+
+class Const:
+    """A compile-time value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+Node = Const | Fn
+
+
+def as_fn(n: Node) -> Fn:
+    if isinstance(n, Const):
+        v = n.value
+        return lambda a: v
+    return n
+
+
+TYPE_IDENTS: Final = {
+    name: CelType(name)
+    for name in ("int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type")
+} | {
+    "google.protobuf.Duration": CelType("google.protobuf.Duration"),
+    "google.protobuf.Timestamp": CelType("google.protobuf.Timestamp"),
+    "optional_type": CelType("optional_type"),
+}
+
+MACROS: Final = frozenset(
+    {
+        "all",
+        "exists",
+        "exists_one",
+        "existsOne",
+        "map",
+        "filter",
+        "transformList",
+        "transformMap",
+        "transformMapEntry",
+        "optMap",
+        "optFlatMap",
+    }
+)
+
+
+def _rt_error(e: BaseException) -> CelRuntimeError:
+    if isinstance(e, CelRuntimeError):
+        return e
+    if isinstance(e, NoMatchingOverload):
+        return CelRuntimeError(str(e))
+    if isinstance(e, CelError):
+        return CelRuntimeError(e.message)
+    return CelRuntimeError(str(e) or type(e).__name__)
+
+
+def _literal_type_name(v: Any) -> str:
+    """Type names as cel-go's checker prints them for literal arguments."""
+    if type(v) is list:
+        kinds = {_literal_type_name(x) for x in v}
+        return f"list({kinds.pop() if len(kinds) == 1 else 'dyn'})"
+    if type(v) is dict:
+        ks = {_literal_type_name(x) for x in v}
+        vs = {_literal_type_name(x) for x in v.values()}
+        return f"map({ks.pop() if len(ks) == 1 else 'dyn'}, {vs.pop() if len(vs) == 1 else 'dyn'})"
+    return type_name(v)
+
+
+class Dispatcher:
+    """Overload resolution for one call site, memoised by the tuple of argument types."""
+
+    __slots__ = ("name", "overloads", "cache")
+
+    def __init__(self, name: str, overloads: Sequence[Overload]) -> None:
+        self.name = name
+        self.overloads = list(overloads)
+        self.cache: dict[tuple[type, ...], Callable[..., Any]] = {}
+
+    def resolve(self, args: tuple[Any, ...]) -> Callable[..., Any]:
+        for ov in self.overloads:
+            if ov.accepts(args):
+                self.cache[tuple(map(type, args))] = ov.impl
+                return ov.impl
+        raise CelRuntimeError(str(NoMatchingOverload(self.name, args)))
+
+    def __call__(self, *args: Any) -> Any:
+        impl = self.cache.get(tuple(map(type, args)))
+        if impl is None:
+            impl = self.resolve(args)
+        try:
+            return impl(*args)
+        except CelRuntimeError:
+            raise
+        except Exception as e:  # library code raises its own errors (QuantityError, ValueError, ...)
+            raise _rt_error(e) from None
+
+
+class Compiler:
+    """One compilation: the declared variables, the function registry and the bound comprehension names."""
+
+    def __init__(self, source: str, variables: frozenset[str], registry: FunctionRegistry, track_cost: bool) -> None:
+        self.source = source
+        self.variables = variables
+        self.registry = registry
+        self.track_cost = track_cost
+        self.scope: list[str] = []
+        self.nodes = 0
+
+    # -- errors --------------------------------------------------------------------------------------------
+
+    def error(self, tree: Any, message: str) -> CelCompileError:
+        pos = None
+        meta = getattr(tree, "meta", None)
+        if meta is not None and not getattr(meta, "empty", True):
+            pos = meta.start_pos
+        where = ""
+        if meta is not None and not getattr(meta, "empty", True):
+            where = f"<input>:{meta.line}:{meta.column}: "
+        return CelCompileError(f"{where}{message}", expression=self.source, position=pos)
+
+    # -- entry ---------------------------------------------------------------------------------------------
+
+    def compile(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        self.nodes += 1
+        rule = tree.data
+        handler = getattr(self, "_c_" + rule, None)
+        if handler is None:
+            if len(tree.children) == 1 and isinstance(tree.children[0], Tree):
+                self.nodes -= 1
+                return self.compile(tree.children[0])
+            raise self.error(tree, f"unsupported syntax '{rule}'")
+        result: Node = handler(tree)
+        return result
+
+    def fold(self, f: Callable[..., Any], *nodes: Node) -> Node | None:
+        """Evaluate now when every input is constant and the evaluation succeeds."""
+        if all(isinstance(n, Const) for n in nodes):
+            try:
+                return Const(f(*(n.value for n in nodes)))  # type: ignore[union-attr]
+            except CelRuntimeError:
+                return None
+        return None
+
+    # -- expressions ---------------------------------------------------------------------------------------
+
+    def _c_expr(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        if len(tree.children) == 1:
+            self.nodes -= 1
+            return self.compile(tree.children[0])
+        cond, then, other = (self.compile(c) for c in tree.children)
+        if isinstance(cond, Const):
+            if cond.value is True:
+                return then
+            if cond.value is False:
+                return other
+        c, t, o = as_fn(cond), as_fn(then), as_fn(other)
+
+        def ternary(a: dict[str, Any]) -> Any:
+            v = c(a)
+            if v is True:
+                return t(a)
+            if v is False:
+                return o(a)
+            raise stdlib.no_overload("_?_:_", v)
+
+        return ternary
+
+    def _c_conditionalor(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        return self._logic(tree, is_or=True)
+
+    def _c_conditionaland(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        return self._logic(tree, is_or=False)
+
+    def _logic(self, tree: Tree, is_or: bool) -> Node:  # type: ignore[type-arg]
+        if len(tree.children) == 1:
+            self.nodes -= 1
+            return self.compile(tree.children[0])
+        left = self.compile(tree.children[0])
+        right = self.compile(tree.children[1])
+        decisive = is_or  # the value that decides the result on its own
+        if isinstance(left, Const) and left.value is decisive:
+            return left
+        if isinstance(right, Const) and right.value is decisive:
+            return right
+        if isinstance(left, Const) and left.value is (not decisive):
+            return self._bool_check(right, "_||_" if is_or else "_&&_")
+        if isinstance(right, Const) and right.value is (not decisive):
+            return self._bool_check(left, "_||_" if is_or else "_&&_")
+        lf, rf = as_fn(left), as_fn(right)
+        name = "_||_" if is_or else "_&&_"
+
+        def after_left_error(err: CelRuntimeError, a: dict[str, Any]) -> bool:
+            try:
+                rv = rf(a)
+            except CelCostError:
+                raise
+            except CelRuntimeError:
+                raise err from None
+            if rv is decisive:
+                return bool(decisive)
+            raise err
+
+        if is_or:
+
+            def or_(a: dict[str, Any]) -> bool:
+                try:
+                    lv = lf(a)
+                except CelCostError:
+                    raise
+                except CelRuntimeError as e:
+                    return after_left_error(e, a)
+                if lv is True:
+                    return True
+                if lv is not False:
+                    return after_left_error(stdlib.no_overload(name, lv), a)
+                rv = rf(a)
+                if rv is True or rv is False:
+                    return rv
+                raise stdlib.no_overload(name, rv)
+
+            return or_
+
+        def and_(a: dict[str, Any]) -> bool:
+            try:
+                lv = lf(a)
+            except CelCostError:
+                raise
+            except CelRuntimeError as e:
+                return after_left_error(e, a)
+            if lv is False:
+                return False
+            if lv is not True:
+                return after_left_error(stdlib.no_overload(name, lv), a)
+            rv = rf(a)
+            if rv is True or rv is False:
+                return rv
+            raise stdlib.no_overload(name, rv)
+
+        return and_
+
+    def _bool_check(self, n: Node, name: str) -> Node:
+        if isinstance(n, Const):
+            if type(n.value) is bool:
+                return n
+            raise CelCompileError(f"found no matching overload for '{name}'", expression=self.source)
+        f = n
+
+        def check(a: dict[str, Any]) -> bool:
+            v = f(a)
+            if v is True or v is False:
+                return v
+            raise stdlib.no_overload(name, v)
+
+        return check
+
+    def _c_relation(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        if len(tree.children) == 1:
+            self.nodes -= 1
+            return self.compile(tree.children[0])
+        op_tree, right_tree = tree.children
+        op = op_tree.data
+        left = self.compile(op_tree.children[0])
+        right = self.compile(right_tree)
+        if op == "relation_eq":
+            return self._equality(left, right, negate=False)
+        if op == "relation_ne":
+            return self._equality(left, right, negate=True)
+        if op == "relation_in":
+            folded = self.fold(stdlib.contains, left, right)
+            if folded is not None:
+                return folded
+            lf, rf = as_fn(left), as_fn(right)
+            contains = stdlib.contains
+            if isinstance(right, Const) and type(right.value) is list and all(type(x) is str for x in right.value):
+                strings = frozenset(right.value)
+
+                def in_strings(a: dict[str, Any]) -> bool:
+                    v = lf(a)
+                    if type(v) is str:
+                        return v in strings
+                    return contains(v, right.value)
+
+                return in_strings
+            return lambda a: contains(lf(a), rf(a))
+        return self._ordering(op, left, right)
+
+    def _equality(self, left: Node, right: Node, negate: bool) -> Node:
+        eq = stdlib.cel_equal
+        folded = self.fold(eq, left, right)
+        if folded is not None:
+            return Const(not folded.value) if negate else folded  # type: ignore[union-attr]
+        if isinstance(left, Const):
+            left, right = right, left
+        lf = as_fn(left)
+        if isinstance(right, Const) and type(right.value) in (str, bytes, type(None)):
+            c = right.value
+            if negate:
+                return lambda a: lf(a) != c
+            return lambda a: lf(a) == c
+        if isinstance(right, Const) and type(right.value) is int:
+            ci = right.value
+
+            def eq_int(a: dict[str, Any]) -> bool:
+                v = lf(a)
+                if type(v) is int:
+                    return (v != ci) if negate else (v == ci)
+                r = eq(v, ci)
+                return (not r) if negate else r
+
+            return eq_int
+        rf = as_fn(right)
+        if negate:
+            return lambda a: not eq(lf(a), rf(a))
+        return lambda a: eq(lf(a), rf(a))
+
+    def _ordering(self, op: str, left: Node, right: Node) -> Node:
+        name, accepted = {
+            "relation_lt": ("_<_", (-1,)),
+            "relation_le": ("_<=_", (-1, 0)),
+            "relation_gt": ("_>_", (1,)),
+            "relation_ge": ("_>=_", (0, 1)),
+        }[op]
+        compare = stdlib.compare
+
+        def generic(x: Any, y: Any) -> bool:
+            return compare(name, x, y) in accepted
+
+        folded = self.fold(generic, left, right)
+        if folded is not None:
+            return folded
+        if isinstance(right, Const) and type(right.value) in (int, float):
+            c = right.value
+            lf = as_fn(left)
+            if op == "relation_ge":
+
+                def ge_c(a: dict[str, Any]) -> bool:
+                    v = lf(a)
+                    tv = type(v)
+                    if tv is int or tv is float:
+                        return v >= c  # type: ignore[no-any-return]
+                    return generic(v, c)
+
+                return ge_c
+            if op == "relation_gt":
+
+                def gt_c(a: dict[str, Any]) -> bool:
+                    v = lf(a)
+                    tv = type(v)
+                    if tv is int or tv is float:
+                        return v > c  # type: ignore[no-any-return]
+                    return generic(v, c)
+
+                return gt_c
+            if op == "relation_le":
+
+                def le_c(a: dict[str, Any]) -> bool:
+                    v = lf(a)
+                    tv = type(v)
+                    if tv is int or tv is float:
+                        return v <= c  # type: ignore[no-any-return]
+                    return generic(v, c)
+
+                return le_c
+
+            def lt_c(a: dict[str, Any]) -> bool:
+                v = lf(a)
+                tv = type(v)
+                if tv is int or tv is float:
+                    return v < c  # type: ignore[no-any-return]
+                return generic(v, c)
+
+            return lt_c
+        lf, rf = as_fn(left), as_fn(right)
+        return lambda a: generic(lf(a), rf(a))
+
+    def _binary(self, tree: Tree, ops: dict[str, Callable[[Any, Any], Any]]) -> Node:  # type: ignore[type-arg]
+        if len(tree.children) == 1:
+            self.nodes -= 1
+            return self.compile(tree.children[0])
+        op_tree, right_tree = tree.children
+        f = ops[op_tree.data]
+        left = self.compile(op_tree.children[0])
+        right = self.compile(right_tree)
+        folded = self.fold(f, left, right)
+        if folded is not None:
+            return folded
+        lf, rf = as_fn(left), as_fn(right)
+        if f is stdlib.add and isinstance(right, Const) and type(right.value) is int:
+            c = right.value
+
+            def add_int(a: dict[str, Any]) -> Any:
+                v = lf(a)
+                if type(v) is int:
+                    r = v + c
+                    if INT64_MIN <= r <= INT64_MAX:
+                        return r
+                return stdlib.add(v, c)
+
+            return add_int
+        return lambda a: f(lf(a), rf(a))
+
+    def _c_addition(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        return self._binary(tree, {"addition_add": stdlib.add, "addition_sub": stdlib.sub})
+
+    def _c_multiplication(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        return self._binary(
+            tree,
+            {"multiplication_mul": stdlib.mul, "multiplication_div": stdlib.div, "multiplication_mod": stdlib.mod},
+        )
+
+    def _c_unary(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        if len(tree.children) == 1:
+            self.nodes -= 1
+            return self.compile(tree.children[0])
+        op, operand_tree = tree.children
+        if op.data == "unary_neg":
+            # Fold `-9223372036854775808`: the positive literal alone would overflow.
+            lit = _single_literal(operand_tree)
+            if lit is not None and lit.type == "INT_LIT" and not lit.value.startswith("-"):
+                return Const(self._int_literal(tree, "-" + lit.value))
+            operand = self.compile(operand_tree)
+            folded = self.fold(stdlib.neg, operand)
+            if folded is not None:
+                return folded
+            f = as_fn(operand)
+            return lambda a: stdlib.neg(f(a))
+        operand = self.compile(operand_tree)
+
+        def not_(v: Any) -> bool:
+            if v is True or v is False:
+                return not v
+            raise stdlib.no_overload("!_", v)
+
+        folded = self.fold(not_, operand)
+        if folded is not None:
+            return folded
+        f = as_fn(operand)
+        return lambda a: not_(f(a))
+
+    # -- members -------------------------------------------------------------------------------------------
+
+    def _c_member_dot(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        target_tree, ident = tree.children
+        field = str(ident)
+        qualified = self._qualified(tree)
+        if qualified is not None and qualified not in self.scope:
+            head = qualified.split(".", 1)[0]
+            if head not in self.variables and head not in self.scope:
+                if qualified in TYPE_IDENTS:
+                    return Const(TYPE_IDENTS[qualified])
+                raise self.error(tree, f"undeclared reference to '{qualified}'")
+        path = self._path(tree)
+        if path is not None:
+            return self._path_fn(path)
+        target = self.compile(target_tree)
+        folded = self.fold(lambda o: stdlib.select(o, field), target)
+        if folded is not None:
+            return folded
+        f = as_fn(target)
+        sel = stdlib.select
+
+        def select(a: dict[str, Any]) -> Any:
+            o = f(a)
+            if type(o) is dict:
+                try:
+                    return o[field]
+                except KeyError:
+                    pass
+            return sel(o, field)
+
+        return select
+
+    def _c_member_index(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        target_tree, key_tree = tree.children
+        path = self._path(tree)
+        if path is not None:
+            return self._path_fn(path)
+        target = self.compile(target_tree)
+        key = self.compile(key_tree)
+        folded = self.fold(stdlib.index, target, key)
+        if folded is not None:
+            return folded
+        tf, kf = as_fn(target), as_fn(key)
+        idx = stdlib.index
+        return lambda a: idx(tf(a), kf(a))
+
+    def _c_member_object(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        raise self.error(tree, "message construction is not supported (no protobuf types in this environment)")
+
+    def _path(self, tree: Any) -> list[str] | None:
+        """`root.f["k"].g` with constant string keys, rooted at a variable: the list [root, f, k, g]."""
+        keys: list[str] = []
+        node = tree
+        while True:
+            if node.data == "member":
+                node = node.children[0]
+                continue
+            if node.data == "member_dot":
+                keys.append(str(node.children[1]))
+                node = node.children[0]
+                continue
+            if node.data == "member_index":
+                lit = _single_literal(node.children[1])
+                if lit is None or lit.type not in ("STRING_LIT", "MLSTRING_LIT"):
+                    return None
+                keys.append(_string_literal(lit.value))
+                node = node.children[0]
+                continue
+            if node.data == "primary" and isinstance(node.children[0], Tree) and node.children[0].data == "ident":
+                name = str(node.children[0].children[0])
+                if name not in self.variables and name not in self.scope:
+                    return None
+                keys.append(name)
+                keys.reverse()
+                return keys
+            return None
+
+    def _path_fn(self, path: list[str]) -> Fn:
+        self.nodes += len(path) - 1
+        root = path[0]
+
+        def slow(a: dict[str, Any]) -> Any:
+            try:
+                v = a[root]
+            except KeyError:
+                raise CelRuntimeError(f"no such attribute: {root}") from None
+            for k in path[1:]:
+                v = stdlib.select(v, k)
+            return v
+
+        if len(path) == 1:
+
+            def var(a: dict[str, Any]) -> Any:
+                try:
+                    return a[root]
+                except KeyError:
+                    return slow(a)
+
+            return var
+        if len(path) == 2:
+            k1 = path[1]
+
+            def p2(a: dict[str, Any]) -> Any:
+                try:
+                    return a[root][k1]
+                except (KeyError, TypeError, IndexError):
+                    return slow(a)
+
+            return p2
+        if len(path) == 3:
+            k1, k2 = path[1], path[2]
+
+            def p3(a: dict[str, Any]) -> Any:
+                try:
+                    return a[root][k1][k2]
+                except (KeyError, TypeError, IndexError):
+                    return slow(a)
+
+            return p3
+        if len(path) == 4:
+            k1, k2, k3 = path[1], path[2], path[3]
+
+            def p4(a: dict[str, Any]) -> Any:
+                try:
+                    return a[root][k1][k2][k3]
+                except (KeyError, TypeError, IndexError):
+                    return slow(a)
+
+            return p4
+        rest = path[1:]
+
+        def pn(a: dict[str, Any]) -> Any:
+            try:
+                v = a[root]
+                for k in rest:
+                    v = v[k]
+                return v
+            except (KeyError, TypeError, IndexError):
+                return slow(a)
+
+        return pn
+
+    def _qualified(self, tree: Any) -> str | None:
+        """`a.b.c` made only of identifiers, or None."""
+        parts: list[str] = []
+        node = tree
+        while True:
+            if node.data == "member":
+                node = node.children[0]
+            elif node.data == "member_dot":
+                parts.append(str(node.children[1]))
+                node = node.children[0]
+            elif node.data == "primary" and isinstance(node.children[0], Tree) and node.children[0].data == "ident":
+                parts.append(str(node.children[0].children[0]))
+                return ".".join(reversed(parts))
+            else:
+                return None
+
+    # -- calls ---------------------------------------------------------------------------------------------
+
+    def _c_member_dot_arg(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        from dra.cel import macros
+
+        target_tree = tree.children[0]
+        name = str(tree.children[1])
+        arg_trees = list(tree.children[2].children) if len(tree.children) > 2 else []
+        qualified = self._qualified(target_tree)
+        if qualified is not None:
+            head = qualified.split(".", 1)[0]
+            if head not in self.variables and head not in self.scope:
+                full = f"{qualified}.{name}"
+                if full == "cel.bind":
+                    return macros.bind(self, tree, arg_trees)
+                if full in self.registry.globals:
+                    return self._global_call(tree, full, arg_trees)
+                raise self.error(tree, f"undeclared reference to '{full}'")
+        if name in MACROS:
+            return macros.compile_macro(self, tree, name, target_tree, arg_trees)
+        if name == OPT_SELECT:
+            target = as_fn(self.compile(target_tree))
+            field = _string_literal(_single_literal(arg_trees[0]).value)  # type: ignore[union-attr]
+            return lambda a: _opt_select(target(a), field)
+        if name == OPT_INDEX:
+            target = as_fn(self.compile(target_tree))
+            key = as_fn(self.compile(arg_trees[0]))
+            return lambda a: _opt_index(target(a), key(a))
+        if name in ("or", "orValue") and len(arg_trees) == 1:
+            return self._optional_or(tree, name, target_tree, arg_trees[0])
+        overloads = self.registry.members.get(name)
+        if not overloads:
+            raise self.error(tree, f"undeclared reference to '{name}'")
+        receiver = self.compile(target_tree)
+        args = [self.compile(t) for t in arg_trees]
+        return self._call(tree, name, overloads, [receiver, *args])
+
+    def _c_ident_arg(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        from dra.cel import macros
+
+        name = str(tree.children[0])
+        arg_trees = list(tree.children[1].children) if len(tree.children) > 1 else []
+        if name == "has":
+            return macros.has(self, tree, arg_trees)
+        if name in (OPT_ELEM, OPT_KEY):
+            raise self.error(tree, "optional entry outside a list or map literal")
+        return self._global_call(tree, name, arg_trees)
+
+    def _c_dot_ident_arg(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        name = str(tree.children[0])
+        arg_trees = list(tree.children[1].children) if len(tree.children) > 1 else []
+        return self._global_call(tree, name, arg_trees)
+
+    def _global_call(self, tree: Any, name: str, arg_trees: list[Any]) -> Node:
+        overloads = self.registry.globals.get(name)
+        if not overloads:
+            raise self.error(tree, f"undeclared reference to '{name}'")
+        args = [self.compile(t) for t in arg_trees]
+        return self._call(tree, name, overloads, args)
+
+    def _call(self, tree: Any, name: str, overloads: list[Overload], args: list[Node]) -> Node:
+        candidates = [ov for ov in overloads if len(ov.arg_types) == len(args)]
+        consts = [n.value if isinstance(n, Const) else _UNKNOWN for n in args]
+        fitting = [
+            ov
+            for ov in candidates
+            if all(c is _UNKNOWN or _accepts_one(t, c) for t, c in zip(ov.arg_types, consts, strict=True))
+        ]
+        if not fitting:
+            shown = ", ".join("dyn" if c is _UNKNOWN else _literal_type_name(c) for c in consts)
+            raise self.error(tree, f"found no matching overload for '{name}' applied to '({shown})'")
+        dispatch = Dispatcher(name, fitting)
+        if all(isinstance(n, Const) for n in args) and not name.startswith(("optional.none",)):
+            try:
+                return Const(dispatch(*(n.value for n in args)))  # type: ignore[union-attr]
+            except CelRuntimeError:
+                pass
+        fns = [as_fn(n) for n in args]
+        if self.track_cost:
+            return self._costed_call(dispatch, fns)
+        if len(fns) == 0:
+            return lambda a: dispatch()
+        if len(fns) == 1:
+            (f0,) = fns
+            if len(fitting) == 1 and all(t is object for t in fitting[0].arg_types):
+                impl = fitting[0].impl
+                return lambda a: _guarded(impl, f0(a))
+            return lambda a: dispatch(f0(a))
+        if len(fns) == 2:
+            f0, f1 = fns
+            return lambda a: dispatch(f0(a), f1(a))
+        return lambda a: dispatch(*[f(a) for f in fns])
+
+    def _costed_call(self, dispatch: Dispatcher, fns: list[Fn]) -> Fn:
+        def costed(a: dict[str, Any]) -> Any:
+            args = [f(a) for f in fns]
+            meter = a.get(COST_KEY)
+            if meter is not None:
+                meter.charge(call_cost(args))
+            return dispatch(*args)
+
+        return costed
+
+    def _optional_or(self, tree: Any, name: str, target_tree: Any, arg_tree: Any) -> Node:
+        target = as_fn(self.compile(target_tree))
+        alt = as_fn(self.compile(arg_tree))
+        fallback = self.registry.members.get(name)
+        fallback_dispatch = Dispatcher(name, fallback) if fallback else None
+
+        def opt_or(a: dict[str, Any]) -> Any:
+            o = target(a)
+            if isinstance(o, Optional):
+                if o.has_value():
+                    return o if name == "or" else o.value()
+                v = alt(a)
+                if name == "or" and not isinstance(v, Optional):
+                    raise stdlib.no_overload("or", o, v)
+                return v
+            if fallback_dispatch is not None:
+                return fallback_dispatch(o, alt(a))
+            raise stdlib.no_overload(name, o)
+
+        return opt_or
+
+    # -- primaries -----------------------------------------------------------------------------------------
+
+    def _c_ident(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        name = str(tree.children[0])
+        if name in self.scope or name in self.variables:
+            return self._path_fn([name])
+        if name in TYPE_IDENTS:
+            return Const(TYPE_IDENTS[name])
+        raise self.error(tree, f"undeclared reference to '{name}'")
+
+    def _c_dot_ident(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        name = str(tree.children[0])
+        if name in self.variables:
+            return self._path_fn([name])
+        raise self.error(tree, f"undeclared reference to '.{name}'")
+
+    def _c_paren_expr(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        self.nodes -= 1
+        return self.compile(tree.children[0])
+
+    def _c_list_lit(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        elems: list[tuple[bool, Node]] = []
+        if tree.children:
+            for t in tree.children[0].children:
+                inner = _optional_wrapper(t, OPT_ELEM)
+                if inner is not None:
+                    elems.append((True, self.compile(inner)))
+                else:
+                    elems.append((False, self.compile(t)))
+        if not any(opt for opt, _ in elems) and all(isinstance(n, Const) for _, n in elems):
+            # Shared constant: runtime code never mutates lists (Program.evaluate copies a constant result).
+            return Const([n.value for _, n in elems])  # type: ignore[union-attr]
+        if not any(opt for opt, _ in elems):
+            fns = [as_fn(n) for _, n in elems]
+            return lambda a: [f(a) for f in fns]
+        parts = [(opt, as_fn(n)) for opt, n in elems]
+
+        def build(a: dict[str, Any]) -> list[Any]:
+            out: list[Any] = []
+            for opt, f in parts:
+                v = f(a)
+                if opt:
+                    if not isinstance(v, Optional):
+                        raise stdlib.no_overload("optional list element", v)
+                    if v.has_value():
+                        out.append(v.value())
+                else:
+                    out.append(v)
+            return out
+
+        return build
+
+    def _c_map_lit(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        entries: list[tuple[bool, Node, Node]] = []
+        if tree.children:
+            kids = tree.children[0].children
+            for i in range(0, len(kids), 2):
+                inner = _optional_wrapper(kids[i], OPT_KEY)
+                key = self.compile(inner if inner is not None else kids[i])
+                if isinstance(key, Const) and type(key.value) not in (str, int, Uint, bool):
+                    raise self.error(kids[i], f"unsupported map key type '{type_name(key.value)}'")
+                entries.append((inner is not None, key, self.compile(kids[i + 1])))
+        parts = [(opt, as_fn(k), as_fn(v)) for opt, k, v in entries]
+        constant = all(isinstance(k, Const) and isinstance(v, Const) and not opt for opt, k, v in entries)
+
+        def build(a: dict[str, Any]) -> dict[Any, Any]:
+            out: dict[Any, Any] = {}
+            for opt, kf, vf in parts:
+                k = kf(a)
+                if type(k) not in (str, int, Uint, bool):
+                    raise CelRuntimeError(f"unsupported key type: {type_name(k)}")
+                v = vf(a)
+                if opt:
+                    if not isinstance(v, Optional):
+                        raise stdlib.no_overload("optional map entry", v)
+                    if not v.has_value():
+                        continue
+                    v = v.value()
+                if k in out and any(type(x) is type(k) or (type(k) is not bool and type(x) is not bool) for x in out):
+                    raise CelRuntimeError(f"Failed with repeated key: {k}")
+                out[k] = v
+            return out
+
+        if constant:
+            try:
+                return Const(build({}))
+            except CelRuntimeError:
+                pass
+        return build
+
+    def _c_literal(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        tok: Token = tree.children[0]  # type: ignore[assignment]
+        text = tok.value
+        kind = tok.type
+        if kind == "INT_LIT":
+            return Const(self._int_literal(tree, text))
+        if kind == "UINT_LIT":
+            body = text[:-1]
+            v = int(body, 16) if body.lower().lstrip("-").startswith("0x") else int(body)
+            if body.startswith("-") or v > UINT64_MAX:
+                raise self.error(tree, f"invalid uint literal {text}")
+            return Const(Uint(v))
+        if kind == "FLOAT_LIT":
+            return Const(float(text))
+        if kind in ("STRING_LIT", "MLSTRING_LIT"):
+            try:
+                return Const(_string_literal(text))
+            except ValueError as e:
+                raise self.error(tree, str(e)) from None
+        if kind == "BYTES_LIT":
+            try:
+                return Const(_bytes_literal(text[1:]))
+            except ValueError as e:
+                raise self.error(tree, str(e)) from None
+        if kind == "BOOL_LIT":
+            return Const(text == "true")
+        if kind == "NULL_LIT":
+            return Const(None)
+        raise self.error(tree, f"unsupported literal {text}")  # pragma: no cover
+
+    def _int_literal(self, tree: Any, text: str) -> int:
+        neg = text.startswith("-")
+        body = text[1:] if neg else text
+        v = int(body, 16) if body.lower().startswith("0x") else int(body)
+        v = -v if neg else v
+        if not INT64_MIN <= v <= INT64_MAX:
+            raise self.error(tree, f"invalid int literal {text}")
+        return v
+
+
+_UNKNOWN: Final = object()
+
+
+def _accepts_one(expected: type, value: Any) -> bool:
+    return Overload((expected,), lambda v: v).accepts((value,))
+
+
+def _guarded(impl: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return impl(*args)
+    except CelRuntimeError:
+        raise
+    except Exception as e:
+        raise _rt_error(e) from None
+
+
+def _opt_select(o: Any, field: str) -> Optional:
+    if isinstance(o, Optional):
+        if not o.has_value():
+            return o
+        o = o.value()
+    if isinstance(o, dict):
+        if field in o:
+            return Optional.of(o[field])
+        return Optional.NONE
+    raise CelRuntimeError(f"type '{type_name(o)}' does not support field selection (field '{field}')")
+
+
+def _opt_index(o: Any, key: Any) -> Optional:
+    if isinstance(o, Optional):
+        if not o.has_value():
+            return o
+        o = o.value()
+    if isinstance(o, dict):
+        try:
+            return Optional.of(stdlib.index(o, key))
+        except CelRuntimeError as e:
+            if str(e).startswith("no such key"):
+                return Optional.NONE
+            raise
+    if type(o) is list:
+        try:
+            return Optional.of(stdlib.index(o, key))
+        except CelRuntimeError as e:
+            if str(e).startswith("index out of bounds"):
+                return Optional.NONE
+            raise
+    raise stdlib.no_overload("_[?_]", o, key)
+
+
+def _single_literal(tree: Any) -> Token | None:
+    """The literal token when `tree` is nothing but a literal (through the precedence wrappers)."""
+    node = tree
+    while isinstance(node, Tree):
+        if node.data == "literal":
+            tok = node.children[0]
+            return tok if isinstance(tok, Token) else None
+        if len(node.children) != 1:
+            return None
+        node = node.children[0]
+    return None
+
+
+def _optional_wrapper(tree: Any, hidden: str) -> Any:
+    """The argument tree of a hidden `__opt_elem__(e)` / `__opt_key__(k)` call, or None."""
+    node = tree
+    while isinstance(node, Tree):
+        if node.data == "ident_arg":
+            if str(node.children[0]) == hidden and len(node.children) > 1:
+                return node.children[1].children[0]
+            return None
+        if len(node.children) != 1:
+            return None
+        node = node.children[0]
+    return None
+
+
+_SIMPLE_ESCAPES: Final = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "`": "`",
+    "?": "?",
+}
+
+
+def _split_quotes(text: str) -> tuple[bool, str]:
+    raw = text[:1] in "rR"
+    if raw:
+        text = text[1:]
+    q = 3 if text[:3] in ('"""', "'''") else 1
+    return raw, text[q:-q]
+
+
+def _unescape(body: str, as_bytes: bool) -> bytes | str:
+    out = bytearray() if as_bytes else None
+    chars: list[str] = []
+
+    def emit_char(ch: str) -> None:
+        if out is not None:
+            out.extend(ch.encode("utf-8"))
+        else:
+            chars.append(ch)
+
+    def emit_byte(b: int) -> None:
+        if out is not None:
+            out.append(b)
+        else:
+            chars.append(chr(b))
+
+    i = 0
+    n = len(body)
+    while i < n:
+        ch = body[i]
+        if ch != "\\":
+            emit_char(ch)
+            i += 1
+            continue
+        if i + 1 >= n:
+            raise ValueError("invalid escape at end of string")
+        e = body[i + 1]
+        if e in _SIMPLE_ESCAPES:
+            emit_char(_SIMPLE_ESCAPES[e])
+            i += 2
+        elif e in "xX":
+            emit_byte(int(body[i + 2 : i + 4], 16))
+            i += 4
+        elif e == "u":
+            emit_char(_code_point(body[i + 2 : i + 6]))
+            i += 6
+        elif e == "U":
+            emit_char(_code_point(body[i + 2 : i + 10]))
+            i += 10
+        elif e in "0123":
+            emit_byte(int(body[i + 1 : i + 4], 8))
+            i += 4
+        else:
+            raise ValueError(f"invalid escape sequence '\\{e}'")
+    if out is not None:
+        return bytes(out)
+    return "".join(chars)
+
+
+def _code_point(hex_digits: str) -> str:
+    cp = int(hex_digits, 16)
+    if 0xD800 <= cp <= 0xDFFF or cp > 0x10FFFF:
+        raise ValueError(f"invalid unicode code point \\u{hex_digits}")
+    return chr(cp)
+
+
+def _string_literal(text: str) -> str:
+    raw, body = _split_quotes(text)
+    if raw:
+        return body
+    result = _unescape(body, as_bytes=False)
+    assert isinstance(result, str)
+    return result
+
+
+def _bytes_literal(text: str) -> bytes:
+    raw, body = _split_quotes(text)
+    if raw:
+        return body.encode("utf-8")
+    result = _unescape(body, as_bytes=True)
+    assert isinstance(result, bytes)
+    return result
+
+
+def is_nan(v: Any) -> bool:
+    return type(v) is float and math.isnan(v)

@@ -1,0 +1,156 @@
+"""CEL environments (admission and DRA selector), compiled programs and their cache.
+
+`Environment.admission()` declares the ValidatingAdmissionPolicy variables, `Environment.dra_selector()` the
+DRA `device` variable (plus `cel.bind`, which DRA adds). Both merge every Kubernetes library module under
+`dra.cel` that exists. `env.compile(text)` is cached per (environment, text) and reports syntax errors,
+unknown variables/functions and argument mismatches visible from literals as `CelCompileError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
+
+from dra.cel import stdlib
+from dra.cel._functions import FunctionRegistry
+from dra.cel.compiler import MACROS, Compiler, Const, Fn, as_fn
+from dra.cel.cost import COST_KEY, DEFAULT_COST_LIMIT, CostMeter
+from dra.cel.parse import parse
+from dra.errors import CelCompileError, CelCostError, CelRuntimeError
+
+__all__ = ["ADMISSION_VARIABLES", "DRA_VARIABLES", "LIBRARY_MODULES", "Environment", "Program"]
+
+ADMISSION_VARIABLES: Final = frozenset({"object", "oldObject", "request", "namespaceObject", "variables", "params"})
+DRA_VARIABLES: Final = frozenset({"device"})
+LIBRARY_MODULES: Final = ("quantity", "semver", "lists", "regex", "strings", "sets", "ip", "cidr", "urls", "format")
+_CACHE_SIZE: Final = 4096
+
+
+def _library_registries() -> list[FunctionRegistry]:
+    found: list[FunctionRegistry] = []
+    for name in LIBRARY_MODULES:
+        try:
+            module = importlib.import_module(f"dra.cel.{name}")
+        except ModuleNotFoundError as exc:  # a library not written yet: the env simply lacks it
+            if exc.name != f"dra.cel.{name}":
+                raise
+            continue
+        registry = getattr(module, "REGISTRY", None)
+        if isinstance(registry, FunctionRegistry):
+            found.append(registry)
+    return found
+
+
+class Program:
+    """A compiled expression. `evaluate` takes runtime values (see `dra.cel.from_json`) by variable name."""
+
+    __slots__ = ("expression", "_fn", "static_cost", "tracked", "constant")
+
+    def __init__(self, expression: str, fn: Fn, static_cost: int, tracked: bool, constant: bool) -> None:
+        self.expression = expression
+        self._fn = fn
+        self.static_cost = static_cost
+        self.tracked = tracked
+        self.constant = constant
+
+    def evaluate(self, activation: Mapping[str, Any], cost_limit: int | None = None) -> Any:
+        """The expression's value; raises `CelRuntimeError`, or `CelCostError` past `cost_limit` (default 1e6)."""
+        limit = DEFAULT_COST_LIMIT if cost_limit is None else cost_limit
+        if self.static_cost > limit:
+            raise CelCostError(
+                f"operation cancelled: actual cost limit exceeded (limit {limit})", expression=self.expression
+            )
+        if self.tracked:
+            a = dict(activation)
+            a[COST_KEY] = CostMeter(limit - self.static_cost, self.expression)
+        elif type(activation) is dict:
+            a = activation
+        else:
+            a = dict(activation)
+        try:
+            result = self._fn(a)
+            if self.constant and type(result) in (list, dict):
+                return copy.deepcopy(result)  # never hand out the program's own constant
+            return result
+        except CelRuntimeError as e:
+            if not e.expression:
+                e.expression = self.expression
+            raise
+        except RecursionError:
+            raise CelRuntimeError("expression nesting too deep", expression=self.expression) from None
+
+    def __call__(self, activation: Mapping[str, Any]) -> Any:
+        return self.evaluate(activation)
+
+    def __repr__(self) -> str:
+        return f"Program({self.expression!r})"
+
+
+class Environment:
+    """Declared variables plus the function registry; compiles and caches programs."""
+
+    _shared: ClassVar[dict[str, Environment]] = {}
+
+    def __init__(self, name: str, variables: frozenset[str], registry: FunctionRegistry | None = None) -> None:
+        self.name = name
+        self.variables = variables
+        self.registry = registry if registry is not None else stdlib.REGISTRY.merged(_library_registries())
+        self._cache: dict[str, Program] = {}
+
+    @classmethod
+    def admission(cls) -> Environment:
+        """The ValidatingAdmissionPolicy-style environment (shared instance, shared cache)."""
+        env = cls._shared.get("admission")
+        if env is None:
+            env = cls._shared["admission"] = cls("admission", ADMISSION_VARIABLES)
+        return env
+
+    @classmethod
+    def dra_selector(cls) -> Environment:
+        """The DRA device selector environment with the `device` variable (shared instance, shared cache)."""
+        env = cls._shared.get("dra-selector")
+        if env is None:
+            env = cls._shared["dra-selector"] = cls("dra-selector", DRA_VARIABLES)
+        return env
+
+    def with_variables(self, *names: str) -> Environment:
+        """A new environment with extra declared variables (own cache)."""
+        return Environment(f"{self.name}+{','.join(names)}", self.variables | frozenset(names), self.registry)
+
+    def compile(self, expression: str) -> Program:
+        """Compile (cached); raises `CelCompileError` naming the position and what is wrong."""
+        program = self._cache.get(expression)
+        if program is not None:
+            return program
+        if not isinstance(expression, str):
+            raise CelCompileError(f"expression must be a string, got {type(expression).__name__}")
+        tree = parse(expression)
+        tracked = _has_loops(tree)
+        compiler = Compiler(expression, self.variables, self.registry, tracked)
+        try:
+            node = compiler.compile(tree)
+        except RecursionError:
+            raise CelCompileError("expression nesting too deep", expression=expression) from None
+        program = Program(expression, as_fn(node), max(compiler.nodes, 1), tracked, isinstance(node, Const))
+        if len(self._cache) >= _CACHE_SIZE:
+            self._cache.clear()
+        self._cache[expression] = program
+        return program
+
+    def evaluate(
+        self, expression: str, activation: Mapping[str, Any] | None = None, cost_limit: int | None = None
+    ) -> Any:
+        """Compile (cached) and evaluate in one call."""
+        return self.compile(expression).evaluate(activation or {}, cost_limit)
+
+    def __repr__(self) -> str:
+        return f"Environment({self.name!r}, variables={sorted(self.variables)})"
+
+
+def _has_loops(tree: Any) -> bool:
+    for sub in tree.iter_subtrees():
+        if sub.data == "member_dot_arg" and str(sub.children[1]) in (*MACROS, "bind"):
+            return True
+    return False
