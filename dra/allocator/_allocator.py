@@ -1,0 +1,149 @@
+"""`Allocator`: parse slices, classes and allocated claims once, then allocate claims on many nodes.
+
+The per-node pool view, the selector results per device and the available counters per pool are cached on
+the instance (inputs are treated as immutable while it lives), so a simulator can call `allocate` thousands
+of times at a small per-call cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fractions import Fraction
+from typing import Any, Literal
+
+from dra.allocator._errors import AllocationError, Unsatisfiable
+from dra.allocator._objects import (
+    Claim,
+    DeviceClass,
+    Node,
+    Slice,
+    parse_claim,
+    parse_class,
+    parse_node,
+    parse_quantity,
+    parse_slice,
+)
+from dra.allocator.counters import CounterSets
+from dra.allocator.features import FeatureSet
+from dra.allocator.pools import Pool, gather_pools
+from dra.allocator.requests import Candidate, SelectorCache, SelectorMatcher, cel_selector_matcher
+from dra.allocator.result import build_allocation
+from dra.allocator.search import AllocatedState, Search
+
+__all__ = ["Allocator", "Mode"]
+
+Mode = Literal["upstream", "scored"]
+
+
+def allocated_state(claims: Iterable[Claim], features: FeatureSet) -> AllocatedState:
+    """What the scheduler counts as in use: results without adminAccess; shared ones by shareID."""
+    state = AllocatedState(set(), set(), {})
+    for claim in claims:
+        allocation = claim.allocation or {}
+        for r in (allocation.get("devices") or {}).get("results") or []:
+            if r.get("adminAccess"):
+                continue
+            key = (r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
+            if features.ConsumableCapacity and r.get("shareID") is not None:
+                state.shared.add((key, str(r["shareID"])))
+                consumed = r.get("consumedCapacity")
+                if consumed is not None:
+                    into = state.capacity.setdefault(key, {})
+                    for name, q in consumed.items():
+                        into[name] = into.get(name, Fraction(0)) + parse_quantity(str(q))
+                continue
+            state.devices.add(key)
+    return state
+
+
+class Allocator:
+    """Reusable allocator over one snapshot of slices, classes and already-allocated claims."""
+
+    def __init__(
+        self,
+        *,
+        slices: Iterable[Any],
+        classes: Iterable[Any],
+        allocated: Iterable[Any] = (),
+        features: FeatureSet | None = None,
+        selector_matcher: SelectorMatcher | None = None,
+    ) -> None:
+        self.features = features if features is not None else FeatureSet.latest()
+        self.slices: list[Slice] = [parse_slice(s) for s in slices]
+        self.classes: dict[str, DeviceClass] = {}
+        for c in classes:
+            cls = parse_class(c)
+            self.classes[cls.name] = cls
+        self.allocated = allocated_state((parse_claim(c) for c in allocated), self.features)
+        self._matcher = selector_matcher
+        self._selectors: SelectorCache | None = None
+        self._on_node: dict[str, list[Slice]] = {}
+        self._shared: list[Slice] = []
+        for s in self.slices:
+            if s.node_name:
+                self._on_node.setdefault(s.node_name, []).append(s)
+            else:
+                self._shared.append(s)
+        self._views: dict[Node | None, tuple[list[Pool], list[Candidate]]] = {}
+        self._available: dict[str, CounterSets] = {}
+
+    @property
+    def selectors(self) -> SelectorCache:
+        if self._selectors is None:
+            self._selectors = SelectorCache(self._matcher or cel_selector_matcher())
+        return self._selectors
+
+    def node_view(self, node: Node | None) -> tuple[list[Pool], list[Candidate]]:
+        """The node's pools and its devices in upstream search order (cached per node)."""
+        view = self._views.get(node)
+        if view is None:
+            name = node.name if node is not None else ""
+            slices_for_node = self._on_node.get(name, []) + self._shared
+            pools = gather_pools(slices_for_node, node, self.features, self.slices)
+            candidates: list[Candidate] = []
+            for pool in pools:
+                if pool.incomplete or pool.invalid:
+                    continue
+                for s in pool.slices:
+                    for d in s.devices:
+                        candidates.append(Candidate(len(candidates), pool, s, d, (s.driver, s.pool, d.name)))
+            view = self._views[node] = (pools, candidates)
+        return view
+
+    def search(self, claims: Iterable[Any], node: Any, mode: Mode = "upstream") -> tuple[Search, list[Claim]]:
+        parsed = [c if isinstance(c, Claim) else parse_claim(c) for c in claims]
+        the_node = parse_node(node)
+        pools, candidates = self.node_view(the_node)
+        kwargs: dict[str, Any] = {
+            "claims": parsed,
+            "node": the_node,
+            "pools": pools,
+            "candidates": candidates,
+            "classes": self.classes,
+            "allocated": self.allocated,
+            "features": self.features,
+            "selectors": self.selectors,
+            "available": self._available,
+        }
+        if mode == "upstream":
+            return Search(**kwargs), parsed
+        if mode == "scored":
+            from dra.allocator.scored import ScoredSearch
+
+            return ScoredSearch(**kwargs), parsed
+        raise AllocationError(f"mode: expected 'upstream' or 'scored' (got {mode!r})")
+
+    def allocate(self, claims: Iterable[Any], *, node: Any, mode: Mode = "upstream") -> list[dict[str, Any]]:
+        """One `status.allocation` dict per claim, or raise `Unsatisfiable` / `AllocationError`."""
+        search, parsed = self.search(claims, node, mode)
+        if not search.run():
+            pools = search.pools
+            if any(p.invalid for p in pools):
+                raise Unsatisfiable("invalid resource pools were encountered")
+            raise Unsatisfiable(search.explain())
+        node_name = search.node.name if search.node is not None else ""
+        binding = self.features.DeviceBindingAndStatus
+        return [
+            build_allocation(claim, ci, search.results[ci], search.data, node_name, binding)
+            for ci, claim in enumerate(parsed)
+        ]

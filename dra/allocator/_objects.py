@@ -1,0 +1,397 @@
+"""The allocator's own read-only view of slices, classes, claims and nodes, parsed once from Kubernetes JSON.
+
+Inputs are `dra.model` objects (anything with `to_k8s()`) or plain dicts in the resource.k8s.io/v1 JSON
+shape. Parsing them into slotted records keeps the search loop free of pydantic attribute access and lets
+an `Allocator` reuse the parse across thousands of calls.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from dra.errors import InputError
+
+__all__ = [
+    "Attr",
+    "Capacity",
+    "Claim",
+    "DeviceClass",
+    "Node",
+    "Request",
+    "SliceDevice",
+    "Slice",
+    "as_dict",
+    "canonical_quantity",
+    "parse_quantity",
+]
+
+_QUANTITY = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?(?:(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?$")
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
+@lru_cache(maxsize=65536)
+def parse_quantity(text: str) -> Fraction:
+    """The exact value of a Kubernetes quantity string (`80Gi`, `1500m`, `1e3`)."""
+    m = _QUANTITY.match(text.strip())
+    if m is None or (not m.group(2) and not m.group(3)):
+        raise InputError(f"quantity: expected a Kubernetes quantity such as 80Gi (got {text!r})")
+    sign, whole, frac, suffix, exp = m.groups()
+    value = Fraction(int(whole or "0"))
+    if frac:
+        value += Fraction(int(frac), 10 ** len(frac))
+    if suffix in _BINARY:
+        value *= 1024 ** _BINARY[suffix]
+    elif exp is not None:
+        value *= Fraction(10) ** int(exp)
+    else:
+        value *= Fraction(10) ** _DECIMAL[suffix or ""]
+    return -value if sign == "-" else value
+
+
+def _binary_text(value: int) -> str:
+    if -1024 < value < 1024:
+        return str(value)
+    n, suffix = value, ""
+    for s in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"):
+        if n % 1024:
+            break
+        n //= 1024
+        suffix = s
+    return f"{n}{suffix}"
+
+
+def canonical_quantity(text: str) -> str:
+    """Kubernetes' canonical spelling of a quantity (via `dra.quantity` when it is importable)."""
+    try:
+        from dra.quantity import Quantity
+    except ImportError:  # dra.quantity not installed in this checkout: integer values only
+        value = parse_quantity(text)
+        if value.denominator == 1 and any(s in text for s in _BINARY):
+            return _binary_text(int(value))
+        return text
+    return str(Quantity.parse(text))
+
+
+def binary_quantity(value: int) -> str:
+    """`resource.NewQuantity(value, BinarySI).String()`."""
+    return _binary_text(value)
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    """A Kubernetes object as its JSON dict (accepts `dra.model` objects and dicts)."""
+    if isinstance(obj, dict):
+        return obj
+    to_k8s = getattr(obj, "to_k8s", None)
+    if callable(to_k8s):
+        data = to_k8s()
+        if isinstance(data, dict):
+            return data
+    raise InputError(f"expected a Kubernetes object or dict (got {type(obj).__name__})")
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    """One device attribute: kind is int/bool/string/version; list kinds hold a tuple."""
+
+    kind: str
+    value: Any
+    is_list: bool = False
+
+    def as_set(self) -> frozenset[Any]:
+        return frozenset(self.value) if self.is_list else frozenset((self.value,))
+
+
+_ATTR_KINDS = (("int", False), ("bool", False), ("string", False), ("version", False))
+_LIST_KINDS = (("ints", "int"), ("bools", "bool"), ("strings", "string"), ("versions", "version"))
+
+
+def _attr(raw: dict[str, Any]) -> Attr | None:
+    # Upstream's attributeAsSet checks the list forms first, then the scalars.
+    for key, kind in _LIST_KINDS:
+        values = raw.get(key)
+        if values:
+            return Attr(kind, tuple(values), True)
+    for key, _ in _ATTR_KINDS:
+        if raw.get(key) is not None:
+            return Attr(key, raw[key])
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """A device capacity with its optional requestPolicy, values exact."""
+
+    value: Fraction
+    text: str
+    default: tuple[Fraction, str] | None = None
+    valid_values: tuple[tuple[Fraction, str], ...] | None = None
+    range_min: tuple[Fraction, str] | None = None
+    range_max: tuple[Fraction, str] | None = None
+    range_step: tuple[Fraction, str] | None = None
+    has_policy: bool = False
+    has_range: bool = False
+
+
+def _q(raw: Any) -> tuple[Fraction, str]:
+    text = str(raw)
+    return parse_quantity(text), text
+
+
+def _capacity(raw: dict[str, Any]) -> Capacity:
+    value, text = _q(raw.get("value", "0"))
+    policy = raw.get("requestPolicy")
+    if not policy:
+        return Capacity(value, text)
+    rng = policy.get("validRange")
+    vv = policy.get("validValues")
+    return Capacity(
+        value,
+        text,
+        default=_q(policy["default"]) if policy.get("default") is not None else None,
+        valid_values=tuple(_q(v) for v in vv) if vv is not None else None,
+        range_min=_q(rng["min"]) if rng and rng.get("min") is not None else None,
+        range_max=_q(rng["max"]) if rng and rng.get("max") is not None else None,
+        range_step=_q(rng["step"]) if rng and rng.get("step") is not None else None,
+        has_policy=True,
+        has_range=rng is not None,
+    )
+
+
+@dataclass(slots=True, eq=False)
+class SliceDevice:
+    """One device of a slice; identity (not value) is the cache key for selector results."""
+
+    name: str
+    raw: dict[str, Any]
+    attributes: dict[str, Attr]
+    capacity: dict[str, Capacity]
+    consumes: tuple[tuple[str, tuple[tuple[str, Fraction], ...]], ...]
+    taints: tuple[tuple[str, str, str], ...]  # key, value, effect
+    node_name: str | None
+    all_nodes: bool
+    node_selector: dict[str, Any] | None
+    allow_multiple: bool | None
+    binds_to_node: bool
+    binding_conditions: tuple[str, ...] | None
+    binding_failure_conditions: tuple[str, ...] | None
+    cel_value: Any = None  # the CEL `device` variable, built on first selector evaluation
+
+
+@dataclass(slots=True, eq=False)
+class Slice:
+    name: str
+    driver: str
+    pool: str
+    generation: int
+    slice_count: int
+    node_name: str | None
+    node_selector: dict[str, Any] | None
+    all_nodes: bool
+    per_device_node_selection: bool
+    devices: list[SliceDevice]
+    shared_counters: list[tuple[str, dict[str, Fraction]]]
+
+
+def _device(raw: dict[str, Any]) -> SliceDevice:
+    attributes = {}
+    for name, value in (raw.get("attributes") or {}).items():
+        attr = _attr(value or {})
+        if attr is not None:
+            attributes[name] = attr
+    consumes = tuple(
+        (
+            c.get("counterSet", ""),
+            tuple((n, parse_quantity(str((v or {}).get("value", "0")))) for n, v in (c.get("counters") or {}).items()),
+        )
+        for c in raw.get("consumesCounters") or []
+    )
+    taints = tuple((t.get("key", ""), t.get("value", ""), t.get("effect", "")) for t in raw.get("taints") or [])
+    bc = raw.get("bindingConditions")
+    bfc = raw.get("bindingFailureConditions")
+    return SliceDevice(
+        name=raw.get("name", ""),
+        raw=raw,
+        attributes=attributes,
+        capacity={n: _capacity(c or {}) for n, c in (raw.get("capacity") or {}).items()},
+        consumes=consumes,
+        taints=taints,
+        node_name=raw.get("nodeName") or None,
+        all_nodes=bool(raw.get("allNodes")),
+        node_selector=raw.get("nodeSelector"),
+        allow_multiple=raw.get("allowMultipleAllocations"),
+        binds_to_node=bool(raw.get("bindsToNode")),
+        binding_conditions=tuple(bc) if bc is not None else None,
+        binding_failure_conditions=tuple(bfc) if bfc is not None else None,
+    )
+
+
+def parse_slice(obj: Any) -> Slice:
+    data = as_dict(obj)
+    spec = data.get("spec") or {}
+    pool = spec.get("pool") or {}
+    return Slice(
+        name=(data.get("metadata") or {}).get("name", ""),
+        driver=spec.get("driver", ""),
+        pool=pool.get("name", ""),
+        generation=int(pool.get("generation", 0) or 0),
+        slice_count=int(pool.get("resourceSliceCount", 0) or 0),
+        node_name=spec.get("nodeName") or None,
+        node_selector=spec.get("nodeSelector"),
+        all_nodes=bool(spec.get("allNodes")),
+        per_device_node_selection=bool(spec.get("perDeviceNodeSelection")),
+        devices=[_device(d) for d in spec.get("devices") or []],
+        shared_counters=[
+            (
+                cs.get("name", ""),
+                {n: parse_quantity(str((v or {}).get("value", "0"))) for n, v in (cs.get("counters") or {}).items()},
+            )
+            for cs in spec.get("sharedCounters") or []
+        ],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    name: str
+    selectors: tuple[str | None, ...]  # None: a selector that is not CEL
+    config: tuple[dict[str, Any], ...]
+    raw: dict[str, Any]
+
+
+def parse_class(obj: Any) -> DeviceClass:
+    data = as_dict(obj)
+    spec = data.get("spec") or {}
+    return DeviceClass(
+        name=(data.get("metadata") or {}).get("name", ""),
+        selectors=tuple(_selector(s) for s in spec.get("selectors") or []),
+        config=tuple(spec.get("config") or []),
+        raw=data,
+    )
+
+
+def _selector(raw: dict[str, Any]) -> str | None:
+    cel = (raw or {}).get("cel")
+    if not cel:
+        return None
+    expr = cel.get("expression")
+    return expr if isinstance(expr, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request (`exactly`) or one subrequest of `firstAvailable`; `parent` is the main request's name."""
+
+    name: str
+    parent: str | None
+    class_name: str
+    selectors: tuple[str | None, ...]
+    mode: str
+    count: int
+    admin_access: bool | None
+    tolerations: tuple[dict[str, Any], ...]
+    capacity: dict[str, tuple[Fraction, str]] | None
+    has_capacity: bool
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.parent}/{self.name}" if self.parent else self.name
+
+
+def _request(raw: dict[str, Any], parent: str | None, allow_admin: bool) -> Request:
+    mode = raw.get("allocationMode") or "ExactCount"
+    count = raw.get("count")
+    if count is None:
+        count = 1 if mode == "ExactCount" else 0
+    cap = raw.get("capacity")
+    requests = (cap or {}).get("requests")
+    return Request(
+        name=raw.get("name", ""),
+        parent=parent,
+        class_name=raw.get("deviceClassName", ""),
+        selectors=tuple(_selector(s) for s in raw.get("selectors") or []),
+        mode=mode,
+        count=int(count),
+        admin_access=raw.get("adminAccess") if allow_admin else None,
+        tolerations=tuple(raw.get("tolerations") or []),
+        capacity={n: _q(v) for n, v in requests.items()} if requests is not None else None,
+        has_capacity=cap is not None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    name: str
+    exact: Request | None
+    subrequests: tuple[Request, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    name: str
+    namespace: str
+    requests: tuple[ClaimRequest, ...]
+    constraints: tuple[dict[str, Any], ...]
+    config: tuple[dict[str, Any], ...]
+    raw: dict[str, Any]
+    allocation: dict[str, Any] | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+def parse_claim(obj: Any) -> Claim:
+    data = as_dict(obj)
+    meta = data.get("metadata") or {}
+    spec = data.get("spec") or {}
+    if "devices" not in spec and "spec" in spec:  # a ResourceClaimTemplate
+        spec = spec["spec"] or {}
+    devices = spec.get("devices") or {}
+    requests = []
+    for raw in devices.get("requests") or []:
+        name = raw.get("name", "")
+        exact = raw.get("exactly")
+        subs = raw.get("firstAvailable") or []
+        requests.append(
+            ClaimRequest(
+                name=name,
+                exact=_request({**exact, "name": name}, None, True) if exact is not None else None,
+                subrequests=tuple(_request(s, name, False) for s in subs),
+            )
+        )
+    return Claim(
+        name=meta.get("name", ""),
+        namespace=meta.get("namespace", ""),
+        requests=tuple(requests),
+        constraints=tuple(devices.get("constraints") or []),
+        config=tuple(devices.get("config") or []),
+        raw=data,
+        allocation=(data.get("status") or {}).get("allocation"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    labels: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def label_map(self) -> dict[str, str]:
+        return dict(self.labels)
+
+
+def parse_node(obj: Any) -> Node | None:
+    if obj is None:
+        return None
+    if isinstance(obj, Node):
+        return obj
+    if isinstance(obj, str):
+        return Node(obj)
+    data = as_dict(obj)
+    meta = data.get("metadata") or {}
+    return Node(meta.get("name", ""), tuple(sorted((meta.get("labels") or {}).items())))

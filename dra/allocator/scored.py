@@ -1,0 +1,208 @@
+"""The `scored` search: upstream's request/claim structure, a better device order, symmetry breaking, a bound.
+
+Differences from `Search` (upstream):
+- candidates of a request are tried best-first by the greedy key of `scoring` (whole GPUs kept, least new
+  fragmentation, same NVLink group), not in slice order;
+- at one slot, a device whose *signature* equals that of a device already tried there is skipped: the
+  signature holds everything that decides feasibility and score (selector results for every request of
+  the call, constraint and topology attributes, capacities, taints, counter consumption and the counter
+  set's remaining values), so the skipped subtree is a mirror image of one already explored — this is what
+  removes the exponential blow-up of identical devices (kubernetes/kubernetes#131730);
+- complete allocations are collected up to `max_solutions`, the best by `scoring.score` wins; the search
+  stops after `max_steps` with the best found so far;
+- no counter reservation leaks (`faithful=False`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dra.allocator._errors import AllocationError
+from dra.allocator.constraints import lookup_attribute
+from dra.allocator.requests import Candidate, RequestData
+from dra.allocator.scoring import Score, footprint, group_of, score, unit_delta, unit_usage
+from dra.allocator.search import DeviceResult, MaxSizeExceeded, Search
+
+__all__ = ["MAX_SOLUTIONS", "MAX_STEPS", "ScoredSearch"]
+
+MAX_SOLUTIONS = 64
+MAX_STEPS = 20_000
+
+
+class _Budget(Exception):
+    pass
+
+
+class ScoredSearch(Search):
+    max_solutions = MAX_SOLUTIONS
+    max_steps = MAX_STEPS
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["faithful"] = False
+        super().__init__(**kwargs)
+        self.best: tuple[Score, list[list[DeviceResult]]] | None = None
+        self.solutions = 0
+        self._static: dict[int, tuple[Any, ...]] = {}
+        self._before: dict[tuple[str, str], tuple[int, frozenset[int]]] | None = None
+        self._attr_names: tuple[str, ...] = ()
+        self._orders: dict[tuple[int, int, int], list[Candidate]] = {}
+
+    # -- search driver ---------------------------------------------------------------------------------
+
+    def run(self) -> bool:
+        self.prepare()
+        names = {
+            c.get("matchAttribute") or c.get("distinctAttribute") for claim in self.claims for c in claim.constraints
+        }
+        self._attr_names = tuple(sorted(n for n in names if n))
+        try:
+            self.allocate_one(0, 0, 0, 0, False, 0)
+        except (_Budget, MaxSizeExceeded):
+            pass
+        if self.best is None:
+            return False
+        self.results = [list(r) for r in self.best[1]]
+        for (ci, ri, si), rd in self.data.items():
+            if si == 0 and rd.parent is not None:
+                rd.selected_sub = self._chosen_sub(ci, ri)
+        return True
+
+    def _chosen_sub(self, ci: int, ri: int) -> int:
+        for r in self.results[ci]:
+            req = r.request
+            if req.parent == self.claims[ci].requests[ri].name:
+                for si, sub in enumerate(self.claims[ci].requests[ri].subrequests):
+                    if sub.name == req.name:
+                        return si
+        return 0
+
+    def allocate_one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int) -> bool:
+        if self.steps >= self.max_steps:
+            raise _Budget
+        return super().allocate_one(ci, ri, si, di, in_sub, start)
+
+    def on_solution(self) -> bool:
+        chosen = [[r.candidate for r in rs] for rs in self.results]
+        value = score(self.before(), chosen)
+        if self.best is None or value < self.best[0]:
+            self.best = (value, [list(rs) for rs in self.results])
+        self.solutions += 1
+        return self.solutions >= self.max_solutions or value[:3] == (0, 0, 0)
+
+    # -- scoring state ---------------------------------------------------------------------------------
+
+    def before(self) -> dict[tuple[str, str], tuple[int, frozenset[int]]]:
+        if self._before is None:
+            self._before = unit_usage(c for c in self.candidates if self.allocated.is_allocated(c.key))
+        return self._before
+
+    def _current(self) -> dict[tuple[str, str], tuple[int, frozenset[int]]]:
+        usage = dict(self.before())
+        for fp in (footprint(r.candidate) for rs in self.results for r in rs):
+            total, used = usage.get(fp.unit, (fp.total, frozenset()))
+            usage[fp.unit] = (total, used | fp.slices)
+        return usage
+
+    def _order(self, ci: int, rd: RequestData) -> list[Candidate]:
+        current = self._current()
+        groups = {group_of(r.candidate) for r in self.results[ci]}
+        multi = rd.num_devices > 1 or bool(groups)
+
+        def key(cand: Candidate) -> tuple[int, int, int, int]:
+            broken, frag = unit_delta(current, (footprint(cand),))
+            new_group = 1 if multi and groups and group_of(cand) not in groups else 0
+            return broken, frag, new_group, cand.index
+
+        return sorted(self.candidates, key=key)
+
+    def _signature(self, cand: Candidate) -> tuple[Any, ...]:
+        static = self._static.get(cand.index)
+        if static is None:
+            device = cand.device
+            selected: list[bool | None] = []
+            for key, rd in self.data.items():
+                try:
+                    selected.append(self.selectable(key, rd, cand))
+                except AllocationError:
+                    selected.append(None)
+            attrs = []
+            for name in self._attr_names:
+                attr = lookup_attribute(device, cand.slice.driver, name)
+                attrs.append(None if attr is None else (attr.kind, attr.value))
+            static = (
+                cand.pool.id,
+                tuple(selected),
+                tuple(attrs),
+                group_of(cand),
+                tuple(sorted((n, c.value, c.has_policy) for n, c in device.capacity.items())),
+                device.taints,
+                device.allow_multiple,
+                tuple(tuple(sorted(counters)) for _, counters in device.consumes),
+                device.binding_conditions,
+                device.node_name,
+                device.all_nodes,
+                footprint(cand).slices,
+            )
+            self._static[cand.index] = static
+        dynamic: list[Any] = []
+        pool_available = self._available(cand.pool) if cand.device.consumes else None
+        for set_name, _ in cand.device.consumes:
+            assert pool_available is not None
+            remaining = self.ledger.remaining(cand.pool.name, set_name, pool_available)
+            dynamic.append(tuple(sorted(remaining.items())))
+        fp = footprint(cand)
+        dynamic.append(self._current_unit(fp.unit))
+        if cand.device.allow_multiple:
+            dynamic.append(tuple(sorted(self.allocating_capacity.get(cand.key, {}).items())))
+        return static, tuple(dynamic)
+
+    def _current_unit(self, unit: tuple[str, str]) -> frozenset[int]:
+        used = self.before().get(unit, (0, frozenset()))[1]
+        for rs in self.results:
+            for r in rs:
+                fp = footprint(r.candidate)
+                if fp.unit == unit:
+                    used = used | fp.slices
+        return used
+
+    # -- candidate iteration ---------------------------------------------------------------------------
+
+    def iterate(
+        self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int, key: tuple[int, int, int], rd: RequestData
+    ) -> bool:
+        order = self._order(ci, rd) if di == 0 else self._orders[(ci, ri, si)]
+        if di == 0:
+            self._orders[(ci, ri, si)] = order
+        request = rd.request
+        admin = bool(request.admin_access)
+        capacity = self.features.ConsumableCapacity
+        tried: set[tuple[Any, ...]] = set()
+        for pos in range(start, len(order)):
+            cand = order[pos]
+            dkey = cand.key
+            if admin:
+                if ci in self.allocating.get(dkey, ()):
+                    continue
+            elif self.in_use(dkey):
+                continue
+            if not self.selectable(key, rd, cand):
+                continue
+            if capacity and not self.capacity_fits(request, cand):
+                continue
+            sig = self._signature(cand)
+            if sig in tried:
+                continue
+            undo = self.allocate_device(ci, key, cand, False)
+            if undo is None:
+                tried.add(sig)
+                continue
+            try:
+                done = self.allocate_one(ci, ri, si, di + 1, in_sub, pos + 1)
+            except BaseException:
+                undo()
+                raise
+            if done:
+                return True
+            undo()
+            tried.add(sig)
+        return False
