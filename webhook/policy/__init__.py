@@ -1,0 +1,30 @@
+"""The policy engine: load `GPUClaimPolicy` files, compile their CEL once, and decide what happens to a pod.
+
+`load_policies(*paths)` → `PolicySet`; `PolicySet.evaluate(pod, namespace, request)` → `Decision`;
+`run_tests(*paths)` runs policy test files (`gpudra policy test`). The file format is in docs/policy-authoring.md.
+"""
+
+from .engine import MODE_LABEL, ContainerRequest, Decision, PolicySet, Violation
+from .facts import LEGACY_GPU, MIG_PREFIX, PodFacts, is_legacy_resource, pod_facts
+from .loader import CompiledPolicy, load_policies, load_policy_text, shipped_policies_dir
+from .model import API_VERSION, KIND, GPUClaimPolicy
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "LEGACY_GPU",
+    "MIG_PREFIX",
+    "MODE_LABEL",
+    "CompiledPolicy",
+    "ContainerRequest",
+    "Decision",
+    "GPUClaimPolicy",
+    "PodFacts",
+    "PolicySet",
+    "Violation",
+    "is_legacy_resource",
+    "load_policies",
+    "load_policy_text",
+    "pod_facts",
+    "shipped_policies_dir",
+]

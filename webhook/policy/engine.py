@@ -1,0 +1,342 @@
+"""Evaluate a pod against a `PolicySet` into one deterministic `Decision`.
+
+Order: policies run by descending `priority`, then by name. Every matching policy's validations and warnings
+apply; of the policies with a `claim`, only the first that matches builds the claim (later ones are listed as
+shadowed). A namespace label `gpudra.io/mode: enforce|audit|off` overrides every policy's mode there.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra.errors import InputError, PolicyError
+
+from . import _cel
+from ._eval import Failed, check, run
+from .facts import PodFacts, pod_facts
+from .loader import CompiledPolicy, CompiledRule
+
+__all__ = ["MODE_LABEL", "ContainerRequest", "Decision", "PolicySet", "Violation"]
+
+MODE_LABEL = "gpudra.io/mode"
+_MODES = ("enforce", "audit", "off")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A failed validation (or a policy that could not be evaluated), with where it is written."""
+
+    policy: str
+    message: str
+    reason: str
+    mode: str
+    where: str
+    expression: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "policy": self.policy,
+            "message": self.message,
+            "reason": self.reason,
+            "mode": self.mode,
+            "where": self.where,
+            "expression": self.expression,
+        }
+
+
+@dataclass(frozen=True)
+class ContainerRequest:
+    """One container whose legacy resources the claim replaces, and the request that stands in for them."""
+
+    container: str
+    kind: str
+    index: int
+    request: str
+    replaces: Mapping[str, int]
+    variables: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "container": self.container,
+            "kind": self.kind,
+            "index": self.index,
+            "request": self.request,
+            "replaces": dict(self.replaces),
+            "variables": dict(self.variables),
+        }
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Everything the webhook, the CLI and the simulator need to know about one pod."""
+
+    allowed: bool
+    message: str = ""
+    reason: str = ""
+    policy: str | None = None
+    mode: str | None = None
+    namespace: str = "default"
+    matched: tuple[str, ...] = ()
+    shadowed: tuple[str, ...] = ()
+    variables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    claim: Mapping[str, Any] | None = None
+    containers: tuple[ContainerRequest, ...] = ()
+    violations: tuple[Violation, ...] = ()
+    warnings: tuple[str, ...] = ()
+    audit: tuple[str, ...] = ()
+
+    @property
+    def mutates(self) -> bool:
+        """True when the pod should be rewritten (an allowed, enforced claim)."""
+        return self.allowed and self.mode == "enforce" and self.claim is not None
+
+    def claim_model(self) -> Any:
+        """The claim as a `dra.model.ResourceClaimSpec` (None when there is no claim)."""
+        if self.claim is None:
+            return None
+        model = importlib.import_module("dra.model")
+        return model.ResourceClaimSpec.from_k8s(dict(self.claim))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "allowed": self.allowed,
+            "message": self.message,
+            "reason": self.reason,
+            "policy": self.policy,
+            "mode": self.mode,
+            "namespace": self.namespace,
+            "matched": list(self.matched),
+            "shadowed": list(self.shadowed),
+            "variables": {k: dict(v) for k, v in self.variables.items()},
+            "claim": self.claim,
+            "containers": [c.to_json() for c in self.containers],
+            "violations": [v.to_json() for v in self.violations],
+            "warnings": list(self.warnings),
+            "audit": list(self.audit),
+        }
+
+
+def _message(rule: CompiledRule, activation: Mapping[str, Any]) -> str:
+    if rule.message_expression is not None:
+        value = run(rule.message_expression, activation)
+        if isinstance(value, str) and value.strip():
+            return value
+    if rule.message:
+        return rule.message
+    return f"failed expression: {rule.expression.source}"
+
+
+def _namespace_name(pod: Mapping[str, Any], namespace: Mapping[str, Any] | None, request: Mapping[str, Any]) -> str:
+    for candidate in (
+        (pod.get("metadata") or {}).get("namespace"),
+        request.get("namespace"),
+        ((namespace or {}).get("metadata") or {}).get("name"),
+    ):
+        if isinstance(candidate, str) and candidate:
+            return candidate
+    return "default"
+
+
+def _namespace_mode(namespace: Mapping[str, Any] | None) -> str | None:
+    labels = ((namespace or {}).get("metadata") or {}).get("labels") or {}
+    value = labels.get(MODE_LABEL)
+    return value if value in _MODES else None
+
+
+@dataclass
+class _Run:
+    """Mutable state of one evaluation; frozen into a `Decision` at the end."""
+
+    matched: list[str] = field(default_factory=list)
+    shadowed: list[str] = field(default_factory=list)
+    variables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    audit: list[str] = field(default_factory=list)
+    chosen: CompiledPolicy | None = None
+    chosen_mode: str | None = None
+    claim: dict[str, Any] | None = None
+    containers: list[ContainerRequest] = field(default_factory=list)
+
+    def violate(
+        self, policy: CompiledPolicy, mode: str, message: str, reason: str, expression: str, where: str
+    ) -> None:
+        self.violations.append(Violation(policy.name, message, reason, mode, where, expression))
+        if mode == "audit":
+            self.audit.append(f"GPUClaimPolicy '{policy.name}' (audit) would deny the pod: {message}")
+            self.warnings.append(f"audit: GPUClaimPolicy '{policy.name}' would deny the pod: {message}")
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """Compiled policies in evaluation order, plus the errors of the documents that did not load."""
+
+    policies: tuple[CompiledPolicy, ...]
+    errors: tuple[PolicyError, ...] = ()
+
+    @classmethod
+    def of(cls, policies: Sequence[CompiledPolicy], errors: Sequence[PolicyError] = ()) -> PolicySet:
+        ordered = sorted(policies, key=lambda p: (-p.priority, p.name))
+        return cls(tuple(ordered), tuple(errors))
+
+    def names(self) -> list[str]:
+        return [p.name for p in self.policies]
+
+    def evaluate(
+        self,
+        pod: Mapping[str, Any],
+        namespace: Mapping[str, Any] | None = None,
+        request: Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """Decide what happens to `pod` (Kubernetes JSON) given its Namespace object and admission request."""
+        request = dict(request or {})
+        ns_name = _namespace_name(pod, namespace, request)
+        request.setdefault("operation", "CREATE")
+        request.setdefault("namespace", ns_name)
+        request.setdefault("dryRun", False)
+        try:
+            facts = pod_facts(pod)
+        except InputError as exc:
+            return Decision(False, f"pod cannot be read: {exc}", "Invalid", namespace=ns_name)
+        base = {
+            "object": _cel.from_json(pod),
+            "oldObject": None,
+            "request": _cel.from_json(request),
+            "namespaceObject": _cel.from_json(namespace) if namespace is not None else None,
+            "gpu": _cel.from_json(facts.to_cel()),
+        }
+        ns_mode = _namespace_mode(namespace)
+        state = _Run()
+        for policy in self.policies:
+            mode = ns_mode or policy.mode
+            if mode == "off":
+                continue
+            try:
+                self._apply(policy, mode, base, pod, facts, state)
+            except Failed as failed:
+                self._failed(policy, mode, failed.error, state)
+        return self._decide(state, ns_name)
+
+    def _apply(
+        self,
+        policy: CompiledPolicy,
+        mode: str,
+        base: dict[str, Any],
+        pod: Mapping[str, Any],
+        facts: PodFacts,
+        state: _Run,
+    ) -> None:
+        activation = dict(base)
+        activation["params"] = policy.params
+        for _name, condition in policy.match_conditions:
+            if not check(condition, activation):
+                return
+        if policy.claim is not None and state.chosen is not None:
+            state.shadowed.append(policy.name)
+            return
+        state.matched.append(policy.name)
+        values: dict[str, Any] = {}
+        activation["variables"] = values
+        for name, expr in policy.variables:
+            values[name] = run(expr, activation)
+        state.variables[policy.name] = {k: _cel.to_json(v) for k, v in values.items()}
+        for rule in policy.validations:
+            if not check(rule.expression, activation):
+                message = _message(rule, activation)
+                state.violate(policy, mode, message, rule.reason, rule.expression.source, policy.where)
+        for rule in policy.warnings:
+            if not check(rule.expression, activation):
+                state.warnings.append(_message(rule, activation))
+        if policy.claim is not None:
+            state.chosen, state.chosen_mode = policy, mode
+            if facts.legacy_containers:
+                self._claim(policy, activation, pod, facts, state)
+
+    def _claim(
+        self,
+        policy: CompiledPolicy,
+        activation: dict[str, Any],
+        pod: Mapping[str, Any],
+        facts: PodFacts,
+        state: _Run,
+    ) -> None:
+        from ._claim import build_request
+
+        assert policy.claim is not None
+        requests: list[dict[str, Any]] = []
+        constraints: list[dict[str, Any]] = []
+        config: list[dict[str, Any]] = []
+        for container in facts.legacy_containers:
+            local = dict(activation)
+            local["container"] = _cel.from_json(pod["spec"][container.kind][container.index])
+            local["legacy"] = _cel.from_json(dict(container.legacy))
+            values = dict(activation["variables"])
+            local["variables"] = values
+            own: dict[str, Any] = {}
+            for name, expr in policy.claim.variables:
+                values[name] = own[name] = run(expr, local)
+            built = build_request(policy.claim.tree, local, container.name, policy)
+            requests.append(built.request)
+            constraints.extend(built.constraints)
+            config.extend(built.config)
+            state.containers.append(
+                ContainerRequest(
+                    container=container.name,
+                    kind=container.kind,
+                    index=container.index,
+                    request=container.name,
+                    replaces=dict(container.legacy),
+                    variables={k: _cel.to_json(v) for k, v in own.items()},
+                )
+            )
+        devices: dict[str, Any] = {"requests": requests}
+        if constraints:
+            devices["constraints"] = constraints
+        if config:
+            devices["config"] = config
+        state.claim = {"devices": devices}
+        from ._claim import validate_claim
+
+        problems = validate_claim(state.claim)
+        if problems:
+            error = PolicyError(
+                "the claim it builds is not a valid ResourceClaimSpec: " + "; ".join(problems),
+                file=policy.file,
+                line=policy.line,
+            )
+            raise Failed(error)
+
+    def _failed(self, policy: CompiledPolicy, mode: str, error: PolicyError, state: _Run) -> None:
+        text = f"GPUClaimPolicy '{policy.name}' could not be evaluated: {error}"
+        if state.chosen is policy:
+            state.claim, state.containers = None, []
+        if policy.failure_policy == "Ignore":
+            state.warnings.append(f"{text} (failurePolicy Ignore: skipped)")
+            return
+        line = f"{error.file}:{error.line}" if error.line is not None else error.file
+        state.violate(policy, mode, text, "InternalError", error.expression, line)
+
+    def _decide(self, state: _Run, ns_name: str) -> Decision:
+        denials = [v for v in state.violations if v.mode == "enforce"]
+        allowed = not denials
+        message = "; ".join(f"GPUClaimPolicy '{v.policy}' denied the pod: {v.message}" for v in denials)
+        chosen = state.chosen
+        return Decision(
+            allowed=allowed,
+            message=message,
+            reason=denials[0].reason if denials else "",
+            policy=chosen.name if chosen is not None else None,
+            mode=state.chosen_mode,
+            namespace=ns_name,
+            matched=tuple(state.matched),
+            shadowed=tuple(state.shadowed),
+            variables=state.variables,
+            claim=state.claim,
+            containers=tuple(state.containers),
+            violations=tuple(state.violations),
+            warnings=tuple(state.warnings),
+            audit=tuple(state.audit),
+        )

@@ -1,0 +1,168 @@
+"""What a pod asks of GPUs, read once: legacy extended resources and DRA claims per container.
+
+The engine hands these facts to CEL as the `gpu` variable and translation uses them to know what to remove,
+so both agree on what counts as a legacy GPU resource (`nvidia.com/gpu`, `nvidia.com/mig-<profile>`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from dra.errors import InputError
+
+__all__ = [
+    "CONTAINER_KINDS",
+    "LEGACY_GPU",
+    "MIG_PREFIX",
+    "ContainerFacts",
+    "PodFacts",
+    "is_legacy_resource",
+    "pod_facts",
+]
+
+LEGACY_GPU = "nvidia.com/gpu"
+MIG_PREFIX = "nvidia.com/mig-"
+# Ephemeral containers cannot declare resources, so these are the only places GPUs can be asked for.
+CONTAINER_KINDS = ("initContainers", "containers")
+
+
+def is_legacy_resource(name: str) -> bool:
+    """True for the device plugin's resources that DRA claims replace."""
+    return name == LEGACY_GPU or (name.startswith(MIG_PREFIX) and len(name) > len(MIG_PREFIX))
+
+
+@dataclass(frozen=True)
+class ContainerFacts:
+    """One container's GPU-related resources; `legacy` maps a resource name to its device count."""
+
+    name: str
+    kind: str
+    index: int
+    sidecar: bool
+    legacy: Mapping[str, int]
+    in_requests: tuple[str, ...]
+    in_limits: tuple[str, ...]
+    claims: tuple[str, ...]
+
+    @property
+    def pointer(self) -> str:
+        return f"/spec/{self.kind}/{self.index}"
+
+    @property
+    def count(self) -> int:
+        return sum(self.legacy.values())
+
+    def to_cel(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "index": self.index,
+            "sidecar": self.sidecar,
+            "legacy": dict(self.legacy),
+            "count": self.count,
+            "requestsOnly": sorted(set(self.in_requests) - set(self.in_limits)),
+            "limitsOnly": sorted(set(self.in_limits) - set(self.in_requests)),
+            "claims": list(self.claims),
+        }
+
+
+@dataclass(frozen=True)
+class PodFacts:
+    """GPU facts of one pod: the containers that hold legacy resources or DRA claims, in pod order."""
+
+    containers: tuple[ContainerFacts, ...]
+    pod_claims: tuple[str, ...]
+
+    @property
+    def legacy_containers(self) -> tuple[ContainerFacts, ...]:
+        return tuple(c for c in self.containers if c.legacy)
+
+    @property
+    def uses_dra(self) -> bool:
+        return bool(self.pod_claims) or any(c.claims for c in self.containers)
+
+    @property
+    def total(self) -> int:
+        return sum(c.count for c in self.containers)
+
+    def to_cel(self) -> dict[str, Any]:
+        """The `gpu` CEL variable (documented in docs/policy-authoring.md)."""
+        return {
+            "legacy": bool(self.legacy_containers),
+            "dra": self.uses_dra,
+            "total": self.total,
+            "claims": list(self.pod_claims),
+            "containers": [c.to_cel() for c in self.containers],
+        }
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool):
+        raise InputError(f"{where}: expected a whole number of devices (got {value!r})")
+    if isinstance(value, int):
+        number = Fraction(value)
+    else:
+        try:
+            from dra.quantity import Quantity
+
+            number = Quantity.parse(str(value)).value
+        except Exception as exc:  # QuantityError, or dra.quantity not importable
+            raise InputError(f"{where}: expected a whole number of devices (got {value!r})") from exc
+    if number.denominator != 1 or number < 0:
+        raise InputError(f"{where}: expected a whole number of devices (got {value!r})")
+    return int(number)
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: expected a mapping (got {type(value).__name__})")
+    return value
+
+
+def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
+    """Read the GPU facts of `pod` (Kubernetes JSON form); raises `InputError` naming the bad field."""
+    spec = _mapping(pod.get("spec"), "spec")
+    found: list[ContainerFacts] = []
+    for kind in CONTAINER_KINDS:
+        entries = spec.get(kind) or []
+        if not isinstance(entries, list):
+            raise InputError(f"spec.{kind}: expected a list (got {type(entries).__name__})")
+        for index, container in enumerate(entries):
+            where = f"spec.{kind}[{index}]"
+            container = _mapping(container, where)
+            resources = _mapping(container.get("resources"), f"{where}.resources")
+            requests = _mapping(resources.get("requests"), f"{where}.resources.requests")
+            limits = _mapping(resources.get("limits"), f"{where}.resources.limits")
+            legacy: dict[str, int] = {}
+            for source, part in ((requests, "requests"), (limits, "limits")):
+                for name in sorted(source):
+                    if is_legacy_resource(name):
+                        # Limits win: for extended resources Kubernetes requires requests == limits when both exist.
+                        legacy[name] = _count(source[name], f"{where}.resources.{part}[{name}]")
+            claims = resources.get("claims") or []
+            if not isinstance(claims, list):
+                raise InputError(f"{where}.resources.claims: expected a list (got {type(claims).__name__})")
+            claim_names = tuple(str(c.get("name", "")) for c in claims if isinstance(c, dict))
+            if legacy or claim_names:
+                found.append(
+                    ContainerFacts(
+                        name=str(container.get("name", "")),
+                        kind=kind,
+                        index=index,
+                        sidecar=kind == "initContainers" and container.get("restartPolicy") == "Always",
+                        legacy={name: legacy[name] for name in sorted(legacy)},
+                        in_requests=tuple(sorted(n for n in requests if is_legacy_resource(n))),
+                        in_limits=tuple(sorted(n for n in limits if is_legacy_resource(n))),
+                        claims=claim_names,
+                    )
+                )
+    pod_claims = spec.get("resourceClaims") or []
+    if not isinstance(pod_claims, list):
+        raise InputError(f"spec.resourceClaims: expected a list (got {type(pod_claims).__name__})")
+    names = tuple(str(c.get("name", "")) for c in pod_claims if isinstance(c, dict))
+    return PodFacts(tuple(found), names)

@@ -1,0 +1,299 @@
+"""Load `GPUClaimPolicy` files, validate them and compile every CEL expression up front.
+
+A broken document is reported in `PolicySet.errors` (file:line:column, the expression, expected vs. got) and
+left out; the other policies still load. Nothing here evaluates a pod: see `engine.py`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import ValidationError
+
+from dra.errors import CelCompileError, PolicyError
+
+from . import _cel
+from ._yaml import LocatedDocument, Path, Positions, load_located
+from .model import API_VERSION, KIND, GPUClaimPolicy, is_expression
+
+if TYPE_CHECKING:
+    from .engine import PolicySet
+
+__all__ = [
+    "CompiledClaim",
+    "CompiledExpr",
+    "CompiledPolicy",
+    "CompiledRule",
+    "load_policies",
+    "load_policy_text",
+    "policy_files",
+    "shipped_policies_dir",
+]
+
+_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class CompiledExpr:
+    """One compiled expression and where it came from, so every error can point at it."""
+
+    source: str
+    program: _cel.Program = field(repr=False, compare=False)
+    field_path: str
+    file: str
+    line: int | None
+    column: int | None
+
+    def error(self, message: str) -> PolicyError:
+        return PolicyError(
+            f"{self.field_path}: {message}",
+            file=self.file,
+            line=self.line,
+            column=self.column,
+            expression=self.source,
+        )
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """A validation or warning: the condition, and a literal message or a message expression."""
+
+    expression: CompiledExpr
+    message: str | None
+    message_expression: CompiledExpr | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompiledClaim:
+    """Per-container variables and the claim tree whose leaves are literals or `CompiledExpr`."""
+
+    variables: tuple[tuple[str, CompiledExpr], ...]
+    tree: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CompiledPolicy:
+    """A policy ready to evaluate: sorted by (-priority, name) in a `PolicySet`."""
+
+    name: str
+    file: str
+    line: int
+    mode: str
+    priority: int
+    failure_policy: str
+    params: Any = field(repr=False)
+    match_conditions: tuple[tuple[str, CompiledExpr], ...]
+    variables: tuple[tuple[str, CompiledExpr], ...]
+    claim: CompiledClaim | None
+    validations: tuple[CompiledRule, ...]
+    warnings: tuple[CompiledRule, ...]
+    document: GPUClaimPolicy = field(repr=False)
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def _dotted(path: Path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+class _Compiler:
+    """Compiles one document, collecting every error rather than stopping at the first."""
+
+    def __init__(self, file: str, positions: Positions) -> None:
+        self.file = file
+        self.positions = positions
+        self.errors: list[PolicyError] = []
+
+    def error(self, path: Path, message: str, expression: str = "", offset: int | None = None) -> None:
+        line, column = self.positions.offset(path, offset) if expression else self.positions.at(path)
+        where = _dotted(path)
+        text = f"{where}: {message}" if where else message
+        self.errors.append(PolicyError(text, file=self.file, line=line, column=column, expression=expression))
+
+    def expr(self, source: str, path: Path) -> CompiledExpr | None:
+        try:
+            program = _cel.compile_admission(source)
+        except CelCompileError as exc:
+            self.error(path, f"CEL compile error: {exc.message}", source, exc.position)
+            return None
+        line, column = self.positions.at(path)
+        return CompiledExpr(source, program, _dotted(path), self.file, line, column)
+
+    def selector(self, source: str, path: Path) -> None:
+        try:
+            _cel.compile_selector(source)
+        except CelCompileError as exc:
+            self.error(path, f"device selector does not compile: {exc.message}", source, exc.position)
+
+    def named(self, entries: list[dict[str, Any]], path: Path) -> tuple[tuple[str, CompiledExpr], ...]:
+        out: list[tuple[str, CompiledExpr]] = []
+        for index, entry in enumerate(entries):
+            compiled = self.expr(entry["expression"], (*path, index, "expression"))
+            if compiled is not None:
+                out.append((entry["name"], compiled))
+        return tuple(out)
+
+    def rules(self, entries: list[dict[str, Any]], path: Path, default_reason: str) -> tuple[CompiledRule, ...]:
+        out: list[CompiledRule] = []
+        for index, entry in enumerate(entries):
+            condition = self.expr(entry["expression"], (*path, index, "expression"))
+            message_source = entry.get("messageExpression")
+            message_expr = None
+            if message_source is not None:
+                message_expr = self.expr(message_source, (*path, index, "messageExpression"))
+            if condition is not None and (message_source is None or message_expr is not None):
+                reason = str(entry.get("reason", default_reason))
+                out.append(CompiledRule(condition, entry.get("message"), message_expr, reason))
+        return tuple(out)
+
+    def tree(self, value: Any, path: Path) -> Any:
+        """Literal data with every `{expression: ...}` mapping replaced by its compiled program."""
+        if is_expression(value):
+            return self.expr(value["expression"], (*path, "expression"))
+        if isinstance(value, dict):
+            return {key: self.tree(item, (*path, key)) for key, item in value.items()}
+        if isinstance(value, list):
+            if path and path[-1] == "selectors":
+                for index, item in enumerate(value):
+                    if isinstance(item, str):
+                        self.selector(item, (*path, index))
+            return [self.tree(item, (*path, index)) for index, item in enumerate(value)]
+        return value
+
+
+def _validation_errors(exc: ValidationError, compiler: _Compiler) -> None:
+    for item in exc.errors():
+        path: Path = tuple(p for p in item["loc"] if isinstance(p, str | int))
+        # Union members add their own type names to the location; keep only the document's field names.
+        clean: list[str | int] = []
+        for part in path:
+            if isinstance(part, str) and ("[" in part or part in {"Expression", "str", "int", "bool"}):
+                continue
+            clean.append(part)
+        got = item.get("input")
+        shown = f" (got {got!r})" if not isinstance(got, dict | list) and got is not None else ""
+        compiler.error(tuple(clean), f"{item['msg']}{shown}")
+
+
+def _compile_document(doc: LocatedDocument, file: str) -> tuple[CompiledPolicy | None, list[PolicyError]]:
+    compiler = _Compiler(file, doc.positions)
+    data = doc.data
+    if not isinstance(data, dict):
+        compiler.error((), f"expected a {KIND} mapping, got {type(data).__name__}")
+        return None, compiler.errors
+    if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
+        got = f"{data.get('apiVersion')}/{data.get('kind')}"
+        compiler.error((), f"expected apiVersion {API_VERSION} and kind {KIND} (got {got})")
+        return None, compiler.errors
+    try:
+        document = GPUClaimPolicy.model_validate(data)
+    except ValidationError as exc:
+        _validation_errors(exc, compiler)
+        return None, compiler.errors
+    spec: dict[str, Any] = data["spec"]
+    matches = compiler.named(spec.get("matchConditions", []), ("spec", "matchConditions"))
+    variables = compiler.named(spec.get("variables", []), ("spec", "variables"))
+    validations = compiler.rules(spec.get("validations", []), ("spec", "validations"), "Invalid")
+    warnings = compiler.rules(spec.get("warnings", []), ("spec", "warnings"), "")
+    claim = None
+    if spec.get("claim") is not None:
+        raw = dict(spec["claim"])
+        claim_vars = compiler.named(raw.pop("variables", []), ("spec", "claim", "variables"))
+        claim = CompiledClaim(claim_vars, compiler.tree(raw, ("spec", "claim")))
+    if compiler.errors:
+        return None, compiler.errors
+    policy = CompiledPolicy(
+        name=document.metadata.name,
+        file=file,
+        line=doc.line,
+        mode=document.spec.mode,
+        priority=document.spec.priority,
+        failure_policy=document.spec.failurePolicy,
+        params=_cel.from_json(document.spec.params),
+        match_conditions=matches,
+        variables=variables,
+        claim=claim,
+        validations=validations,
+        warnings=warnings,
+        document=document,
+    )
+    return policy, []
+
+
+def load_policy_text(text: str, file: str = "<string>") -> tuple[list[CompiledPolicy], list[PolicyError]]:
+    """Compile every policy document in one YAML stream; bad documents become errors, good ones load."""
+    try:
+        documents = load_located(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        column = mark.column + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        return [], [PolicyError(f"invalid YAML: {problem}", file=file, line=line, column=column)]
+    policies: list[CompiledPolicy] = []
+    errors: list[PolicyError] = []
+    for doc in documents:
+        if doc.data is None:
+            continue
+        policy, doc_errors = _compile_document(doc, file)
+        errors.extend(doc_errors)
+        if policy is not None:
+            policies.append(policy)
+    return policies, errors
+
+
+def policy_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[FsPath]:
+    """The policy files named by `paths`: files as given, directories' own *.yaml/*.yml sorted by name."""
+    for raw in paths:
+        path = FsPath(raw)
+        if path.is_dir():
+            yield from sorted(p for p in path.iterdir() if p.is_file() and p.suffix in _SUFFIXES)
+        else:
+            yield path
+
+
+def shipped_policies_dir() -> FsPath:
+    """The shipped `policies/` directory (installed with the package as `webhook/policy/policies`)."""
+    return FsPath(__file__).resolve().parent / "policies"
+
+
+def load_policies(*paths: str | os.PathLike[str]) -> PolicySet:
+    """Load and compile every policy under `paths` (default: the shipped set) into a `PolicySet`."""
+    from .engine import PolicySet
+
+    policies: list[CompiledPolicy] = []
+    errors: list[PolicyError] = []
+    seen: dict[str, CompiledPolicy] = {}
+    for file in policy_files(paths or (shipped_policies_dir(),)):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            errors.append(PolicyError(f"cannot read policy file: {exc.strerror}", file=str(file)))
+            continue
+        loaded, file_errors = load_policy_text(text, str(file))
+        errors.extend(file_errors)
+        for policy in loaded:
+            earlier = seen.get(policy.name)
+            if earlier is not None:
+                errors.append(
+                    PolicyError(
+                        f"duplicate policy name {policy.name!r} (first defined at {earlier.where})",
+                        file=policy.file,
+                        line=policy.line,
+                    )
+                )
+                continue
+            seen[policy.name] = policy
+            policies.append(policy)
+    return PolicySet.of(policies, errors)

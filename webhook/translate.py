@@ -1,0 +1,172 @@
+"""Decision → ResourceClaimTemplate + RFC 6902 JSONPatch against the original pod (DESIGN.md translation rules).
+
+Legacy GPU resources of the decided containers are removed from requests and limits, each container gets a
+`resources.claims` entry naming its request, and one `spec.resourceClaims` entry points at a template named
+from a hash of its spec. A pod without legacy resources (already DRA, or already translated) is left alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonpatch
+
+from webhook.policy import Decision
+
+__all__ = [
+    "CLAIM_NAME",
+    "MANAGED_BY",
+    "POLICY_ANNOTATION",
+    "TRANSLATED_ANNOTATION",
+    "WOULD_TRANSLATE_ANNOTATION",
+    "Translation",
+    "claim_template",
+    "pointer",
+    "template_name",
+    "translate",
+]
+
+CLAIM_NAME = "gpudra"
+TRANSLATED_ANNOTATION = "gpudra.io/translated"
+POLICY_ANNOTATION = "gpudra.io/policy"
+WOULD_TRANSLATE_ANNOTATION = "gpudra.io/would-translate"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpudra"}
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The mutated pod, the templates to create, the patch that turns the pod into it, and warnings."""
+
+    pod: dict[str, Any]
+    templates: tuple[dict[str, Any], ...] = ()
+    patch: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()
+    audit_annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.patch)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pod": self.pod,
+            "templates": list(self.templates),
+            "patch": list(self.patch),
+            "warnings": list(self.warnings),
+        }
+
+
+def pointer(*parts: str | int) -> str:
+    """An RFC 6901 JSON pointer: `~` becomes `~0` and `/` becomes `~1` in each part."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def template_name(claim: Mapping[str, Any]) -> str:
+    """`gpudra-<10 hex>` from the SHA-256 of the claim spec's canonical JSON: identical requests share it."""
+    return "gpudra-" + hashlib.sha256(_canonical(dict(claim)).encode()).hexdigest()[:10]
+
+
+def claim_template(claim: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    """The ResourceClaimTemplate (resource.k8s.io/v1, Kubernetes JSON) for `claim` in `namespace`."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": template_name(claim), "namespace": namespace, "labels": dict(MANAGED_BY)},
+        "spec": {"spec": copy.deepcopy(dict(claim))},
+    }
+
+
+def _claim_entry_name(pod: Mapping[str, Any]) -> str:
+    taken = {c.get("name") for c in (pod.get("spec") or {}).get("resourceClaims") or [] if isinstance(c, dict)}
+    name, n = CLAIM_NAME, 1
+    while name in taken:
+        n += 1
+        name = f"{CLAIM_NAME}-{n}"
+    return name
+
+
+def _removals(container: Mapping[str, Any], base: str, replaces: Mapping[str, int]) -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = []
+    resources = container.get("resources") or {}
+    for part in ("requests", "limits"):
+        values = resources.get(part)
+        if not isinstance(values, dict):
+            continue
+        present = [name for name in sorted(values) if name in replaces]
+        if not present:
+            continue
+        if len(present) == len(values):
+            ops.append({"op": "remove", "path": f"{base}/resources/{part}"})
+        else:
+            ops.extend({"op": "remove", "path": f"{base}/resources/{part}/{pointer(n)[1:]}"} for n in present)
+    return ops
+
+
+def _annotation_ops(pod: Mapping[str, Any], values: dict[str, str]) -> list[dict[str, Any]]:
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, dict):
+        return [{"op": "add", "path": "/metadata", "value": {"annotations": values}}]
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        return [{"op": "add", "path": "/metadata/annotations", "value": values}]
+    return [{"op": "add", "path": pointer("metadata", "annotations", k), "value": v} for k, v in values.items()]
+
+
+def _patch(pod: Mapping[str, Any], decision: Decision, template: str) -> list[dict[str, Any]]:
+    spec = pod["spec"]
+    entry = _claim_entry_name(pod)
+    ops: list[dict[str, Any]] = []
+    for request in decision.containers:
+        containers = spec.get(request.kind) or []
+        if request.index >= len(containers) or containers[request.index].get("name") != request.container:
+            raise ValueError(
+                f"decision does not belong to this pod: spec.{request.kind}[{request.index}] "
+                f"is not container {request.container!r}"
+            )
+        container = containers[request.index]
+        base = pointer("spec", request.kind, request.index)
+        ops.extend(_removals(container, base, request.replaces))
+        ref = {"name": entry, "request": request.request}
+        if isinstance((container.get("resources") or {}).get("claims"), list):
+            ops.append({"op": "add", "path": f"{base}/resources/claims/-", "value": ref})
+        elif isinstance(container.get("resources"), dict):
+            ops.append({"op": "add", "path": f"{base}/resources/claims", "value": [ref]})
+        else:
+            ops.append({"op": "add", "path": f"{base}/resources", "value": {"claims": [ref]}})
+    claim_ref = {"name": entry, "resourceClaimTemplateName": template}
+    if isinstance(spec.get("resourceClaims"), list):
+        ops.append({"op": "add", "path": "/spec/resourceClaims/-", "value": claim_ref})
+    else:
+        ops.append({"op": "add", "path": "/spec/resourceClaims", "value": [claim_ref]})
+    ops.extend(_annotation_ops(pod, {TRANSLATED_ANNOTATION: template, POLICY_ANNOTATION: decision.policy or ""}))
+    return ops
+
+
+def translate(pod: Mapping[str, Any], decision: Decision) -> Translation:
+    """Apply `decision` to `pod`: enforce → template + patch; audit → the would-be claim in warnings only."""
+    original = copy.deepcopy(dict(pod))
+    warnings = list(decision.warnings)
+    if not decision.allowed or decision.claim is None or not decision.containers:
+        return Translation(original, warnings=tuple(warnings))
+    template = claim_template(decision.claim, decision.namespace)
+    name = template["metadata"]["name"]
+    if decision.mode != "enforce":
+        containers = ", ".join(c.container for c in decision.containers)
+        summary = _canonical({"template": name, "claim": decision.claim})
+        warnings.append(
+            f"audit: GPUClaimPolicy '{decision.policy}' would replace the legacy GPU resources of "
+            f"{containers} with ResourceClaimTemplate {name}: {summary}"
+        )
+        return Translation(original, warnings=tuple(warnings), audit_annotations={WOULD_TRANSLATE_ANNOTATION: summary})
+    ops = _patch(original, decision, name)
+    mutated = copy.deepcopy(jsonpatch.apply_patch(original, ops, in_place=False))
+    return Translation(mutated, (template,), tuple(ops), tuple(warnings))
