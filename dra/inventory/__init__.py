@@ -1,0 +1,26 @@
+"""This node's GPUs as ResourceSlices: read-only NVML capture, versioned snapshots, and the slices built from them.
+
+The public face of `dra.inventory`. Live reads and snapshot files go through the same interpretation
+(`node_from_snapshot`) and the same generators (`dra.gpus.node_resource_slices`).
+"""
+
+from __future__ import annotations
+
+from dra.inventory.command import default_node_name, inventory_slices, render, write_capture
+from dra.inventory.nvml import SCHEMA, InventoryError, NvmlUnavailable, capture
+from dra.inventory.snapshot import load_snapshot, node_from_snapshot, save_snapshot, snapshot_from_node
+
+__all__ = [
+    "SCHEMA",
+    "InventoryError",
+    "NvmlUnavailable",
+    "capture",
+    "default_node_name",
+    "inventory_slices",
+    "load_snapshot",
+    "node_from_snapshot",
+    "render",
+    "save_snapshot",
+    "snapshot_from_node",
+    "write_capture",
+]

@@ -1,0 +1,65 @@
+"""The logic behind `gpudra inventory`: pick the source (live NVML, a snapshot file, the catalog), build this
+node's ResourceSlices through the one `node_from_snapshot` -> `node_resource_slices` path, and render them."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from dra.gpus import catalog
+from dra.gpus.devices import synthetic_node
+from dra.gpus.slices import MigMode, node_resource_slices
+from dra.inventory.nvml import capture
+from dra.inventory.snapshot import load_snapshot, node_from_snapshot, save_snapshot, snapshot_from_node
+
+__all__ = ["default_node_name", "inventory_slices", "render", "write_capture"]
+
+Output = Literal["yaml", "json"]
+
+
+def default_node_name() -> str:
+    """`NODE_NAME` (what the DRA driver's DaemonSet sets from the downward API), else the host name."""
+    return os.environ.get("NODE_NAME") or socket.gethostname().split(".")[0].lower()
+
+
+def inventory_slices(
+    *,
+    from_file: str | Path | None = None,
+    catalog_model: str | None = None,
+    count: int | None = None,
+    node_name: str = "",
+    mig_mode: MigMode = "static",
+    k8s_version: str = "1.35",
+    nvml: Any | None = None,
+) -> list[dict[str, Any]]:
+    """ResourceSlices for a snapshot file, a catalog model (synthetic node) or, by default, this machine."""
+    if catalog_model is not None:
+        node = synthetic_node(catalog.get(catalog_model), node_name or "node-0", count)
+        snapshot = snapshot_from_node(node)
+    elif from_file is not None:
+        snapshot = load_snapshot(from_file)
+    else:
+        snapshot = capture(nvml, node_name=node_name or default_node_name())
+    node = node_from_snapshot(snapshot, node_name)
+    return node_resource_slices(node, mig_mode=mig_mode, k8s_version=k8s_version)
+
+
+def write_capture(path: str | Path, *, node_name: str = "", nvml: Any | None = None) -> dict[str, Any]:
+    """Read this machine read-only and write the snapshot to `path`; returns it."""
+    snapshot = capture(nvml, node_name=node_name or default_node_name())
+    save_snapshot(snapshot, path)
+    return snapshot
+
+
+def render(objects: list[dict[str, Any]], output: Output = "yaml") -> str:
+    """YAML: a multi-document stream (`kubectl apply -f` reads it); JSON: a `v1` `List`, as `kubectl -o json`."""
+    if output == "json":
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2) + "\n"
+    if output == "yaml":
+        return yaml.safe_dump_all(objects, sort_keys=False, explicit_start=True)
+    raise ValueError(f"output must be yaml or json (got {output!r})")
