@@ -60,15 +60,17 @@ class _Scoped:
 
 
 class MatchAttribute(_Scoped):
-    __slots__ = ("attribute", "lists", "first", "intersection", "count")
+    __slots__ = ("attribute", "lists", "first", "intersection", "count", "strict", "history")
 
-    def __init__(self, names: frozenset[str], attribute: str, lists: bool) -> None:
+    def __init__(self, names: frozenset[str], attribute: str, lists: bool, strict: bool = False) -> None:
         super().__init__(names)
         self.attribute = attribute
         self.lists = lists
         self.first: Attr | None = None
         self.intersection: tuple[str, frozenset[Any]] = ("", frozenset())
         self.count = 0
+        self.strict = strict  # restore the intersection on remove (upstream does not)
+        self.history: list[tuple[str, frozenset[Any]]] = []
 
     def add(self, request: str, subrequest: str, device: SliceDevice, driver: str) -> bool:
         if not self.applies(request, subrequest):
@@ -87,6 +89,8 @@ class MatchAttribute(_Scoped):
             new = _typed_set(attr)
             if not _intersects(self.intersection, new):
                 return False
+            if self.strict:
+                self.history.append(self.intersection)
             self.intersection = (new[0], self.intersection[1] & new[1])
         elif self.first is None or not _scalar_equal(attr, self.first):
             return False
@@ -96,17 +100,21 @@ class MatchAttribute(_Scoped):
     def remove(self, request: str, subrequest: str, device: SliceDevice, driver: str) -> None:
         if self.applies(request, subrequest):
             self.count -= 1
+            if self.strict and self.lists and self.count > 0 and self.history:
+                self.intersection = self.history.pop()
 
 
 class DistinctAttribute(_Scoped):
-    __slots__ = ("attribute", "lists", "values", "count")
+    __slots__ = ("attribute", "lists", "values", "count", "strict", "stack")
 
-    def __init__(self, names: frozenset[str], attribute: str, lists: bool) -> None:
+    def __init__(self, names: frozenset[str], attribute: str, lists: bool, strict: bool = False) -> None:
         super().__init__(names)
         self.attribute = attribute
         self.lists = lists
         self.values: dict[str, Attr] = {}  # keyed by request name, as upstream
         self.count = 0
+        self.strict = strict  # compare with every device taken, not the last one per request
+        self.stack: list[Attr] = []
 
     def add(self, request: str, subrequest: str, device: SliceDevice, driver: str) -> bool:
         if not self.applies(request, subrequest):
@@ -117,14 +125,16 @@ class DistinctAttribute(_Scoped):
         if self.count > 0 and not self._distinct(attr):
             return False
         self.values[request] = attr
+        self.stack.append(attr)
         self.count += 1
         return True
 
     def _distinct(self, attr: Attr) -> bool:
+        taken = self.stack if self.strict else list(self.values.values())
         if self.lists:
             new = _typed_set(attr)
-            return not any(_intersects(new, _typed_set(old)) for old in self.values.values())
-        for old in self.values.values():
+            return not any(_intersects(new, _typed_set(old)) for old in taken)
+        for old in taken:
             if attr.is_list:
                 return False  # upstream: unknown value type
             if not old.is_list and old.kind == attr.kind and old.value == attr.value:
@@ -134,17 +144,22 @@ class DistinctAttribute(_Scoped):
     def remove(self, request: str, subrequest: str, device: SliceDevice, driver: str) -> None:
         if self.applies(request, subrequest):
             self.values.pop(request, None)
+            if self.stack:
+                self.stack.pop()
             self.count -= 1
 
 
-def build_constraints(claim_ref: str, raw: tuple[dict[str, Any], ...], lists: bool) -> list[Constraint]:
+def build_constraints(
+    claim_ref: str, raw: tuple[dict[str, Any], ...], lists: bool, strict: bool = False
+) -> list[Constraint]:
+    """The claim's constraints; `strict` gives the corrected semantics of the scored mode."""
     result: list[Constraint] = []
     for i, c in enumerate(raw):
         names = frozenset(c.get("requests") or ())
         if c.get("matchAttribute"):
-            result.append(MatchAttribute(names, c["matchAttribute"], lists))
+            result.append(MatchAttribute(names, c["matchAttribute"], lists, strict))
         elif c.get("distinctAttribute"):
-            result.append(DistinctAttribute(names, c["distinctAttribute"], lists))
+            result.append(DistinctAttribute(names, c["distinctAttribute"], lists, strict))
         else:
             raise AllocationError(
                 f"claim {claim_ref}, constraint #{i}: empty constraint (unsupported constraint type?)"

@@ -43,7 +43,6 @@ def cel_selector_matcher() -> SelectorMatcher:
     """A matcher backed by `dra.cel` (imported lazily so the allocator loads without it)."""
     from dra import cel as dra_cel
     from dra.errors import CelCompileError, CelError
-    from dra.model import Device  # type: ignore[import-not-found,unused-ignore]
 
     env = dra_cel.Environment.dra_selector()
 
@@ -53,7 +52,7 @@ def cel_selector_matcher() -> SelectorMatcher:
         except CelCompileError as err:
             raise SelectorCompileError(str(err)) from None
         if device.cel_value is None:
-            device.cel_value = {"device": dra_cel.device_value(driver, Device.from_k8s(device.raw))}
+            device.cel_value = {"device": dra_cel.device_value(driver, device.raw)}
         try:
             result = program.evaluate(device.cel_value, cost_limit=CEL_COST_LIMIT)
         except CelError as err:

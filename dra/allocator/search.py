@@ -161,7 +161,9 @@ class Search:
                     f"claim {claim.ref}: number of requested devices {min_devices} "
                     f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
-            self.constraints.append(build_constraints(claim.ref, claim.constraints, f.ListTypeAttributes))
+            self.constraints.append(
+                build_constraints(claim.ref, claim.constraints, f.ListTypeAttributes, not self.faithful)
+            )
 
     def _validate(self, ci: int, key: tuple[int, int, int], request: Request, parent: str | None) -> RequestData:
         claim = self.claims[ci]
