@@ -206,11 +206,14 @@ def validate_claim(claim: Mapping[str, Any]) -> list[str]:
     if len(devices.get("config", [])) > _MAX_CONSTRAINTS:
         problems.append(f"devices.config: at most {_MAX_CONSTRAINTS} (got {len(devices['config'])})")
     try:
-        model = importlib.import_module("dra.model")
-    except ImportError:  # the object model not installed yet: the size checks above still hold
+        spec_class = importlib.import_module("dra.model").ResourceClaimSpec
+    except (ImportError, AttributeError):  # the object model not there yet: the size checks above still hold
         return problems
     try:
-        model.ResourceClaimSpec.from_k8s(dict(claim)).validate_k8s()
+        parsed = spec_class.from_k8s(dict(claim))
+        validate = getattr(parsed, "validate_k8s", None)  # validation lands after the model itself
+        if callable(validate):
+            validate()
     except ModelValidationError as exc:
         problems.extend(f"{path}: {message}" for path, message in exc.errors)
     except ValueError as exc:

@@ -23,6 +23,13 @@ __all__ = ["MODE_LABEL", "ContainerRequest", "Decision", "PolicySet", "Violation
 
 MODE_LABEL = "gpudra.io/mode"
 _MODES = ("enforce", "audit", "off")
+_INTERNAL = "InternalError"
+
+
+def _verdict(violation: Violation, audit: bool = False) -> str:
+    if violation.reason == _INTERNAL:
+        return f"GPUClaimPolicy '{violation.policy}' could not be evaluated: {violation.message}"
+    return f"GPUClaimPolicy '{violation.policy}' {'would deny' if audit else 'denied'} the pod: {violation.message}"
 
 
 @dataclass(frozen=True)
@@ -164,10 +171,11 @@ class _Run:
     def violate(
         self, policy: CompiledPolicy, mode: str, message: str, reason: str, expression: str, where: str
     ) -> None:
-        self.violations.append(Violation(policy.name, message, reason, mode, where, expression))
+        violation = Violation(policy.name, message, reason, mode, where, expression)
+        self.violations.append(violation)
         if mode == "audit":
-            self.audit.append(f"GPUClaimPolicy '{policy.name}' (audit) would deny the pod: {message}")
-            self.warnings.append(f"audit: GPUClaimPolicy '{policy.name}' would deny the pod: {message}")
+            self.audit.append(_verdict(violation, audit=True))
+            self.warnings.append("audit: " + _verdict(violation, audit=True))
 
 
 @dataclass(frozen=True)
@@ -310,19 +318,20 @@ class PolicySet:
             raise Failed(error)
 
     def _failed(self, policy: CompiledPolicy, mode: str, error: PolicyError, state: _Run) -> None:
-        text = f"GPUClaimPolicy '{policy.name}' could not be evaluated: {error}"
         if state.chosen is policy:
             state.claim, state.containers = None, []
         if policy.failure_policy == "Ignore":
-            state.warnings.append(f"{text} (failurePolicy Ignore: skipped)")
+            state.warnings.append(
+                f"GPUClaimPolicy '{policy.name}' could not be evaluated (failurePolicy Ignore): {error}"
+            )
             return
         line = f"{error.file}:{error.line}" if error.line is not None else error.file
-        state.violate(policy, mode, text, "InternalError", error.expression, line)
+        state.violate(policy, mode, str(error), _INTERNAL, error.expression, line)
 
     def _decide(self, state: _Run, ns_name: str) -> Decision:
         denials = [v for v in state.violations if v.mode == "enforce"]
         allowed = not denials
-        message = "; ".join(f"GPUClaimPolicy '{v.policy}' denied the pod: {v.message}" for v in denials)
+        message = "; ".join(_verdict(v) for v in denials)
         chosen = state.chosen
         return Decision(
             allowed=allowed,
