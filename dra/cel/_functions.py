@@ -5,7 +5,7 @@ A library module declares overloads with `@registry.function(name, *arg_types)` 
 `@registry.member(name, receiver_type, *arg_types)` for receiver-style calls (`x.f(a)`).
 Types are Python classes of the runtime values (see `dra.cel.values`); `object` matches anything.
 Dispatch picks the first overload whose types accept the arguments (checked with `type(v) is T` or
-issubclass for our own value classes, never `isinstance(True, int)`), and raises `NoMatchingOverload`
+issubclass for our own value classes and maps, never `isinstance(True, int)`), and raises `NoMatchingOverload`
 with a cel-go style message otherwise.
 """
 
@@ -47,7 +47,7 @@ def type_name(value: Any) -> str:
         return "bytes"
     if t is list:
         return "list(dyn)"
-    if t is dict:
+    if isinstance(value, dict):
         return "map(dyn, dyn)"
     if value is None:
         return "null_type"
@@ -60,8 +60,11 @@ def _accepts(expected: type, value: Any) -> bool:
     t = type(value)
     if t is expected:
         return True
-    # Builtins are matched exactly (bool is not an int in CEL); our own value classes by subclass.
-    if expected in (bool, int, float, str, bytes, list, dict, type(None)):
+    # Builtins are matched exactly (bool is not an int in CEL); maps also by subclass (the DRA device's
+    # domain maps are a dict subclass); our own value classes by subclass.
+    if expected is dict:
+        return isinstance(value, dict)
+    if expected in (bool, int, float, str, bytes, list, type(None)):
         return False
     return issubclass(t, expected)
 

@@ -67,6 +67,7 @@ MACROS: Final = frozenset(
         "transformMapEntry",
         "optMap",
         "optFlatMap",
+        "sortBy",
     }
 )
 
@@ -160,11 +161,21 @@ class Compiler:
         return result
 
     def fold(self, f: Callable[..., Any], *nodes: Node) -> Node | None:
-        """Evaluate now when every input is constant and the evaluation succeeds."""
+        """Evaluate now when every input is constant and the evaluation succeeds.
+
+        An operator applied to constants of types it has no overload for is what cel-go's checker rejects,
+        so that becomes a compile error; other errors (division by zero, ...) stay runtime errors.
+        """
         if all(isinstance(n, Const) for n in nodes):
             try:
                 return Const(f(*(n.value for n in nodes)))  # type: ignore[union-attr]
-            except CelRuntimeError:
+            except CelRuntimeError as e:
+                if e.message.startswith("no such overload: "):
+                    sig = e.message.removeprefix("no such overload: ")
+                    name, _, args = sig.partition("(")
+                    raise CelCompileError(
+                        f"found no matching overload for '{name}' applied to '({args}'", expression=self.source
+                    ) from None
                 return None
         return None
 

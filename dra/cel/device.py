@@ -23,6 +23,10 @@ class DomainMap(dict[str, dict[str, Any]]):
         return {}
 
 
+_LIST_FIELDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
+_ATTRIBUTE_FIELDS = ("int", "bool", "string", "version", *_LIST_FIELDS)
+
+
 def _split(driver: str, qualified: str) -> tuple[str, str]:
     domain, sep, name = qualified.rpartition("/")
     return (domain, name) if sep else (driver, qualified)
@@ -31,11 +35,15 @@ def _split(driver: str, qualified: str) -> tuple[str, str]:
 def _attribute_value(qualified: str, attr: Mapping[str, Any]) -> Any:
     from dra.cel.semver import Semver
 
-    set_fields = [k for k in ("int", "bool", "string", "version") if attr.get(k) is not None]
+    set_fields = [k for k in _ATTRIBUTE_FIELDS if attr.get(k) is not None]
     if len(set_fields) != 1:
-        raise CelRuntimeError(f"attribute {qualified!r}: exactly one of int, bool, string, version must be set")
+        raise CelRuntimeError(f"attribute {qualified!r}: exactly one of {', '.join(_ATTRIBUTE_FIELDS)} must be set")
     kind = set_fields[0]
     value = attr[kind]
+    if kind in _LIST_FIELDS:  # DRAListTypeAttributes (1.36+): lists of the scalar kinds
+        if not isinstance(value, list):
+            raise CelRuntimeError(f"attribute {qualified!r}: {kind} must be a list, got {value!r}")
+        return [_attribute_value(qualified, {_LIST_FIELDS[kind]: v}) for v in value]
     if kind == "version":
         try:
             return Semver.parse(str(value))

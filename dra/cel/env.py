@@ -1,9 +1,9 @@
 """CEL environments (admission and DRA selector), compiled programs and their cache.
 
 `Environment.admission()` declares the ValidatingAdmissionPolicy variables, `Environment.dra_selector()` the
-DRA `device` variable (plus `cel.bind`, which DRA adds). Both merge every Kubernetes library module under
-`dra.cel` that exists. `env.compile(text)` is cached per (environment, text) and reports syntax errors,
-unknown variables/functions and argument mismatches visible from literals as `CelCompileError`.
+DRA `device` variable (results must be bool; lists' `includes` opted in). Both merge every Kubernetes
+library module under `dra.cel` that exists. `env.compile(text)` is cached per (environment, text) and
+reports syntax errors, unknown variables/functions and mismatches visible from literals as `CelCompileError`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ LIBRARY_MODULES: Final = ("quantity", "semver", "lists", "regex", "strings", "se
 _CACHE_SIZE: Final = 4096
 
 
-def _library_registries() -> list[FunctionRegistry]:
+def _library_registries(*extra: str) -> list[FunctionRegistry]:
+    """Each library module's `REGISTRY`, plus the opt-in registries named in `extra` (e.g. `INCLUDES_REGISTRY`)."""
     found: list[FunctionRegistry] = []
     for name in LIBRARY_MODULES:
         try:
@@ -37,9 +38,10 @@ def _library_registries() -> list[FunctionRegistry]:
             if exc.name != f"dra.cel.{name}":
                 raise
             continue
-        registry = getattr(module, "REGISTRY", None)
-        if isinstance(registry, FunctionRegistry):
-            found.append(registry)
+        for attr in ("REGISTRY", *extra):
+            registry = getattr(module, attr, None)
+            if isinstance(registry, FunctionRegistry):
+                found.append(registry)
     return found
 
 
@@ -81,6 +83,16 @@ class Program:
         except RecursionError:
             raise CelRuntimeError("expression nesting too deep", expression=self.expression) from None
 
+    def matches(self, activation: Mapping[str, Any], cost_limit: int | None = None) -> bool:
+        """Evaluate a selector: the result must be a bool (DRA's DeviceMatches), else `CelRuntimeError`."""
+        result = self.evaluate(activation, cost_limit)
+        if result is True or result is False:
+            return bool(result)
+        raise CelRuntimeError(
+            f"CEL result of type {stdlib.type_of(result).name} could not be converted to bool",
+            expression=self.expression,
+        )
+
     def __call__(self, activation: Mapping[str, Any]) -> Any:
         return self.evaluate(activation)
 
@@ -93,10 +105,18 @@ class Environment:
 
     _shared: ClassVar[dict[str, Environment]] = {}
 
-    def __init__(self, name: str, variables: frozenset[str], registry: FunctionRegistry | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        variables: frozenset[str],
+        registry: FunctionRegistry | None = None,
+        *,
+        bool_result: bool = False,
+    ) -> None:
         self.name = name
         self.variables = variables
         self.registry = registry if registry is not None else stdlib.REGISTRY.merged(_library_registries())
+        self.bool_result = bool_result
         self._cache: dict[str, Program] = {}
 
     @classmethod
@@ -112,12 +132,19 @@ class Environment:
         """The DRA device selector environment with the `device` variable (shared instance, shared cache)."""
         env = cls._shared.get("dra-selector")
         if env is None:
-            env = cls._shared["dra-selector"] = cls("dra-selector", DRA_VARIABLES)
+            # DRA compiles selectors as StoredExpressions: every library, including lists' `includes`.
+            registry = stdlib.REGISTRY.merged(_library_registries("INCLUDES_REGISTRY"))
+            env = cls._shared["dra-selector"] = cls("dra-selector", DRA_VARIABLES, registry, bool_result=True)
         return env
 
     def with_variables(self, *names: str) -> Environment:
         """A new environment with extra declared variables (own cache)."""
-        return Environment(f"{self.name}+{','.join(names)}", self.variables | frozenset(names), self.registry)
+        return Environment(
+            f"{self.name}+{','.join(names)}",
+            self.variables | frozenset(names),
+            self.registry,
+            bool_result=self.bool_result,
+        )
 
     def compile(self, expression: str) -> Program:
         """Compile (cached); raises `CelCompileError` naming the position and what is wrong."""
@@ -133,6 +160,11 @@ class Environment:
             node = compiler.compile(tree)
         except RecursionError:
             raise CelCompileError("expression nesting too deep", expression=expression) from None
+        if self.bool_result and isinstance(node, Const) and type(node.value) is not bool:
+            raise CelCompileError(
+                f"must evaluate to bool or the unknown type, not {stdlib.type_of(node.value).name}",
+                expression=expression,
+            )
         program = Program(expression, as_fn(node), max(compiler.nodes, 1), tracked, isinstance(node, Const))
         if len(self._cache) >= _CACHE_SIZE:
             self._cache.clear()

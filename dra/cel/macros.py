@@ -1,5 +1,5 @@
 """CEL macros compiled to loops: has, all/exists/exists_one, map/filter, two-variable comprehensions, cel.bind,
-optMap/optFlatMap.
+optMap/optFlatMap, sortBy.
 
 Each loop copies the activation once, binds its variables in the copy, charges the cost meter per iteration
 (so a runaway nest stops with `CelCostError`) and applies cel-spec's error absorption: `all` is false as soon
@@ -87,12 +87,25 @@ def bind(compiler: Compiler, tree: Any, args: list[Any]) -> Node:
     return bind_
 
 
+# cel-go's runtime type names, as its "expected iterable type" error prints them.
+_GO_TYPES = {bool: "types.Bool", int: "types.Int", float: "types.Double", str: "types.String", bytes: "types.Bytes"}
+
+
+def _not_iterable(macro: str, target: Any) -> CelRuntimeError:
+    go = _GO_TYPES.get(type(target))
+    if go is None:
+        go = "types.Null" if target is None else "cel." + type(target).__name__
+    return CelRuntimeError(
+        f"{macro}(): cannot iterate over '{stdlib.type_name(target)}': got '{go}', expected iterable type"
+    )
+
+
 def _range(target: Any, macro: str) -> list[Any]:
     if type(target) is list:
         return target
     if isinstance(target, dict):
         return list(target)
-    raise stdlib.no_overload(macro, target)
+    raise _not_iterable(macro, target)
 
 
 def _pairs(target: Any, macro: str) -> Iterator[tuple[Any, Any]]:
@@ -100,7 +113,7 @@ def _pairs(target: Any, macro: str) -> Iterator[tuple[Any, Any]]:
         return iter(enumerate(target))
     if isinstance(target, dict):
         return iter(list(target.items()))
-    raise stdlib.no_overload(macro, target)
+    raise _not_iterable(macro, target)
 
 
 def _bool(v: Any, macro: str) -> bool:
@@ -117,6 +130,8 @@ def compile_macro(compiler: Compiler, tree: Any, name: str, target_tree: Any, ar
         if len(args) != 2:
             raise compiler.error(tree, f"{name}() takes 2 arguments")
         return _opt_map(compiler, name, target, args)
+    if name == "sortBy":
+        return _sort_by(compiler, tree, target, args)
     two = len(args) == 3 and name in ("all", "exists", "existsOne", "transformList", "transformMap")
     two = two or (len(args) in (3, 4) and name in ("transformList", "transformMap", "transformMapEntry"))
     if two:
@@ -319,3 +334,19 @@ def _opt_map(compiler: Compiler, name: str, target: Fn, args: list[Any]) -> Fn:
         return r
 
     return opt_map
+
+
+def _sort_by(compiler: Compiler, tree: Any, target: Fn, args: list[Any]) -> Fn:
+    """`l.sortBy(x, key)`: as cel-go expands it, `l.@sortByAssociatedKeys(l.map(x, key))` (lists ext v2)."""
+    from dra.cel.compiler import Dispatcher
+
+    if len(args) != 2:
+        raise compiler.error(tree, "sortBy() takes 2 arguments (var, key expression)")
+    overloads = compiler.registry.members.get("@sortByAssociatedKeys")
+    if not overloads:
+        raise compiler.error(tree, "undeclared reference to 'sortBy'")
+    var = _ident(compiler, args[0])
+    key, n = _body(compiler, [var], args[1])
+    keys_of = _single_var("map", var, target, [key], 1 + n)
+    sort = Dispatcher("sortBy", overloads)
+    return lambda a: sort(target(a), keys_of(a))

@@ -64,6 +64,8 @@ def cel_equal(x: Any, y: Any) -> bool:
             return _map_equal(x, y)
         return bool(x == y)
     if tx in _NUM and ty in _NUM:
+        if tx is float or ty is float:  # cel-go compares int/uint with double as doubles
+            return float(x) == float(y)
         return bool(x == y)
     if isinstance(x, dict) and isinstance(y, dict):
         return _map_equal(x, y)
@@ -102,6 +104,9 @@ def compare(op: str, x: Any, y: Any) -> int:
     """-1/0/1 for `x` vs `y`, or 2 when unordered (NaN); raises for types CEL cannot order."""
     tx = type(x)
     ty = type(y)
+    if tx is not ty and (tx is float or ty is float) and tx in _NUM and ty in _NUM:
+        x = float(x)
+        y = float(y)
     if (tx in _NUM and ty in _NUM) or (tx is ty and tx in _ORDERED):
         if x < y:
             return -1
@@ -263,10 +268,16 @@ def index(container: Any, key: Any) -> Any:
         if 0 <= i < len(container):
             return container[i]
         raise CelRuntimeError(f"index out of bounds: {i}")
-    if isinstance(container, Optional):
+    if isinstance(container, Optional):  # indexing inside an optional chain stays optional
         if not container.has_value():
             return container
-        return Optional.of(index(container.value(), key))
+        inner = container.value()
+        if isinstance(inner, dict):
+            found, val = _map_get(inner, key) if type(key) is not str else (key in inner, inner.get(key))
+            return Optional.of(val) if found else Optional.NONE
+        if type(inner) is list and type(key) in (int, Uint) and not 0 <= key < len(inner):
+            return Optional.NONE
+        return Optional.of(index(inner, key))
     raise no_overload("_[_]", container, key)
 
 
@@ -277,10 +288,13 @@ def select(obj: Any, field: str) -> Any:
             return obj[field]
         except KeyError:
             raise CelRuntimeError(f"no such key: {field}") from None
-    if isinstance(obj, Optional):
+    if isinstance(obj, Optional):  # selecting inside an optional chain stays optional
         if not obj.has_value():
             return obj
-        return Optional.of(select(obj.value(), field))
+        inner = obj.value()
+        if isinstance(inner, dict) and field not in inner:
+            return Optional.NONE
+        return Optional.of(select(inner, field))
     raise CelRuntimeError(f"type '{type_name(obj)}' does not support field selection (field '{field}')")
 
 
@@ -451,7 +465,7 @@ def _int_conv(v: int) -> int:
 
 @fn("int", float)
 def _int_double(v: float) -> int:
-    if math.isnan(v) or math.isinf(v) or not -(2.0**63) <= v < 2.0**63:
+    if math.isnan(v) or math.isinf(v) or not -(2.0**63) < v < 2.0**63:
         raise CelRuntimeError("int range error")
     return _int_conv(int(v))
 
@@ -485,7 +499,7 @@ def _uint_int(v: int) -> Uint:
 
 @fn("uint", float)
 def _uint_double(v: float) -> Uint:
-    if math.isnan(v) or math.isinf(v) or not -1.0 < v < 2.0**64:
+    if math.isnan(v) or math.isinf(v) or not 0 <= v < 2.0**64:
         raise CelRuntimeError("uint range error")
     return _uint_result(int(v))
 
@@ -566,10 +580,10 @@ fn("timestamp", int)(lambda v: Timestamp(v * 1_000_000_000))
 
 
 def _zone(tz: str) -> _dt.tzinfo:
-    if tz and tz[0] in "+-" and ":" in tz:
-        hours, _, minutes = tz[1:].partition(":")
+    if ":" in tz and tz.lstrip("+-").replace(":", "").isdigit():
+        hours, _, minutes = tz.lstrip("+-").partition(":")
         delta = _dt.timedelta(hours=int(hours), minutes=int(minutes))
-        return _dt.timezone(delta if tz[0] == "+" else -delta)
+        return _dt.timezone(-delta if tz.startswith("-") else delta)
     if tz.upper() == "UTC":
         return _dt.UTC
     try:

@@ -117,8 +117,8 @@ _UNIT_NANOS: Final = {
     "m": 60 * _NANOS,
     "h": 3600 * _NANOS,
 }
-# cel-go bounds durations to the protobuf Duration range (±315,576,000,000 s).
-_DUR_MAX_NANOS: Final = 315_576_000_000 * _NANOS + 999_999_999
+# cel-go holds durations as Go time.Duration: int64 nanoseconds (about ±292 years).
+_DUR_MAX_NANOS: Final = 2**63 - 1
 
 
 class Duration:
