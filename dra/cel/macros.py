@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from dra.cel import stdlib
+from dra.cel._functions import type_name
 from dra.cel.cost import COST_KEY
 from dra.cel.values import Optional
 from dra.errors import CelCostError, CelRuntimeError
@@ -95,9 +96,7 @@ def _not_iterable(macro: str, target: Any) -> CelRuntimeError:
     go = _GO_TYPES.get(type(target))
     if go is None:
         go = "types.Null" if target is None else "cel." + type(target).__name__
-    return CelRuntimeError(
-        f"{macro}(): cannot iterate over '{stdlib.type_name(target)}': got '{go}', expected iterable type"
-    )
+    return CelRuntimeError(f"{macro}(): cannot iterate over '{type_name(target)}': got '{go}', expected iterable type")
 
 
 def _range(target: Any, macro: str) -> list[Any]:
