@@ -1,0 +1,247 @@
+"""Reading Kubernetes objects from YAML or JSON files and text: streams, `List` objects, typed DRA models.
+
+YAML is read the way sigs.k8s.io/yaml reads it for the API server: timestamps stay strings. Duplicate keys are an
+error (PyYAML would silently keep the last one). Every error is an `InputError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import yaml
+
+from dra.errors import InputError, ModelValidationError
+from dra.model import KINDS, K8sModel
+
+__all__ = ["Document", "load_documents", "load_objects", "load_objects_by_kind", "read_documents"]
+
+Source = str | os.PathLike[str]
+
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """SafeLoader without implicit timestamps, rejecting duplicate keys."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    result: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, "found an unhashable key", key_node.start_mark
+            )
+        if key in result:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+            )
+        result[key] = loader.construct_object(value_node, deep=True)
+    return result
+
+
+def _construct_timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp_as_text)
+
+
+class Document(NamedTuple):
+    """One object read from a source, with where it starts (1-based line)."""
+
+    data: dict[str, Any]
+    source: str
+    line: int
+
+
+def _read_source(source: Source) -> tuple[str, str]:
+    """(text, name): a path that exists is read, `-` is stdin, anything else is the text itself."""
+    if isinstance(source, os.PathLike):
+        path = Path(source)
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except OSError as err:
+            raise InputError(f"cannot read file: {err.strerror or err}", source=str(path)) from None
+        except UnicodeDecodeError as err:
+            raise InputError(f"not UTF-8 text: {err.reason}", source=str(path)) from None
+    if source == "-":
+        return sys.stdin.read(), "<stdin>"
+    if "\n" not in source and source.strip() and not source.lstrip().startswith(("{", "[")):
+        if os.path.exists(source):
+            return _read_source(Path(source))
+        if source.endswith((".yaml", ".yml", ".json")):
+            raise InputError("no such file", source=source)
+    return source, "<string>"
+
+
+def _yaml_error(err: yaml.YAMLError, name: str) -> InputError:
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    problem = getattr(err, "problem", None) or str(err)
+    context = getattr(err, "context", None)
+    text = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
+    if mark is None:
+        return InputError(text, source=name)
+    return InputError(f"{text} at column {mark.column + 1}", source=name, line=mark.line + 1)
+
+
+def _yaml_documents(text: str, name: str) -> Iterator[tuple[Any, yaml.Node]]:
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            yield loader.construct_document(node), node
+    except yaml.YAMLError as err:
+        raise _yaml_error(err, name) from None
+    finally:
+        loader.dispose()
+
+
+def _item_nodes(node: yaml.Node | None) -> list[yaml.Node | None]:
+    """The nodes of a mapping's `items` sequence (for their line numbers)."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "items" and isinstance(value, yaml.SequenceNode):
+                return list(value.value)
+    return []
+
+
+def _is_list(data: dict[str, Any]) -> bool:
+    kind = data.get("kind")
+    return isinstance(kind, str) and kind.endswith("List") and isinstance(data.get("items"), list)
+
+
+def _expand(data: Any, node: yaml.Node | None, name: str, line: int) -> Iterator[Document]:
+    if data is None:
+        return
+    if isinstance(data, list):
+        nodes = list(node.value) if isinstance(node, yaml.SequenceNode) else []
+        for index, item in enumerate(data):
+            item_node = nodes[index] if index < len(nodes) else None
+            yield from _expand(item, item_node, name, item_node.start_mark.line + 1 if item_node else line)
+        return
+    if not isinstance(data, dict):
+        raise InputError(f"expected a Kubernetes object (a mapping), got {type(data).__name__}", source=name, line=line)
+    if _is_list(data):
+        nodes = _item_nodes(node)
+        for index, item in enumerate(data["items"]):
+            item_node = nodes[index] if index < len(nodes) else None
+            item_line = item_node.start_mark.line + 1 if item_node is not None else line
+            if not isinstance(item, dict):
+                raise InputError(
+                    f"items[{index}] of {data['kind']}: expected an object, got {type(item).__name__}",
+                    source=name,
+                    line=item_line,
+                )
+            yield from _expand(item, item_node, name, item_line)
+        return
+    yield Document(data, name, line)
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _json_documents(text: str, name: str) -> Iterator[Document]:
+    try:
+        data = json.loads(text, object_pairs_hook=_reject_duplicates)
+    except json.JSONDecodeError as err:
+        raise InputError(f"invalid JSON: {err.msg} at column {err.colno}", source=name, line=err.lineno) from None
+    except ValueError as err:
+        raise InputError(f"invalid JSON: {err}", source=name) from None
+    yield from _expand(data, None, name, 1)
+
+
+def read_documents(source: Source) -> list[Document]:
+    """Every object in a file or text (YAML or JSON, multi-document, `List`s expanded), with its line."""
+    text, name = _read_source(source)
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            return list(_json_documents(text, name))
+        except InputError:
+            if name.endswith(".json"):
+                raise
+            # Flow-style YAML also starts with a brace; fall through to the YAML reader.
+    documents: list[Document] = []
+    for data, node in _yaml_documents(text, name):
+        documents.extend(_expand(data, node, name, node.start_mark.line + 1))
+    return documents
+
+
+def load_documents(source: Source) -> list[dict[str, Any]]:
+    """The objects in a file or text as dicts (YAML or JSON, multi-document streams, `kind: List`/`*List`)."""
+    return [doc.data for doc in read_documents(source)]
+
+
+Others = Literal["keep", "skip", "error"]
+
+
+def _typed(doc: Document, kinds: frozenset[str] | None, others: Others) -> K8sModel | dict[str, Any]:
+    kind = doc.data.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise InputError("object has no kind", source=doc.source, line=doc.line)
+    if kinds is not None and kind not in kinds:
+        expected = ", ".join(sorted(kinds))
+        raise InputError(f"expected {expected}, got kind {kind!r}", source=doc.source, line=doc.line)
+    model = KINDS.get(kind)
+    if model is None:
+        if others == "error":
+            raise InputError(
+                f"unsupported kind {kind!r} (expected one of {', '.join(KINDS)})", source=doc.source, line=doc.line
+            )
+        return doc.data
+    try:
+        obj = model.from_k8s(doc.data)
+    except ModelValidationError as err:
+        name = (doc.data.get("metadata") or {}).get("name") if isinstance(doc.data.get("metadata"), dict) else None
+        label = f"{kind} {name!r}" if name else kind
+        problems = "; ".join(f"{path}: {message}" for path, message in err.errors)
+        raise InputError(f"invalid {label}: {problems}", source=doc.source, line=doc.line) from None
+    return obj
+
+
+def load_objects(
+    *sources: Source,
+    kinds: Iterable[str] | None = None,
+    others: Others = "keep",
+) -> list[K8sModel | dict[str, Any]]:
+    """Objects from one or more sources, DRA kinds as typed models (`dra.model.KINDS`), in order.
+
+    `kinds` restricts what may appear (anything else is an `InputError`); objects of other kinds are kept as dicts
+    (`others="keep"`), dropped (`"skip"`) or rejected (`"error"`).
+    """
+    wanted = frozenset(kinds) if kinds is not None else None
+    found: list[K8sModel | dict[str, Any]] = []
+    for source in sources:
+        for doc in read_documents(source):
+            obj = _typed(doc, wanted, others)
+            if isinstance(obj, dict) and obj is doc.data and others == "skip":
+                continue
+            found.append(obj)
+    return found
+
+
+def load_objects_by_kind(
+    *sources: Source, kinds: Iterable[str] | None = None, others: Others = "keep"
+) -> dict[str, list[K8sModel | dict[str, Any]]]:
+    """`load_objects` grouped by `kind` (each list in source order)."""
+    grouped: dict[str, list[K8sModel | dict[str, Any]]] = {}
+    for obj in load_objects(*sources, kinds=kinds, others=others):
+        kind = obj.get("kind") if isinstance(obj, dict) else getattr(obj, "kind", "")
+        grouped.setdefault(str(kind), []).append(obj)
+    return grouped
