@@ -1,0 +1,46 @@
+"""`gpudra serve`: the admission webhook over HTTPS (FastAPI on uvicorn)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        policies: Path | None = typer.Option(None, "--policies", help="Policy directory (default: shipped)."),
+        cert: Path | None = typer.Option(None, "--cert", help="Serving certificate (PEM); reloaded on change."),
+        key: Path | None = typer.Option(None, "--key", help="Private key of the serving certificate (PEM)."),
+        host: str = typer.Option("0.0.0.0", "--host"),
+        port: int = typer.Option(8443, "--port"),
+        kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="Create templates through this cluster."),
+        in_cluster: bool = typer.Option(False, "--in-cluster", help="Use the pod's service account for the API."),
+        workers: int = typer.Option(1, "--workers", min=1, help="uvicorn worker processes."),
+        reload_seconds: float = typer.Option(2.0, "--reload-seconds", help="How often to look for new files."),
+        api_timeout: float = typer.Option(2.0, "--api-timeout", help="Bound on each API-server call (seconds)."),
+        echo: bool = typer.Option(False, "--enable-echo", hidden=True, help="Serve /echo (benchmark baseline)."),
+    ) -> None:
+        """Serve /mutate, /validate, /healthz, /readyz and /metrics."""
+        from webhook.policy import shipped_policies_dir
+        from webhook.server import ServeSettings
+        from webhook.server import serve as run
+
+        if (cert is None) != (key is None):
+            raise typer.BadParameter("--cert and --key go together")
+        run(
+            ServeSettings(
+                policies=str(policies or shipped_policies_dir()),
+                cert=str(cert) if cert else None,
+                key=str(key) if key else None,
+                host=host,
+                port=port,
+                kubeconfig=str(kubeconfig) if kubeconfig else None,
+                in_cluster=in_cluster,
+                workers=workers,
+                reload_seconds=reload_seconds,
+                api_timeout_seconds=api_timeout,
+                enable_echo=echo,
+            )
+        )

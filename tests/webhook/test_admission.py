@@ -1,0 +1,178 @@
+"""The admission core as a function of review dicts: mutate/validate with the shipped policies.
+
+The API server side is an in-memory `TemplateWriter` that records what would be created; the e2e tests
+(tests/e2e/test_webhook_e2e.py) run the same code against the real kube-apiserver.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+import yaml
+
+from webhook.admission import Admission
+from webhook.kube import ApiServerError, NamespaceCache, TemplateResult
+from webhook.metrics import WebhookMetrics
+from webhook.policy import PolicySet, load_policies, shipped_policies_dir
+from webhook.policy_store import PolicyStore
+from webhook.review import AdmissionDenied, BadReview, parse_review
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+class RecordingApiServer:
+    def __init__(self, namespaces: dict[str, dict[str, Any]] | None = None, fail: str | None = None) -> None:
+        self.templates: dict[tuple[str, str], dict[str, Any]] = {}
+        self.namespaces = namespaces or {}
+        self.fail = fail
+        self.namespace_reads = 0
+
+    def ensure_template(self, namespace: str, template: dict[str, Any]) -> TemplateResult:
+        if self.fail:
+            raise ApiServerError(self.fail)
+        key = (namespace, template["metadata"]["name"])
+        existed = key in self.templates
+        self.templates[key] = template
+        return TemplateResult(key[1], namespace, created=not existed)
+
+    def get_namespace(self, name: str) -> dict[str, Any] | None:
+        self.namespace_reads += 1
+        return self.namespaces.get(name, {"metadata": {"name": name}})
+
+    def reachable(self) -> tuple[bool, str]:
+        return True, "in memory"
+
+
+def example(name: str) -> dict[str, Any]:
+    doc = yaml.safe_load((EXAMPLES / name).read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+def review_body(pod: dict[str, Any], *, namespace: str = "team-a", dry_run: bool = False, uid: str = "u-1") -> bytes:
+    return json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": uid,
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "namespace": namespace,
+                "operation": "CREATE",
+                "dryRun": dry_run,
+                "object": pod,
+            },
+        }
+    ).encode()
+
+
+@pytest.fixture
+def api() -> RecordingApiServer:
+    return RecordingApiServer(
+        {
+            "team-a": example("namespace-team-a.yaml"),
+            "team-b": example("namespace-audit.yaml"),
+        }
+    )
+
+
+@pytest.fixture
+def admission(api: RecordingApiServer) -> Admission:
+    store: PolicyStore[PolicySet] = PolicyStore(shipped_policies_dir(), load_policies)
+    return Admission(store, WebhookMetrics(), writer=api, namespaces=NamespaceCache(api))
+
+
+def decoded_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
+    assert response["response"]["patchType"] == "JSONPatch"
+    patch = json.loads(base64.b64decode(response["response"]["patch"]))
+    assert isinstance(patch, list)
+    return patch
+
+
+def test_enforce_mutates_and_creates_the_template_first(admission: Admission, api: RecordingApiServer) -> None:
+    pod = example("pod-legacy-vram.yaml")
+    out = admission.mutate(parse_review(review_body(pod)))
+    assert out["response"]["uid"] == "u-1" and out["response"]["allowed"] is True
+    mutated = jsonpatch.apply_patch(copy.deepcopy(pod), decoded_patch(out))
+    template_name = mutated["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    assert ("team-a", template_name) in api.templates
+    limits = mutated["spec"]["containers"][0]["resources"]["limits"]
+    assert "nvidia.com/gpu" not in limits and "nvidia.com/gpu" not in mutated["spec"]["containers"][0]["resources"]["requests"]
+    # Re-invocation with the mutated pod changes nothing more (reinvocationPolicy: IfNeeded).
+    again = admission.mutate(parse_review(review_body(mutated, uid="u-2")))
+    assert "patch" not in again["response"]
+    samples = admission.metrics.registry.get_sample_value(
+        "gpudra_admission_reviews_total",
+        {"endpoint": "mutate", "operation": "CREATE", "policy": "right-size", "outcome": "mutated"},
+    )
+    assert samples == 1.0
+
+
+def test_dry_run_returns_the_same_patch_but_creates_nothing(admission: Admission, api: RecordingApiServer) -> None:
+    pod = example("pod-legacy-vram.yaml")
+    dry = admission.mutate(parse_review(review_body(pod, dry_run=True)))
+    assert api.templates == {}
+    real = admission.mutate(parse_review(review_body(pod)))
+    assert decoded_patch(dry) == decoded_patch(real) and len(api.templates) == 1
+
+
+def test_template_failure_denies_instead_of_admitting_half_translated(api: RecordingApiServer) -> None:
+    broken = RecordingApiServer(api.namespaces, fail="API server answered 500")
+    store: PolicyStore[PolicySet] = PolicyStore(shipped_policies_dir(), load_policies)
+    admission = Admission(store, WebhookMetrics(), writer=broken, namespaces=NamespaceCache(broken))
+    with pytest.raises(AdmissionDenied, match="not admitted half-translated") as info:
+        admission.mutate(parse_review(review_body(example("pod-legacy-vram.yaml"))))
+    assert info.value.code == 503
+
+
+def test_guardrail_denial_carries_the_policy_message(admission: Admission) -> None:
+    with pytest.raises(AdmissionDenied) as info:
+        admission.mutate(parse_review(review_body(example("pod-mixed.yaml"))))
+    assert "guardrails" in info.value.message and info.value.code == 403
+    with pytest.raises(AdmissionDenied):
+        admission.validate(parse_review(review_body(example("pod-mixed.yaml"))))
+
+
+def test_audit_namespace_annotates_instead_of_mutating(admission: Admission, api: RecordingApiServer) -> None:
+    pod = example("pod-legacy-vram.yaml")
+    pod["metadata"]["namespace"] = "team-b"
+    out = admission.mutate(parse_review(review_body(pod, namespace="team-b")))
+    patch = decoded_patch(out)
+    assert all(op["path"].startswith("/metadata/annotations") for op in patch)
+    mutated = jsonpatch.apply_patch(copy.deepcopy(pod), patch)
+    would = json.loads(mutated["metadata"]["annotations"]["gpudra.io/would-translate"])
+    assert would["template"].startswith("gpudra-")
+    assert mutated["spec"] == pod["spec"] and api.templates == {}
+    assert any(w.startswith("audit:") for w in out["response"]["warnings"])
+
+
+def test_non_pod_and_non_create_reviews_are_allowed_untouched(admission: Admission) -> None:
+    body = json.loads(review_body(example("pod-legacy-vram.yaml")))
+    body["request"]["kind"] = {"group": "apps", "version": "v1", "kind": "Deployment"}
+    body["request"]["resource"] = {"group": "apps", "version": "v1", "resource": "deployments"}
+    out = admission.mutate(parse_review(json.dumps(body).encode()))
+    assert out["response"] == {"uid": "u-1", "allowed": True}
+    body = json.loads(review_body(example("pod-legacy-vram.yaml")))
+    body["request"]["operation"] = "UPDATE"
+    assert "patch" not in admission.mutate(parse_review(json.dumps(body).encode()))["response"]
+
+
+def test_pod_review_without_object_is_a_bad_request(admission: Admission) -> None:
+    body = json.loads(review_body(example("pod-legacy-vram.yaml")))
+    del body["request"]["object"]
+    with pytest.raises(BadReview, match="request.object"):
+        admission.mutate(parse_review(json.dumps(body).encode()))
+
+
+def test_namespace_objects_are_cached(admission: Admission, api: RecordingApiServer) -> None:
+    pod = example("pod-legacy-1gpu.yaml")
+    for uid in ("a", "b", "c"):
+        admission.mutate(parse_review(review_body(pod, namespace=pod["metadata"].get("namespace", "team-a"), uid=uid)))
+    assert api.namespace_reads == 1

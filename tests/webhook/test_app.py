@@ -1,0 +1,80 @@
+"""The HTTP face: status codes and bodies of every endpoint, through FastAPI's test client."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from webhook.policy import shipped_policies_dir
+from webhook.server import ServeSettings, build_app
+from webhook.tls import write_dev_certificates
+
+from tests.webhook.test_admission import RecordingApiServer, example, review_body
+
+
+@pytest.fixture
+def policy_dir(tmp_path: Path) -> Path:
+    target = tmp_path / "policies"
+    shutil.copytree(shipped_policies_dir(), target, ignore=shutil.ignore_patterns("tests"))
+    return target
+
+
+@pytest.fixture
+def client(policy_dir: Path, tmp_path: Path) -> TestClient:
+    write_dev_certificates(tmp_path / "certs", ["localhost"])
+    settings = ServeSettings(
+        policies=str(policy_dir),
+        cert=str(tmp_path / "certs" / "tls.crt"),
+        key=str(tmp_path / "certs" / "tls.key"),
+        enable_echo=True,
+        max_body_bytes=64 * 1024,
+    )
+    api = RecordingApiServer({"team-a": example("namespace-team-a.yaml")})
+    return TestClient(build_app(settings, writer=api))
+
+
+def test_mutate_echoes_uid_and_patches(client: TestClient) -> None:
+    resp = client.post("/mutate", content=review_body(example("pod-legacy-vram.yaml"), uid="abc"))
+    assert resp.status_code == 200
+    body = resp.json()
+    assert body["kind"] == "AdmissionReview" and body["response"]["uid"] == "abc"
+    assert body["response"]["allowed"] is True and body["response"]["patchType"] == "JSONPatch"
+
+
+def test_denial_is_http_200_with_status(client: TestClient) -> None:
+    resp = client.post("/validate", content=review_body(example("pod-mixed.yaml")))
+    assert resp.status_code == 200
+    status = resp.json()["response"]["status"]
+    assert resp.json()["response"]["allowed"] is False and status["code"] == 403 and "guardrails" in status["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [(b"{", 400), (b'{"kind": "Pod"}', 400), (json.dumps({"x": "y" * 70000}).encode(), 413)],
+)
+def test_malformed_bodies_are_4xx_with_reason(client: TestClient, body: bytes, status: int) -> None:
+    resp = client.post("/mutate", content=body)
+    assert resp.status_code == status and resp.json()["error"]
+
+
+def test_health_readiness_and_metrics(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    checks = ready.json()["checks"]
+    assert set(checks) == {"policies", "certificate", "apiserver"} and all(c["ok"] for c in checks.values())
+    assert "right-size" in checks["policies"]["detail"]
+    client.post("/mutate", content=review_body(example("pod-legacy-vram.yaml")))
+    text = client.get("/metrics").text
+    assert 'gpudra_admission_reviews_total{endpoint="mutate",operation="CREATE",outcome="mutated",policy="right-size"} 1.0' in text
+    assert "gpudra_serving_certificate_expiry_timestamp_seconds" in text
+    assert "gpudra_admission_review_duration_seconds_bucket" in text
+
+
+def test_echo_baseline_allows_without_patch(client: TestClient) -> None:
+    resp = client.post("/echo", content=review_body(example("pod-legacy-vram.yaml"), uid="e"))
+    assert resp.json()["response"] == {"uid": "e", "allowed": True}

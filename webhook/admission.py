@@ -1,0 +1,171 @@
+"""The admission core: AdmissionReview request → policy decision → translation and side effects → response dict.
+
+`mutate` rewrites legacy GPU pods (enforce) or annotates what they would have got (audit); `validate` re-checks the
+final pod against the guardrails. The ResourceClaimTemplate is created before the patch is returned, never on a dry
+run; if it cannot be created the pod is denied with the reason, so no pod is admitted pointing at a template that
+does not exist. Tested with plain dicts, without a server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.kube import ApiServerError, NamespaceCache, TemplateWriter
+from webhook.metrics import WebhookMetrics
+from webhook.policy import Decision, PolicySet
+from webhook.policy_store import PolicyStore
+from webhook.review import AdmissionDenied, BadReview, ReviewRequest, allowed_response
+from webhook.translate import pointer, translate
+
+__all__ = ["Admission", "RolloutConfig"]
+
+
+AUDIT_ANNOTATION_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """Rollout behaviour not decided by policies: whether to warn when templates cannot be created."""
+
+    warn_without_side_effects: bool = True
+
+
+def _request_info(review: ReviewRequest) -> dict[str, Any]:
+    return {
+        "uid": review.uid,
+        "operation": review.operation,
+        "namespace": review.namespace,
+        "name": review.name,
+        "dryRun": review.dry_run,
+        "userInfo": review.user_info,
+        "kind": review.kind,
+        "resource": review.resource,
+    }
+
+
+def _annotation_patch(pod: dict[str, Any], values: dict[str, str]) -> list[dict[str, Any]]:
+    annotations = (pod.get("metadata") or {}).get("annotations")
+    if not isinstance(annotations, dict):
+        return [{"op": "add", "path": "/metadata/annotations", "value": dict(values)}]
+    return [{"op": "add", "path": pointer("metadata", "annotations", k), "value": v} for k, v in values.items()]
+
+
+class Admission:
+    """`AdmissionHandler` for the FastAPI app; holds the serving policy set and the side-effect client."""
+
+    def __init__(
+        self,
+        store: PolicyStore[PolicySet],
+        metrics: WebhookMetrics,
+        *,
+        writer: TemplateWriter | None = None,
+        namespaces: NamespaceCache | None = None,
+        rollout: RolloutConfig | None = None,
+    ) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.writer = writer
+        self.namespaces = namespaces
+        self.rollout = rollout or RolloutConfig()
+
+    def policies_ready(self) -> tuple[bool, str]:
+        status = self.store.status()
+        names = ", ".join(self.store.current.names()) or "none"
+        detail = f"{len(self.store.current.policies)} policies serving ({names})"
+        if status.last_error:
+            detail += f"; the last reload was rejected: {status.last_error}"
+        return True, detail
+
+    def _namespace(self, review: ReviewRequest) -> dict[str, Any] | None:
+        if not review.namespace:
+            return None
+        if self.namespaces is None:
+            return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": review.namespace}}
+        try:
+            return self.namespaces.get(review.namespace)
+        except ApiServerError as exc:
+            # Rollout mode and guardrails depend on the namespace: refuse rather than guess.
+            raise AdmissionDenied(
+                f"gpudra cannot read namespace {review.namespace!r} to apply its GPU policies: {exc}",
+                code=503,
+                reason="ServiceUnavailable",
+            ) from exc
+
+    def _decide(self, review: ReviewRequest) -> tuple[dict[str, Any], Decision] | None:
+        if not review.is_pod or review.operation != "CREATE":
+            return None
+        if review.object is None:
+            raise BadReview("a CREATE review for a pod must carry 'request.object'")
+        pod = review.object
+        decision = self.store.current.evaluate(pod, self._namespace(review), _request_info(review))
+        return pod, decision
+
+    def _count(self, endpoint: str, review: ReviewRequest, decision: Decision | None, outcome: str) -> None:
+        policy = decision.policy if decision is not None and decision.policy else ""
+        self.metrics.reviews.labels(endpoint, review.operation, policy, outcome).inc()
+        if decision is not None:
+            for violation in decision.violations:
+                if violation.reason == "InternalError":
+                    self.metrics.policy_errors.labels(violation.policy).inc()
+
+    def _deny(self, endpoint: str, review: ReviewRequest, decision: Decision) -> AdmissionDenied:
+        self._count(endpoint, review, decision, "denied")
+        code = 500 if decision.reason == "InternalError" else 403
+        return AdmissionDenied(
+            decision.message, code=code, reason=decision.reason or "Forbidden", warnings=list(decision.warnings)
+        )
+
+    def mutate(self, review: ReviewRequest) -> dict[str, Any]:
+        decided = self._decide(review)
+        if decided is None:
+            self._count("mutate", review, None, "skipped")
+            return allowed_response(review.uid)
+        pod, decision = decided
+        if not decision.allowed:
+            raise self._deny("mutate", review, decision)
+        translation = translate(pod, decision)
+        warnings = list(translation.warnings)
+        if translation.patch:
+            if review.dry_run:
+                self.metrics.templates_created.labels("skipped_dry_run").inc()
+            elif self.writer is not None:
+                for template in translation.templates:
+                    try:
+                        result = self.writer.ensure_template(review.namespace or decision.namespace, template)
+                    except ApiServerError as exc:
+                        self._count("mutate", review, decision, "error")
+                        raise AdmissionDenied(
+                            f"gpudra could not create the ResourceClaimTemplate for this pod, so it is not admitted "
+                            f"half-translated: {exc}",
+                            code=503,
+                            reason="ServiceUnavailable",
+                        ) from exc
+                    self.metrics.templates_created.labels("created" if result.created else "existing").inc()
+            elif self.rollout.warn_without_side_effects:
+                names = ", ".join(t["metadata"]["name"] for t in translation.templates)
+                warnings.append(f"gpudra runs without API-server access: ResourceClaimTemplate {names} not created")
+            self._count("mutate", review, decision, "mutated")
+            return allowed_response(review.uid, patch=list(translation.patch), warnings=warnings)
+        if translation.audit_annotations:
+            self._count("mutate", review, decision, "audited")
+            annotations = dict(translation.audit_annotations)
+            return allowed_response(
+                review.uid,
+                patch=_annotation_patch(pod, annotations),
+                warnings=warnings,
+                audit_annotations={f"{k}": v[:AUDIT_ANNOTATION_LIMIT] for k, v in annotations.items()},
+            )
+        self._count("mutate", review, decision, "allowed")
+        return allowed_response(review.uid, warnings=warnings)
+
+    def validate(self, review: ReviewRequest) -> dict[str, Any]:
+        decided = self._decide(review)
+        if decided is None:
+            self._count("validate", review, None, "skipped")
+            return allowed_response(review.uid)
+        _, decision = decided
+        if not decision.allowed:
+            raise self._deny("validate", review, decision)
+        self._count("validate", review, decision, "allowed")
+        return allowed_response(review.uid)

@@ -1,0 +1,167 @@
+"""Running the webhook: settings, the app wired from them, and uvicorn over HTTPS with reloading certificates.
+
+With `workers > 1` uvicorn starts processes that import `app_factory` by name, so the settings travel through the
+environment (`GPUDRA_SERVE_SETTINGS`, JSON). In each process the SSL context factory and the app share one
+`ReloadingCertificate`, so the certificate the poller reloads is the one new handshakes use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+
+from webhook.admission import Admission, RolloutConfig
+from webhook.app import create_app
+from webhook.kube import KubeSideEffects, NamespaceCache, TemplateWriter
+from webhook.metrics import WebhookMetrics
+from webhook.policy import load_policies
+from webhook.policy_store import PolicyStore
+from webhook.tls import ReloadingCertificate
+
+__all__ = ["ServeSettings", "app_factory", "build_app", "serve"]
+
+_ENV = "GPUDRA_SERVE_SETTINGS"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    policies: str
+    cert: str | None = None
+    key: str | None = None
+    host: str = "0.0.0.0"
+    port: int = 8443
+    kubeconfig: str | None = None
+    in_cluster: bool = False
+    workers: int = 1
+    reload_seconds: float = 2.0
+    api_timeout_seconds: float = 2.0
+    max_body_bytes: int = 3 * 1024 * 1024
+    enable_echo: bool = False
+
+    @property
+    def side_effects(self) -> bool:
+        return self.in_cluster or self.kubeconfig is not None
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls) -> ServeSettings:
+        return cls(**json.loads(os.environ[_ENV]))
+
+
+_certificates: dict[tuple[str, str], ReloadingCertificate] = {}
+
+
+def _certificate(settings: ServeSettings) -> ReloadingCertificate | None:
+    if not settings.cert or not settings.key:
+        return None
+    key = (settings.cert, settings.key)
+    if key not in _certificates:
+        _certificates[key] = ReloadingCertificate(Path(settings.cert), Path(settings.key))
+    return _certificates[key]
+
+
+def _api_client(settings: ServeSettings) -> Any:
+    from kubernetes import client, config
+
+    if settings.in_cluster:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+        return client.ApiClient()
+    return config.new_client_from_config(config_file=settings.kubeconfig)  # type: ignore[no-untyped-call]
+
+
+def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) -> FastAPI:
+    """Wire policies, certificate, side effects and metrics into the FastAPI app."""
+    metrics = WebhookMetrics()
+    store = PolicyStore(
+        Path(settings.policies),
+        load_policies,
+        on_reload=lambda ok: metrics.policy_reloads.labels("success" if ok else "failure").inc(),
+    )
+    metrics.policies_loaded.set(len(store.current.policies))
+    if writer is None and settings.side_effects:
+        writer = KubeSideEffects(_api_client(settings), timeout=settings.api_timeout_seconds)
+    namespaces = NamespaceCache(writer) if writer is not None else None
+    admission = Admission(store, metrics, writer=writer, namespaces=namespaces, rollout=RolloutConfig())
+    certificate = _certificate(settings)
+
+    def reload_policies() -> None:
+        if store.reload_if_changed():
+            metrics.policies_loaded.set(len(store.current.policies))
+
+    periodic: list[Callable[[], object]] = [reload_policies]
+    readiness: dict[str, Callable[[], tuple[bool, str]]] = {"policies": admission.policies_ready}
+    if certificate is not None:
+        cert = certificate
+        if cert.not_after is not None:
+            metrics.cert_expiry.set(cert.not_after.timestamp())
+
+        def reload_certificate() -> None:
+            if cert.reload_if_changed():
+                metrics.cert_reloads.labels("success").inc()
+                if cert.not_after is not None:
+                    metrics.cert_expiry.set(cert.not_after.timestamp())
+            elif cert.last_error:
+                metrics.cert_reloads.labels("failure").inc()
+
+        def certificate_ready() -> tuple[bool, str]:
+            if not cert.valid_now():
+                return False, f"serving certificate expired at {cert.not_after}"
+            detail = f"valid until {cert.not_after:%Y-%m-%dT%H:%M:%SZ}" if cert.not_after else "valid"
+            if cert.last_error:
+                detail += f"; last reload failed: {cert.last_error}"
+            return True, detail
+
+        periodic.append(reload_certificate)
+        readiness["certificate"] = certificate_ready
+    if writer is not None:
+        readiness["apiserver"] = writer.reachable
+    return create_app(
+        admission,
+        metrics=metrics,
+        readiness=readiness,
+        periodic=periodic,
+        period_seconds=settings.reload_seconds,
+        max_body_bytes=settings.max_body_bytes,
+        enable_echo=settings.enable_echo,
+    )
+
+
+def app_factory() -> FastAPI:
+    """Entry point for uvicorn worker processes (settings from the environment)."""
+    return build_app(ServeSettings.from_env())
+
+
+def _ssl_context(_config: object, _default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
+    certificate = _certificate(ServeSettings.from_env())
+    if certificate is None:
+        raise RuntimeError("TLS requested without --cert and --key")
+    return certificate.context
+
+
+def serve(settings: ServeSettings) -> None:
+    """Run uvicorn until interrupted. Without a certificate it serves plain HTTP (for local experiments only)."""
+    import uvicorn
+
+    os.environ[_ENV] = settings.to_env()
+    tls = settings.cert is not None and settings.key is not None
+    uvicorn.run(
+        "webhook.server:app_factory",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        ssl_context_factory=_ssl_context if tls else None,
+        ssl_certfile=settings.cert if tls else None,
+        log_level="info",
+        access_log=False,
+        timeout_graceful_shutdown=10,
+    )
