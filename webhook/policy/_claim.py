@@ -15,7 +15,7 @@ from typing import Any
 from dra.errors import CelCompileError, ModelValidationError, PolicyError
 
 from . import _cel
-from ._eval import run
+from ._eval import Failed, run
 from .loader import CompiledExpr, CompiledPolicy
 
 __all__ = ["BuiltRequest", "build_request", "validate_claim"]
@@ -40,8 +40,8 @@ class _Builder:
         self.policy = policy
         self.name = request_name
 
-    def fail(self, where: str, message: str) -> PolicyError:
-        return PolicyError(f"{where}: {message}", file=self.policy.file, line=self.policy.line)
+    def fail(self, where: str, message: str) -> Failed:
+        return Failed(PolicyError(f"{where}: {message}", file=self.policy.file, line=self.policy.line))
 
     def resolve(self, node: Any, activation: Mapping[str, Any]) -> Any:
         if isinstance(node, CompiledExpr):

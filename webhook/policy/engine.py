@@ -251,8 +251,10 @@ class PolicySet:
         for name, expr in policy.variables:
             values[name] = run(expr, activation)
         state.variables[policy.name] = {k: _cel.to_json(v) for k, v in values.items()}
+        failed_validation = False
         for rule in policy.validations:
             if not check(rule.expression, activation):
+                failed_validation = True
                 message = _message(rule, activation)
                 state.violate(policy, mode, message, rule.reason, rule.expression.source, policy.where)
         for rule in policy.warnings:
@@ -260,7 +262,7 @@ class PolicySet:
                 state.warnings.append(_message(rule, activation))
         if policy.claim is not None:
             state.chosen, state.chosen_mode = policy, mode
-            if facts.legacy_containers:
+            if facts.legacy_containers and not failed_validation:
                 self._claim(policy, activation, pod, facts, state)
 
     def _claim(
