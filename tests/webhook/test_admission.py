@@ -103,8 +103,8 @@ def test_enforce_mutates_and_creates_the_template_first(admission: Admission, ap
     mutated = jsonpatch.apply_patch(copy.deepcopy(pod), decoded_patch(out))
     template_name = mutated["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
     assert ("team-a", template_name) in api.templates
-    limits = mutated["spec"]["containers"][0]["resources"]["limits"]
-    assert "nvidia.com/gpu" not in limits and "nvidia.com/gpu" not in mutated["spec"]["containers"][0]["resources"]["requests"]
+    resources = mutated["spec"]["containers"][0]["resources"]
+    assert "nvidia.com/gpu" not in resources["limits"] and "nvidia.com/gpu" not in resources["requests"]
     # Re-invocation with the mutated pod changes nothing more (reinvocationPolicy: IfNeeded).
     again = admission.mutate(parse_review(review_body(mutated, uid="u-2")))
     assert "patch" not in again["response"]

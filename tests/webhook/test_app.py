@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.webhook.test_admission import RecordingApiServer, example, review_body
 from webhook.policy import shipped_policies_dir
 from webhook.server import ServeSettings, build_app
 from webhook.tls import write_dev_certificates
-
-from tests.webhook.test_admission import RecordingApiServer, example, review_body
 
 
 @pytest.fixture
@@ -70,7 +69,8 @@ def test_health_readiness_and_metrics(client: TestClient) -> None:
     assert "right-size" in checks["policies"]["detail"]
     client.post("/mutate", content=review_body(example("pod-legacy-vram.yaml")))
     text = client.get("/metrics").text
-    assert 'gpudra_admission_reviews_total{endpoint="mutate",operation="CREATE",outcome="mutated",policy="right-size"} 1.0' in text
+    labels = 'endpoint="mutate",operation="CREATE",outcome="mutated",policy="right-size"'
+    assert f"gpudra_admission_reviews_total{{{labels}}} 1.0" in text
     assert "gpudra_serving_certificate_expiry_timestamp_seconds" in text
     assert "gpudra_admission_review_duration_seconds_bucket" in text
 
