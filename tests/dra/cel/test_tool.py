@@ -1,0 +1,103 @@
+"""`gpudra cel eval`: environments, --var, --device/--driver, --json output and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dra.cel.tool import eval_expression, render
+from gpudra.cli import app
+
+DEVICE = """\
+name: gpu-0
+attributes:
+  productName: {string: NVIDIA H100 80GB HBM3}
+  cudaComputeCapability: {version: 9.0.0}
+  resource.kubernetes.io/pcieRoot: {string: pci0000:00}
+capacity:
+  memory: {value: 80Gi}
+"""
+
+
+@pytest.fixture
+def device_file(tmp_path: Path) -> Path:
+    path = tmp_path / "device.yaml"
+    path.write_text(DEVICE)
+    return path
+
+
+def test_json_result_with_device(device_file: Path) -> None:
+    out = eval_expression('device.capacity["gpu.nvidia.com"].memory', device=device_file, as_json=True)
+    assert out.exit_code == 0
+    assert json.loads(out.text) == {"result": "80Gi"}
+
+
+def test_driver_sets_the_bare_name_domain(device_file: Path) -> None:
+    out = eval_expression('"example.com" in device.attributes', device=device_file, driver="example.com", as_json=True)
+    assert json.loads(out.text) == {"result": True}
+
+
+def test_semver_canonical_in_json(device_file: Path) -> None:
+    out = eval_expression('device.attributes["gpu.nvidia.com"].cudaComputeCapability', device=device_file, as_json=True)
+    assert json.loads(out.text) == {"result": "9.0.0"}
+
+
+def test_vars_use_admission_env() -> None:
+    out = eval_expression("object.spec.replicas * 2", variables=['object={"spec": {"replicas": 3}}'], as_json=True)
+    assert json.loads(out.text) == {"result": 6}
+
+
+def test_error_json_exit_2() -> None:
+    out = eval_expression("object.missing", variables=["object={}"], as_json=True)
+    assert out.exit_code == 2
+    assert json.loads(out.text) == {"error": "no such key: missing"}
+
+
+def test_compile_error_plain_goes_to_stderr() -> None:
+    out = eval_expression("1 +")
+    assert out.exit_code == 2 and out.to_stderr and "Syntax error" in out.text
+
+
+def test_bad_var_and_bad_device(tmp_path: Path) -> None:
+    assert "NAME=JSON" in eval_expression("1", variables=["nope"]).text
+    bad = tmp_path / "d.yaml"
+    bad.write_text("- a\n- b\n")
+    assert "expected one device" in eval_expression("true", device=bad).text
+    assert eval_expression("true", device=tmp_path / "missing.yaml").exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("expr", "text"),
+    [
+        ("1u", "1u"),
+        ("2.0", "2.0"),
+        ("'a\"b'", '"a\\"b"'),
+        ("[1, null, true]", "[1, null, true]"),
+        ("{'k': duration('90s')}", '{"k": duration("90s")}'),
+        ("quantity('1.5Gi')", 'quantity("1536Mi")'),
+        ("optional.of(1)", "optional.of(1)"),
+        ("type(1)", "int"),
+    ],
+)
+def test_plain_rendering(expr: str, text: str) -> None:
+    out = eval_expression(expr)
+    assert out.exit_code == 0
+    assert out.text == text
+
+
+def test_render_bytes_and_timestamp() -> None:
+    assert render(b"ab") == 'b"ab"'
+    assert eval_expression("timestamp('2024-01-02T03:04:05Z')").text == 'timestamp("2024-01-02T03:04:05Z")'
+
+
+def test_cli_wiring(device_file: Path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(app, ["cel", "eval", "device.driver", "--device", str(device_file), "--json"])
+    assert ok.exit_code == 0 and json.loads(ok.stdout) == {"result": "gpu.nvidia.com"}
+    bad = runner.invoke(app, ["cel", "eval", "1/0", "--json"])
+    assert bad.exit_code == 2 and json.loads(bad.stdout) == {"error": "division by zero"}
+    var = runner.invoke(app, ["cel", "eval", "x + 1", "--var", "x=41"])
+    assert var.exit_code == 0 and var.stdout.strip() == "42"
