@@ -115,7 +115,7 @@ def render(value: Any) -> str:
     if t is Optional:
         return f"optional.of({render(value.value())})" if value.has_value() else "optional.none()"
     if t is CelType:
-        return value.name
+        return str(value.name)
     if t is Duration or t is Timestamp:
         return f"{'duration' if t is Duration else 'timestamp'}({json.dumps(str(value))})"
     name = str(getattr(t, "cel_type_name", t.__name__)).rsplit(".", 1)[-1].lower()
