@@ -1,14 +1,19 @@
 """cel-go `ext.Strings` at version 2, as Kubernetes loads it (`ext.Strings(StringsVersion(2))`).
 
-Indices count Unicode code points. v2 has `format` (the pre-v4 formatter, see `dra.cel.formatting`),
-`strings.quote` and the lenient `join`; `reverse` (v3) and the cel-spec formatter (v4) are not part of it.
+Indices count Unicode code points. v2 has `format` (cel-go's pre-v4 formatter with its en-US locale output:
+`%f` groups thousands, `%e` prints `1.000000 × 10⁰⁰`, infinities print `∞`), `strings.quote` and the lenient
+`join`; `reverse` (v3) and the cel-spec formatter (v4) are not part of it.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 from dra.cel._functions import FunctionRegistry
+from dra.cel.ip import go_quote
+from dra.cel.stdlib import format_double, type_of
+from dra.cel.values import CelType, Duration, Timestamp, Uint
 from dra.errors import CelRuntimeError
 
 __all__ = ["REGISTRY", "go_trim_space"]
@@ -198,4 +203,256 @@ def quote(text: str) -> str:
             c = "\ufffd"
         out.append(_QUOTE_ESCAPES.get(c, c))
     out.append('"')
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------- "...".format(list)
+
+_DEFAULT_PRECISION: Final = 6
+_SUPERSCRIPT: Final = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+_STRING_TYPES: Final = (int, Uint, float, bool, str, Timestamp, bytes, Duration, CelType)
+
+
+class _FormatError(Exception):
+    """A clause that cannot format its argument; wrapped as `error during formatting: ...`."""
+
+
+def _type_name(value: Any) -> str:
+    return type_of(value).name
+
+
+def _format_string(value: Any) -> str:
+    """cel-go `FormatString` (the `%s` clause)."""
+    t = type(value)
+    if t is list:
+        return _format_list(value)
+    if isinstance(value, dict):
+        return _format_map(value)
+    if value is None:
+        return "null"
+    if t in _STRING_TYPES:
+        return _to_string(value)
+    raise _FormatError(
+        "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, "
+        f"and timestamps, was given {_type_name(value)}"
+    )
+
+
+def _to_string(value: Any) -> str:
+    t = type(value)
+    if t is str:
+        return str(value)
+    if t is bool:
+        return "true" if value else "false"
+    if t is float:
+        return format_double(value)
+    if t is bytes:
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _FormatError(f"could not convert argument {go_quote(repr(value))} to string") from None
+    if t is CelType:
+        return str(value.name)
+    return str(int(value)) if t is int or t is Uint else str(value)
+
+
+def _format_decimal(value: Any) -> str:
+    if type(value) is int or type(value) is Uint:
+        return str(int(value))
+    raise _FormatError(f"decimal clause can only be used on integers, was given {_type_name(value)}")
+
+
+def _go_fixed(value: float, precision: int) -> str:
+    """Go `%.<p>f` as cel-go prints it through x/text (NaN, Inf, -Inf → "NaN", "+Inf", "-Inf")."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return f"{value:.{precision}f}"
+
+
+def _element(value: Any) -> str:
+    """cel-go `clauseForType` for list elements and map values, quoted as CEL literals."""
+    t = type(value)
+    if t is int or t is Uint:
+        text = _format_decimal(value)
+    elif t in (str, bytes, bool, CelType) or value is None:
+        text = _format_string(value)
+    elif t is Timestamp:
+        return f"timestamp({go_quote(str(value))})"
+    elif t is Duration:
+        return f"duration({go_quote(str(value))})"
+    elif t is list:
+        return _format_list(value)
+    elif isinstance(value, dict):
+        return _format_map(value)
+    elif t is float:
+        text = _go_fixed(value, _DEFAULT_PRECISION)
+        return go_quote(text) if math.isnan(value) or math.isinf(value) else text
+    else:
+        raise _FormatError(f"no formatting function for {_type_name(value)}")
+    if t is str:
+        return go_quote(text)
+    if t is bytes:
+        return "b" + go_quote(text)
+    return text
+
+
+def _format_list(values: list[Any]) -> str:
+    return "[" + ", ".join(_element(v) for v in values) + "]"
+
+
+def _format_map(values: dict[Any, Any]) -> str:
+    pairs: list[tuple[str, str]] = []
+    for key, value in values.items():
+        kt = type(key)
+        if kt is str:
+            key_text = go_quote(key)
+        elif kt is bool:
+            key_text = _format_string(key)
+        elif kt is int or kt is Uint:
+            key_text = _format_decimal(key)
+        else:
+            raise _FormatError(f"no formatting function for map key of type {_type_name(key)}")
+        pairs.append((key_text, _element(value)))
+    pairs.sort(key=lambda kv: kv[0].encode("utf-8", "surrogatepass"))
+    return "{" + ", ".join(f"{k}:{v}" for k, v in pairs) + "}"
+
+
+def _double_operand(value: Any, clause: str) -> float:
+    if type(value) is float:
+        return float(value)
+    if type(value) is str and value in ("NaN", "Infinity", "-Infinity"):
+        return float(value.replace("Infinity", "inf"))
+    raise _FormatError(f"{clause} clause can only be used on doubles, was given {_type_name(value)}")
+
+
+def _localized_special(value: float) -> str | None:
+    # x/text's en-US number formatting.
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    return None
+
+
+def _format_fixed(value: Any, precision: int) -> str:
+    number = _double_operand(value, "fixed-point")
+    special = _localized_special(number)
+    if special is not None:
+        return special
+    # x/text uses the locale's decimal pattern (#,##0.###): thousands are grouped with ",".
+    return f"{number:,.{precision}f}"
+
+
+def _format_scientific(value: Any) -> str:
+    # cel-go builds "%<p>e" (a width, not a precision) for x/text, so six fraction digits are always printed.
+    number = _double_operand(value, "scientific")
+    special = _localized_special(number)
+    if special is not None:
+        return special
+    mantissa, _, exponent = f"{number:.{_DEFAULT_PRECISION}e}".partition("e")
+    exp = int(exponent)
+    digits = f"{'-' if exp < 0 else ''}{abs(exp):02d}"
+    return f"{mantissa}\u202f×\u202f10{digits.translate(_SUPERSCRIPT)}"
+
+
+def _format_binary(value: Any) -> str:
+    t = type(value)
+    if t is int or t is Uint:
+        return format(int(value), "b")
+    if t is bool:
+        return "1" if value else "0"
+    raise _FormatError(f"only integers and bools can be formatted as binary, was given {_type_name(value)}")
+
+
+def _format_hex(value: Any, upper: bool) -> str:
+    t = type(value)
+    if t is str:
+        text = str(value).encode("utf-8", "surrogatepass").hex()
+    elif t is bytes:
+        text = bytes(value).hex()
+    elif t is int or t is Uint:
+        text = format(int(value), "x")
+    else:
+        raise _FormatError(
+            f"only integers, byte buffers, and strings can be formatted as hex, was given {_type_name(value)}"
+        )
+    return text.upper() if upper else text
+
+
+def _format_octal(value: Any) -> str:
+    if type(value) is int or type(value) is Uint:
+        return format(int(value), "o")
+    raise _FormatError(f"octal clause can only be used on integers, was given {_type_name(value)}")
+
+
+def _clause(spec: str, value: Any) -> tuple[int, str]:
+    """Parse one clause after `%` (`.<precision>` then a verb) and format `value`; returns (chars read, text)."""
+    i = 0
+    precision: int | None = None
+    if spec[0] == ".":
+        i = 1
+        while True:
+            if i >= len(spec):
+                raise CelRuntimeError(
+                    "could not parse formatting clause: error while parsing precision: "
+                    "could not find end of precision specifier"
+                )
+            if not ("0" <= spec[i] <= "9"):
+                break
+            i += 1
+        if i == 1:
+            raise CelRuntimeError(
+                "could not parse formatting clause: error while parsing precision: error while converting precision "
+                'to integer: strconv.Atoi: parsing "": invalid syntax'
+            )
+        precision = int(spec[1:i])
+    verb = spec[i]
+    i += 1
+    try:
+        if verb == "s":
+            return i, _format_string(value)
+        if verb == "d":
+            return i, _format_decimal(value)
+        if verb == "f":
+            return i, _format_fixed(value, _DEFAULT_PRECISION if precision is None else precision)
+        if verb == "e":
+            return i, _format_scientific(value)
+        if verb == "b":
+            return i, _format_binary(value)
+        if verb in "xX":
+            return i, _format_hex(value, verb == "X")
+        if verb == "o":
+            return i, _format_octal(value)
+    except _FormatError as err:
+        raise CelRuntimeError(f"error during formatting: {err}") from None
+    raise CelRuntimeError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
+
+
+@REGISTRY.member("format", str, list)
+def format_(template: str, args: list[Any]) -> str:
+    """cel-go `parseFormatString` (strings extension before version 4)."""
+    out: list[str] = []
+    i = 0
+    arg_index = 0
+    n = len(template)
+    while i < n:
+        c = template[i]
+        if c != "%":
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 < n and template[i + 1] == "%":
+            out.append("%")
+            i += 2
+            continue
+        if arg_index >= len(args):
+            raise CelRuntimeError(f"index {arg_index} out of range")
+        if i + 1 >= n:
+            raise CelRuntimeError("unexpected end of string")
+        read, text = _clause(template[i + 1 :], args[arg_index])
+        out.append(text)
+        i += 1 + read
+        arg_index += 1
     return "".join(out)

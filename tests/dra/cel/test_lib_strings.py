@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dra.cel.strings import REGISTRY
+from dra.cel.values import CelType, Duration, Optional, Timestamp, Uint
 from dra.errors import CelRuntimeError
 
 
@@ -124,3 +125,95 @@ def test_split_join_round_trip(text: str, sep: str, n: int) -> None:
     if n != 0:
         assert member("join", parts, sep) == text
         assert n < 0 or len(parts) <= n
+
+
+def fmt(template: str, *args: object) -> str:
+    result = REGISTRY.call_member("format", template, (list(args),))
+    assert isinstance(result, str)
+    return result
+
+
+@pytest.mark.parametrize(
+    ("template", "args", "expected"),
+    [
+        ("no substitution", [], "no substitution"),
+        ("%s is filler and some more", ["str"], "str is filler and some more"),
+        ("%% and also %%", [], "% and also %"),
+        ("%.3f", [1.2345], "1.234"),
+        ("%f", [2.71828], "2.718280"),
+        ("%f", [1234567.5], "1,234,567.500000"),
+        ("%.1f", [-1234.25], "-1,234.2"),
+        ("%e", [2.71828], "2.718280\u202f\u00d7\u202f10\u2070\u2070"),
+        ("%.6e", [1052.032911275], "1.052033\u202f\u00d7\u202f10\u2070\u00b3"),
+        ("%e", [0.00012], "1.200000\u202f\u00d7\u202f10\u207b\u2070\u2074"),
+        ("%f", ["NaN"], "NaN"),
+        ("%f", ["Infinity"], "∞"),
+        ("%f", [float("-inf")], "-∞"),
+        ("%s", [2.71], "2.71"),
+        ("%s", [0.000000002], "2e-09"),
+        ("%s", [float("inf")], "+Inf"),
+        ("%s", [[2.71]], "[2.710000]"),
+        ("%s", [[float("nan"), float("inf"), float("-inf")]], '["NaN", "+Inf", "-Inf"]'),
+        ("%s", [None], "null"),
+        ("%s", [b"xyz"], "xyz"),
+        ("%s", [True], "true"),
+        ("%s", [Uint(7)], "7"),
+        ("%s", [Duration(6347 * 10**9)], "6347s"),
+        ("%s", [Duration(2)], "0.000000002s"),
+        ("%s", [CelType("string")], "string"),
+        (
+            "%s",
+            [["abc", 3.14, None, [9, 8, 7, 6], Timestamp(1675467080 * 10**9)]],
+            '["abc", 3.140000, null, [9, 8, 7, 6], timestamp("2023-02-03T23:31:20Z")]',
+        ),
+        (
+            "%s",
+            [{"key1": b"xyz", "key5": None, "key2": Duration(7200 * 10**9), "key4": True, "key3": 2.71828}],
+            '{"key1":b"xyz", "key2":duration("7200s"), "key3":2.718280, "key4":true, "key5":null}',
+        ),
+        ("%s", [{1: "value1", Uint(2): "value2"}], '{1:"value1", 2:"value2"}'),
+        ("%d", [Uint(64)], "64"),
+        ("%d", [-13], "-13"),
+        ("this is 5 in binary: %b", [5], "this is 5 in binary: 101"),
+        ("this is -5 in binary: %b", [-5], "this is -5 in binary: -101"),
+        ("bit set from bool: %b", [True], "bit set from bool: 1"),
+        ("this is an unsigned octal: %o", [Uint(65535)], "this is an unsigned octal: 177777"),
+        ("%x is 30 in hexadecimal", [30], "1e is 30 in hexadecimal"),
+        ("%X is 20 in hexadecimal", [30], "1E is 20 in hexadecimal"),
+        ("%x is -30 in hexadecimal", [-30], "-1e is -30 in hexadecimal"),
+        ("%x", ["Hello world!"], "48656c6c6f20776f726c6421"),
+        ("%X", [b"byte string"], "6279746520737472696E67"),
+        ("%x", [b"\x00\x00byte string\x00"], "00006279746520737472696e6700"),
+        ("%.200f", [1.0], "1." + "0" * 200),
+    ],
+)
+def test_format(template: str, args: list[Any], expected: str) -> None:
+    assert fmt(template, *args) == expected
+
+
+@pytest.mark.parametrize(
+    ("template", "args", "message"),
+    [
+        ("%a", [1], 'could not parse formatting clause: unrecognized formatting clause "a"'),
+        ("%E", [1.0], 'could not parse formatting clause: unrecognized formatting clause "E"'),
+        ("%d %d", [1], "index 1 out of range"),
+        ("%", [], "index 0 out of range"),
+        ("%", [1], "unexpected end of string"),
+        ("%.3", [1.0], "could not parse formatting clause: error while parsing precision: could not find end of"),
+        (
+            "%b",
+            ["str"],
+            "error during formatting: only integers and bools can be formatted as binary, was given string",
+        ),
+        ("%d", [Duration(1)], "decimal clause can only be used on integers, was given google.protobuf.Duration"),
+        ("%o", ["str"], "error during formatting: octal clause can only be used on integers, was given string"),
+        ("%x", [1.5], "only integers, byte buffers, and strings can be formatted as hex, was given double"),
+        ("%f", [None], "fixed-point clause can only be used on doubles, was given null_type"),
+        ("%e", [1], "scientific clause can only be used on doubles, was given int"),
+        ("%s", [Optional.of(1)], "string clause can only be used on strings, bools, bytes, ints, doubles, maps"),
+    ],
+)
+def test_format_errors(template: str, args: list[Any], message: str) -> None:
+    with pytest.raises(CelRuntimeError) as err:
+        fmt(template, *args)
+    assert message in err.value.message
