@@ -1,0 +1,176 @@
+"""`gpudra serve` as users run it: a real uvicorn process over HTTPS, certificate and policy hot reload."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.webhook.test_admission import example, review_body
+from webhook.policy import shipped_policies_dir
+from webhook.tls import write_dev_certificates
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def peer_serial(port: int, ca_file: Path) -> int:
+    ctx = ssl.create_default_context(cafile=str(ca_file))
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as sock,
+        ctx.wrap_socket(sock, server_hostname="localhost") as tls,
+    ):
+        cert = tls.getpeercert()
+    assert cert is not None
+    return int(str(cert["serialNumber"]), 16)
+
+
+def serial_or_none(port: int, ca_file: Path) -> int | None:
+    try:
+        return peer_serial(port, ca_file)
+    except ssl.SSLError:
+        return None
+
+
+class Server:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.certs = root / "certs"
+        self.policies = root / "policies"
+        shutil.copytree(shipped_policies_dir(), self.policies, ignore=shutil.ignore_patterns("tests"))
+        write_dev_certificates(self.certs, ["localhost"], ip_addresses=["127.0.0.1"])
+        self.port = free_port()
+        self.log = (root / "serve.log").open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gpudra",
+                "serve",
+                "--policies",
+                str(self.policies),
+                "--cert",
+                str(self.certs / "tls.crt"),
+                "--key",
+                str(self.certs / "tls.key"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--reload-seconds",
+                "0.3",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+    def client(self, ca: Path | None = None) -> httpx.Client:
+        ctx = ssl.create_default_context(cafile=str(ca or self.certs / "ca.crt"))
+        return httpx.Client(base_url=f"https://localhost:{self.port}", verify=ctx, timeout=5)
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("gpudra serve exited:\n" + (self.root / "serve.log").read_text())
+            try:
+                with self.client() as c:
+                    if c.get("/readyz").status_code == 200:
+                        return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise AssertionError("gpudra serve not ready in 30s:\n" + (self.root / "serve.log").read_text())
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    srv = Server(tmp_path)
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        srv.stop()
+
+
+def wait_for(condition: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def test_https_mutate_and_certificate_reload_without_failed_requests(server: Server) -> None:
+    first = peer_serial(server.port, server.certs / "ca.crt")
+    errors: list[str] = []
+    answered = 0
+    stop = threading.Event()
+    body = review_body(example("pod-legacy-vram.yaml"))
+
+    def hammer() -> None:
+        nonlocal answered
+        while not stop.is_set():
+            # Each request verifies against whichever CA is current; both are trusted by this client.
+            ctx = ssl.create_default_context(cafile=str(server.root / "trusted.pem"))
+            try:
+                with httpx.Client(base_url=f"https://localhost:{server.port}", verify=ctx, timeout=5) as c:
+                    r = c.post("/mutate", content=body)
+                    if r.status_code != 200 or not r.json()["response"]["allowed"]:
+                        errors.append(f"{r.status_code} {r.text[:200]}")
+                    answered += 1
+            except httpx.HTTPError as exc:
+                errors.append(repr(exc))
+
+    old_ca = (server.certs / "ca.crt").read_bytes()
+    new_dir = server.root / "new-certs"
+    write_dev_certificates(new_dir, ["localhost"], ip_addresses=["127.0.0.1"])
+    (server.root / "trusted.pem").write_bytes(old_ca + (new_dir / "ca.crt").read_bytes())
+    thread = threading.Thread(target=hammer)
+    thread.start()
+    try:
+        time.sleep(0.5)
+        for name in ("tls.key", "tls.crt"):
+            os.replace(new_dir / name, server.certs / name)
+        wait_for(lambda: serial_or_none(server.port, new_dir / "ca.crt") not in (None, first))
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join(timeout=20)
+    assert answered > 0 and errors == []
+
+
+def test_policy_reload_and_rejected_broken_set(server: Server) -> None:
+    with server.client() as c:
+        assert "whole-gpu" in c.get("/readyz").json()["checks"]["policies"]["detail"]
+        (server.policies / "whole-gpu.yaml").unlink()
+        wait_for(lambda: "whole-gpu" not in c.get("/readyz").json()["checks"]["policies"]["detail"])
+        (server.policies / "broken.yaml").write_text("apiVersion: gpudra.io/v1alpha1\nkind: GPUClaimPolicy\nspec: [\n")
+        wait_for(lambda: "rejected" in c.get("/readyz").json()["checks"]["policies"]["detail"])
+        metrics = c.get("/metrics").text
+        assert 'gpudra_policy_reloads_total{result="failure"} 1.0' in metrics
+        assert 'gpudra_policy_reloads_total{result="success"} 1.0' in metrics
+        r = c.post("/mutate", content=review_body(example("pod-legacy-vram.yaml")))
+        assert r.status_code == 200 and r.json()["response"]["allowed"] is True  # the previous set still serves
