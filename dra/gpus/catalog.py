@@ -57,8 +57,9 @@ def _m(mib: int) -> int:
 _G = _mig_tables.GEOMETRIES
 
 # Sources: product names from NVML as quoted in the DRA driver's issue #719 (A100 80GB PCIe), the DRA driver's
-# mock-nvml CI profiles, NVIDIA go-nvml mocks and public nvidia-smi captures; `name_verified` marks the ones in
-# a primary NVIDIA source we read (driver issue or code, go-nvml). H100 80GB HBM3's 81559 MiB is the figure
+# hack/ci/mock-nvml/common.sh (A100-SXM4-40GB, H100 80GB HBM3, B200, L40S), NVIDIA go-nvml's pkg/nvml/mock/gpus
+# (A100-PCIE-40GB, A100-SXM4-80GB) and public nvidia-smi captures; `name_verified` marks the ones found in
+# those NVIDIA sources, the rest are unverified. H100 80GB HBM3's 81559 MiB is the figure
 # of reference §4.7. Other MiB totals are what public `nvidia-smi` output shows: unverified by us.
 _MODELS: tuple[GPUModel, ...] = (
     GPUModel("A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB", _m(40960), "Ampere", "8.0", "nvswitch", 12, _G["A100-40GB"],
@@ -82,7 +83,8 @@ _MODELS: tuple[GPUModel, ...] = (
     GPUModel("L40S", "NVIDIA L40S", _m(46068), "Ada Lovelace", "8.9", "none", gpus_per_node=4, name_verified=True),
     GPUModel("L4", "NVIDIA L4", _m(23034), "Ada Lovelace", "8.9", "none", gpus_per_node=4),
     GPUModel("A10", "NVIDIA A10", _m(23028), "Ampere", "8.6", "none", gpus_per_node=1),
-    GPUModel("T4", "Tesla T4", _m(15360), "Turing", "7.5", "none", gpus_per_node=2, name_verified=True),
+    # nvidia-smi prints "Tesla T4"; NVIDIA's nvml-mock t4 profile says "NVIDIA T4" (kept as an alias).
+    GPUModel("T4", "Tesla T4", _m(15360), "Turing", "7.5", "none", gpus_per_node=2, aliases=("NVIDIA T4",)),
     GPUModel("P100-PCIE-16GB", "Tesla P100-PCIE-16GB", _m(16280), "Pascal", "6.0", "none", gpus_per_node=2,
              aliases=("P100",)),
     # DGX-1V: V100 SXM2 in a hybrid cube-mesh. The trace's V100M16/V100M32 nodes hold 1, 4 or 8 GPUs; we read them
