@@ -85,7 +85,7 @@ class Allocator:
             else:
                 self._shared.append(s)
         self._views: dict[Node | None, tuple[list[Pool], list[Candidate]]] = {}
-        self._available: dict[str, CounterSets] = {}
+        self._available: dict[tuple[str, str], CounterSets] = {}
 
     @property
     def selectors(self) -> SelectorCache:

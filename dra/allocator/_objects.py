@@ -7,6 +7,7 @@ an `Allocator` reuse the parse across thousands of calls.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -26,6 +27,7 @@ __all__ = [
     "Slice",
     "as_dict",
     "canonical_quantity",
+    "format_quantity",
     "parse_quantity",
 ]
 
@@ -77,9 +79,31 @@ def canonical_quantity(text: str) -> str:
     return str(Quantity.parse(text))
 
 
-def binary_quantity(value: int) -> str:
-    """`resource.NewQuantity(value, BinarySI).String()`."""
-    return _binary_text(value)
+def _decimal_text(value: Fraction) -> str:
+    for exp, suffix in (
+        (18, "E"),
+        (15, "P"),
+        (12, "T"),
+        (9, "G"),
+        (6, "M"),
+        (3, "k"),
+        (0, ""),
+        (-3, "m"),
+        (-6, "u"),
+        (-9, "n"),
+    ):
+        scaled = value / Fraction(10) ** exp
+        if scaled.denominator == 1 and (exp <= 0 or abs(scaled) >= 1):
+            return f"{int(scaled)}{suffix}"
+    return f"{math.ceil(value * 10**9)}n"
+
+
+def format_quantity(value: Fraction, like: str) -> str:
+    """The canonical text of `value` in the format of the quantity `like` (BinarySI if it has a binary suffix)."""
+    binary = any(like.strip().endswith(s) for s in _BINARY)
+    if binary and value.denominator == 1 and not -1024 < value < 1024:
+        return _binary_text(int(value))
+    return _decimal_text(value)
 
 
 def as_dict(obj: Any) -> dict[str, Any]:
@@ -195,6 +219,7 @@ class Slice:
     per_device_node_selection: bool
     devices: list[SliceDevice]
     shared_counters: list[tuple[str, dict[str, Fraction]]]
+    uses_compatibility_groups: bool = False
 
 
 def _device(raw: dict[str, Any]) -> SliceDevice:
@@ -245,6 +270,9 @@ def parse_slice(obj: Any) -> Slice:
         all_nodes=bool(spec.get("allNodes")),
         per_device_node_selection=bool(spec.get("perDeviceNodeSelection")),
         devices=[_device(d) for d in spec.get("devices") or []],
+        uses_compatibility_groups=any(
+            c.get("compatibilityGroups") for d in spec.get("devices") or [] for c in d.get("consumesCounters") or []
+        ),
         shared_counters=[
             (
                 cs.get("name", ""),
@@ -296,6 +324,7 @@ class Request:
     tolerations: tuple[dict[str, Any], ...]
     capacity: dict[str, tuple[Fraction, str]] | None
     has_capacity: bool
+    derived: bool = False  # derivedAttributes (DRADerivedAttributes, not implemented)
 
     @property
     def full_name(self) -> str:
@@ -320,6 +349,7 @@ def _request(raw: dict[str, Any], parent: str | None, allow_admin: bool) -> Requ
         tolerations=tuple(raw.get("tolerations") or []),
         capacity={n: _q(v) for n, v in requests.items()} if requests is not None else None,
         has_capacity=cap is not None,
+        derived=bool(raw.get("derivedAttributes")),
     )
 
 

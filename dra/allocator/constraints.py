@@ -1,9 +1,8 @@
 """Claim constraints with upstream's add/remove protocol (constraint.go, allocator_experimental.go).
 
 `matchAttribute`: every device of the named requests has the attribute with one common value (with list
-attributes on, a non-empty common intersection). `distinctAttribute`: values differ. Both reproduce
-upstream's bookkeeping exactly, including its quirks: distinctAttribute remembers one value per *request
-name*, and matchAttribute's list intersection is not widened again on remove.
+attributes on, a non-empty common intersection, kept as a stack so that remove restores it).
+`distinctAttribute`: each new value differs from every value taken so far (with lists: disjoint sets).
 """
 
 from __future__ import annotations
@@ -60,17 +59,15 @@ class _Scoped:
 
 
 class MatchAttribute(_Scoped):
-    __slots__ = ("attribute", "lists", "first", "intersection", "count", "strict", "history")
+    __slots__ = ("attribute", "lists", "first", "stack", "count")
 
-    def __init__(self, names: frozenset[str], attribute: str, lists: bool, strict: bool = False) -> None:
+    def __init__(self, names: frozenset[str], attribute: str, lists: bool) -> None:
         super().__init__(names)
         self.attribute = attribute
         self.lists = lists
         self.first: Attr | None = None
-        self.intersection: tuple[str, frozenset[Any]] = ("", frozenset())
+        self.stack: list[tuple[str, frozenset[Any]]] = []  # the intersection after each device
         self.count = 0
-        self.strict = strict  # restore the intersection on remove (upstream does not)
-        self.history: list[tuple[str, frozenset[Any]]] = []
 
     def add(self, request: str, subrequest: str, device: SliceDevice, driver: str) -> bool:
         if not self.applies(request, subrequest):
@@ -80,18 +77,17 @@ class MatchAttribute(_Scoped):
             return False
         if self.count == 0:
             if self.lists:
-                self.intersection = _typed_set(attr)
+                self.stack = [_typed_set(attr)]
             else:
                 self.first = attr
             self.count = 1
             return True
         if self.lists:
             new = _typed_set(attr)
-            if not _intersects(self.intersection, new):
+            current = self.stack[self.count - 1]
+            if not _intersects(current, new):
                 return False
-            if self.strict:
-                self.history.append(self.intersection)
-            self.intersection = (new[0], self.intersection[1] & new[1])
+            self.stack.append((new[0], current[1] & new[1]))
         elif self.first is None or not _scalar_equal(attr, self.first):
             return False
         self.count += 1
@@ -100,20 +96,17 @@ class MatchAttribute(_Scoped):
     def remove(self, request: str, subrequest: str, device: SliceDevice, driver: str) -> None:
         if self.applies(request, subrequest):
             self.count -= 1
-            if self.strict and self.lists and self.count > 0 and self.history:
-                self.intersection = self.history.pop()
+            if self.lists:
+                del self.stack[self.count :]
 
 
 class DistinctAttribute(_Scoped):
-    __slots__ = ("attribute", "lists", "values", "count", "strict", "stack")
+    __slots__ = ("attribute", "lists", "stack")
 
-    def __init__(self, names: frozenset[str], attribute: str, lists: bool, strict: bool = False) -> None:
+    def __init__(self, names: frozenset[str], attribute: str, lists: bool) -> None:
         super().__init__(names)
         self.attribute = attribute
         self.lists = lists
-        self.values: dict[str, Attr] = {}  # keyed by request name, as upstream
-        self.count = 0
-        self.strict = strict  # compare with every device taken, not the last one per request
         self.stack: list[Attr] = []
 
     def add(self, request: str, subrequest: str, device: SliceDevice, driver: str) -> bool:
@@ -122,15 +115,13 @@ class DistinctAttribute(_Scoped):
         attr = lookup_attribute(device, driver, self.attribute)
         if attr is None:
             return False
-        if self.count > 0 and not self._distinct(attr):
+        if not self._distinct(attr):
             return False
-        self.values[request] = attr
         self.stack.append(attr)
-        self.count += 1
         return True
 
     def _distinct(self, attr: Attr) -> bool:
-        taken = self.stack if self.strict else list(self.values.values())
+        taken = self.stack
         if self.lists:
             new = _typed_set(attr)
             return not any(_intersects(new, _typed_set(old)) for old in taken)
@@ -142,24 +133,19 @@ class DistinctAttribute(_Scoped):
         return True
 
     def remove(self, request: str, subrequest: str, device: SliceDevice, driver: str) -> None:
-        if self.applies(request, subrequest):
-            self.values.pop(request, None)
-            if self.stack:
-                self.stack.pop()
-            self.count -= 1
+        if self.applies(request, subrequest) and self.stack:
+            self.stack.pop()
 
 
-def build_constraints(
-    claim_ref: str, raw: tuple[dict[str, Any], ...], lists: bool, strict: bool = False
-) -> list[Constraint]:
-    """The claim's constraints; `strict` gives the corrected semantics of the scored mode."""
+def build_constraints(claim_ref: str, raw: tuple[dict[str, Any], ...], lists: bool) -> list[Constraint]:
+    """The claim's constraints in declaration order."""
     result: list[Constraint] = []
     for i, c in enumerate(raw):
         names = frozenset(c.get("requests") or ())
         if c.get("matchAttribute"):
-            result.append(MatchAttribute(names, c["matchAttribute"], lists, strict))
+            result.append(MatchAttribute(names, c["matchAttribute"], lists))
         elif c.get("distinctAttribute"):
-            result.append(DistinctAttribute(names, c["distinctAttribute"], lists, strict))
+            result.append(DistinctAttribute(names, c["distinctAttribute"], lists))
         else:
             raise AllocationError(
                 f"claim {claim_ref}, constraint #{i}: empty constraint (unsupported constraint type?)"

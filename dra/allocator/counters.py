@@ -1,8 +1,8 @@
 """Partitionable devices (KEP-4815): shared counters left per pool and the tentative consumption of one run.
 
 Available counters are a pool's counter sets minus what already-allocated devices consume (computed once
-per pool and cached, keyed by pool name as upstream does). A run's tentative consumption lives in
-`CounterLedger`; a device fits when no counter of its pool would go below zero.
+per pool and cached, keyed by (driver, pool)). A run's tentative consumption lives in `CounterLedger`; a
+device fits when no counter of its pool is overdrawn afterwards.
 """
 
 from __future__ import annotations
@@ -38,14 +38,14 @@ def available_counters(pool: Pool, is_allocated: Callable[[DeviceKey], bool]) ->
 
 
 class CounterLedger:
-    """Counters consumed by devices picked so far in one run, keyed by pool name."""
+    """Counters consumed by devices picked so far in one run, keyed by (driver, pool)."""
 
     __slots__ = ("consumed",)
 
     def __init__(self) -> None:
-        self.consumed: dict[str, CounterSets] = {}
+        self.consumed: dict[tuple[str, str], CounterSets] = {}
 
-    def take(self, pool_name: str, device: SliceDevice, available: CounterSets) -> bool:
+    def take(self, pool_name: tuple[str, str], device: SliceDevice, available: CounterSets) -> bool:
         """Add the device's consumption; if any counter of the pool is overdrawn, undo it and say False."""
         mine = self.consumed.setdefault(pool_name, {})
         for set_name, consumption in device.consumes:
@@ -65,14 +65,14 @@ class CounterLedger:
                     return False
         return True
 
-    def release(self, pool_name: str, device: SliceDevice) -> None:
+    def release(self, pool_name: tuple[str, str], device: SliceDevice) -> None:
         mine = self.consumed.get(pool_name, {})
         for set_name, counters in device.consumes:
             target = mine.setdefault(set_name, {})
             for counter, value in counters:
                 target[counter] = target.get(counter, Fraction(0)) - value
 
-    def remaining(self, pool_name: str, set_name: str, available: CounterSets) -> dict[str, Fraction]:
+    def remaining(self, pool_name: tuple[str, str], set_name: str, available: CounterSets) -> dict[str, Fraction]:
         base = available.get(set_name, {})
         used = self.consumed.get(pool_name, {}).get(set_name, {})
         return {k: v - used.get(k, 0) for k, v in base.items()}

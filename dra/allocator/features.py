@@ -20,6 +20,7 @@ FEATURE_GATES: dict[str, str] = {
     "ConsumableCapacity": "DRAConsumableCapacity",
     "DeviceBindingAndStatus": "DRADeviceBindingConditions",
     "DeviceTaints": "DRADeviceTaints",
+    "FractionalCapacityRange": "DRAFractionalCapacityRange",
     "ListTypeAttributes": "DRAListTypeAttributes",
     "PartitionableDevices": "DRAPartitionableDevices",
     "PrioritizedList": "DRAPrioritizedList",
@@ -37,13 +38,18 @@ class FeatureSet:
     ConsumableCapacity: bool = False
     DeviceBindingAndStatus: bool = False
     DeviceTaints: bool = False
+    FractionalCapacityRange: bool = False
     ListTypeAttributes: bool = False
     PartitionableDevices: bool = False
     PrioritizedList: bool = False
 
     @classmethod
     def latest(cls) -> FeatureSet:
-        """Every DRA feature of the newest Kubernetes release on (the default everywhere)."""
+        """Every DRA allocator feature of Kubernetes 1.37 that gpudra implements, on (the default everywhere).
+
+        That is the 1.37 defaults plus the alpha list-type attributes; the alpha DRADerivedAttributes,
+        DRADeviceCompatibilityGroups and DRAOptionalNodeOperations are not implemented and stay off.
+        """
         return cls(**{name: True for name in FEATURE_GATES})
 
     @classmethod
@@ -88,6 +94,13 @@ class FeatureSet:
     def enabled(self) -> frozenset[str]:
         """The enabled features as feature-gate names (upstream's `Features.Set()`)."""
         return frozenset(FEATURE_GATES[f.name] for f in fields(self) if getattr(self, f.name))
+
+    def to_gates(self) -> dict[str, bool]:
+        """Kubernetes feature gates for this set (binding conditions need ResourceClaimDeviceStatus too)."""
+        gates = {FEATURE_GATES[f.name]: bool(getattr(self, f.name)) for f in fields(self)}
+        if self.DeviceBindingAndStatus:
+            gates["DRAResourceClaimDeviceStatus"] = True
+        return gates
 
     def to_json(self) -> dict[str, Any]:
         """Upstream field names to booleans, as the Go oracle reads them."""

@@ -165,6 +165,10 @@ def gather_pools(
     for s in slices_for_node:
         if not features.PartitionableDevices and (s.per_device_node_selection or s.shared_counters):
             continue
+        # Without DRADeviceCompatibilityGroups (not implemented here, off in 1.37) such slices are ignored,
+        # which makes their pool incomplete, as upstream.
+        if s.uses_compatibility_groups:
+            continue
         if not _relevant(s, node):
             continue
         key = (s.driver, s.pool)
@@ -193,6 +197,7 @@ def gather_pools(
                     break
             if obsolete:
                 continue
+            all_for_pool = [s for s in all_for_pool if not s.uses_compatibility_groups]
             if len(all_for_pool) != count:
                 result.append(Pool(driver, pool_name, incomplete=True))
                 continue

@@ -9,8 +9,7 @@ Differences from `Search` (upstream):
   set's remaining values), so the skipped subtree is a mirror image of one already explored — this is what
   removes the exponential blow-up of identical devices (kubernetes/kubernetes#131730);
 - complete allocations are collected up to `max_solutions`, the best by `scoring.score` wins; the search
-  stops after `max_steps` with the best found so far;
-- no counter reservation leaks (`faithful=False`).
+  stops after `max_steps` with the best found so far.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ class ScoredSearch(Search):
     max_steps = MAX_STEPS
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs["faithful"] = False
         super().__init__(**kwargs)
         self.best: tuple[Score, list[list[DeviceResult]]] | None = None
         self.solutions = 0
@@ -148,7 +146,7 @@ class ScoredSearch(Search):
         pool_available = self._available(cand.pool) if cand.device.consumes else None
         for set_name, _ in cand.device.consumes:
             assert pool_available is not None
-            remaining = self.ledger.remaining(cand.pool.name, set_name, pool_available)
+            remaining = self.ledger.remaining((cand.pool.driver, cand.pool.name), set_name, pool_available)
             dynamic.append(tuple(sorted(remaining.items())))
         fp = footprint(cand)
         dynamic.append(self._current_unit(fp.unit))
@@ -187,7 +185,7 @@ class ScoredSearch(Search):
                 continue
             if not self.selectable(key, rd, cand):
                 continue
-            if capacity and not self.capacity_fits(request, cand):
+            if capacity and not self.capacity_fits(ci, request, cand):
                 continue
             sig = self._signature(cand)
             if sig in tried:

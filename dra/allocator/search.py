@@ -1,9 +1,8 @@
-"""The upstream depth-first search (allocator_experimental.go `Allocate`, `allocateOne`, `allocateDevice`).
+"""The upstream depth-first search (1.37 allocator_incubating.go `Allocate`, `allocateOne`, `allocateDevice`).
 
 One `Search` per call: validate requests, build constraints, then search claim → request → device slot in
-pool/slice/device order, first full solution wins. Every tentative pick returns its own rollback. With
-`faithful=True` (upstream mode) the known quirks are kept so that answers equal upstream's, e.g. counters
-reserved for a device later rejected by a taint or constraint stay reserved for the rest of the call.
+pool/slice/device order; the first full solution wins. Every tentative pick returns its own rollback, and a
+rejected pick undoes its partial reservations (counters, constraints, capacity) in reverse order.
 """
 
 from __future__ import annotations
@@ -94,8 +93,7 @@ class Search:
         allocated: AllocatedState,
         features: FeatureSet,
         selectors: SelectorCache,
-        available: dict[str, CounterSets],
-        faithful: bool = True,
+        available: dict[tuple[str, str], CounterSets],
     ) -> None:
         self.claims = claims
         self.node = node
@@ -105,8 +103,7 @@ class Search:
         self.allocated = allocated
         self.features = features
         self.selectors = selectors
-        self.available = available  # shared across calls of one Allocator, keyed by pool name
-        self.faithful = faithful
+        self.available = available  # shared across calls of one Allocator, keyed by (driver, pool)
         self.data: dict[tuple[int, int, int], RequestData] = {}
         self.constraints: list[list[Constraint]] = []
         self.matches: dict[tuple[tuple[int, int, int], int], bool] = {}
@@ -142,12 +139,12 @@ class Search:
                                 "but the DRAConsumableCapacity feature is disabled"
                             )
                 if req.subrequests:
-                    lowest = None
+                    lowest: int | None = None
                     for si, sub in enumerate(req.subrequests):
                         rd = self._validate(ci, (ci, ri, si), sub, req.name)
                         self.data[(ci, ri, si)] = rd
                         lowest = rd.num_devices if lowest is None else min(lowest, rd.num_devices)
-                    min_devices += lowest or 0
+                    needed = lowest or 0
                 else:
                     if req.exact is None:
                         raise AllocationError(
@@ -155,18 +152,22 @@ class Search:
                         )
                     rd = self._validate(ci, (ci, ri, 0), req.exact, None)
                     self.data[(ci, ri, 0)] = rd
-                    min_devices += rd.num_devices
-            if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
-                raise AllocationError(
-                    f"claim {claim.ref}: number of requested devices {min_devices} "
-                    f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
-                )
-            self.constraints.append(
-                build_constraints(claim.ref, claim.constraints, f.ListTypeAttributes, not self.faithful)
-            )
+                    needed = rd.num_devices
+                if needed > ALLOCATION_RESULTS_MAX_SIZE - min_devices:
+                    raise AllocationError(
+                        f"claim {claim.ref}, request {req.name}: adding {needed} devices exceeds the claim limit "
+                        f"of {ALLOCATION_RESULTS_MAX_SIZE}, with {min_devices} already accounted for"
+                    )
+                min_devices += needed
+            self.constraints.append(build_constraints(claim.ref, claim.constraints, f.ListTypeAttributes))
 
     def _validate(self, ci: int, key: tuple[int, int, int], request: Request, parent: str | None) -> RequestData:
         claim = self.claims[ci]
+        if request.derived:
+            raise AllocationError(
+                f"claim {claim.ref}, request {request.name}: cannot handle request with derived attributes, "
+                "the feature is disabled"
+            )
         for i, sel in enumerate(request.selectors):
             if sel is None:
                 raise AllocationError(
@@ -209,8 +210,19 @@ class Search:
                 for cand in by_pool.get(id(pool), ()):
                     if not self.selectable(key, rd, cand):
                         continue
-                    if self.features.ConsumableCapacity and not self.capacity_fits(request, cand):
-                        continue
+                    if self.features.ConsumableCapacity:
+                        # Upstream checks "all" devices against empty consumption, not the allocated state.
+                        try:
+                            fits = request_fits(
+                                request, cand.device.capacity, None, None, self.features.FractionalCapacityRange
+                            )
+                        except AllocationError as err:
+                            raise AllocationError(
+                                f"claim {claim.ref}, request {request.name}: checking capacity for device "
+                                f"{cand.device.name}: {err}"
+                            ) from None
+                        if not fits:
+                            continue
                     rd.all_devices.append(cand)
             rd.num_devices = len(rd.all_devices)
         else:
@@ -242,31 +254,47 @@ class Search:
         self.matches[mk] = ok
         return ok
 
-    def capacity_fits(self, request: Request, cand: Candidate) -> bool:
-        fits = request_fits(
+    def _fits(self, request: Request, cand: Candidate) -> bool:
+        return request_fits(
             request,
             cand.device.capacity,
             self.allocated.capacity.get(cand.key),
             self.allocating_capacity.get(cand.key),
+            self.features.FractionalCapacityRange,
         )
-        return bool(fits)
+
+    def capacity_fits(self, ci: int, request: Request, cand: Candidate) -> bool:
+        """The capacity check before taking a device; a fatal capacity error names claim, request and device."""
+        try:
+            return self._fits(request, cand)
+        except AllocationError as err:
+            raise AllocationError(
+                f"claim {self.claims[ci].ref}, request {request.name}: checking capacity for device "
+                f"{'/'.join(cand.key)}: {err}"
+            ) from None
 
     def in_use(self, key: DeviceKey) -> bool:
         return key in self.allocated.devices or bool(self.allocating.get(key))
 
     def capacity_in_use(self, key: DeviceKey) -> bool:
-        return key in self.allocated.capacity or key in self.allocating_capacity
+        if key in self.allocated.capacity or key in self.allocating_capacity:
+            return True
+        return any(k == key for k, _ in self.allocated.shared)
 
     def _available(self, pool: Pool) -> CounterSets:
-        got = self.available.get(pool.name)
+        pool_id = (pool.driver, pool.name)
+        got = self.available.get(pool_id)
         if got is None:
-            got = self.available[pool.name] = available_counters(pool, self.allocated.is_allocated)
+            got = self.available[pool_id] = available_counters(pool, self.allocated.is_allocated)
         return got
 
     def allocate_device(
         self, ci: int, key: tuple[int, int, int], cand: Candidate, must: bool
     ) -> Callable[[], None] | None:
-        """Try to take `cand` for request `key`; the rollback on success, None when it does not fit."""
+        """Try to take `cand` for request `key`; the rollback on success, None when it does not fit.
+
+        Every rejection after a partial reservation undoes it in reverse order (upstream `rollbackDevice`).
+        """
         rd = self.data[key]
         request = rd.request
         device = cand.device
@@ -280,77 +308,81 @@ class Search:
             return None
         if not f.PartitionableDevices and device.consumes:
             return None
-        took_counters = False
+        pool_id = (cand.pool.driver, cand.pool.name)
+        counters = False
         if device.consumes and not (multi and self.capacity_in_use(dkey)):
-            if not self.ledger.take(cand.pool.name, device, self._available(cand.pool)):
+            if not self.ledger.take(pool_id, device, self._available(cand.pool)):
                 return None
-            took_counters = True
+            counters = True
         base = rd.parent if rd.parent is not None else request.name
         sub = request.name if rd.parent is not None else ""
         driver = cand.slice.driver
+        constraints = self.constraints[ci]
+        added = 0
+        marked = False
+        inserted: dict[str, Consumed] | None = None
+        existed = False
+        results = self.results[ci]
+        before = len(results)
 
-        def release_counters() -> None:
-            # Upstream keeps these counters reserved (a leak fixed later, kubernetes#140431).
-            if took_counters and not self.faithful:
-                self.ledger.release(cand.pool.name, device)
+        def rollback() -> None:
+            del results[before:]
+            if inserted is not None:
+                into = self.allocating_capacity.get(dkey)
+                if into is not None:
+                    for name, (value, _) in inserted.items():
+                        if name in into:
+                            into[name] -= value
+                    if all(v == 0 for v in into.values()):
+                        del self.allocating_capacity[dkey]
+                if existed and dkey not in self.allocating_capacity:
+                    self.allocating_capacity[dkey] = {}
+            if marked:
+                self.allocating[dkey].discard(ci)
+            for i in range(added - 1, -1, -1):
+                constraints[i].remove(base, sub, device, driver)
+            if counters:
+                self.ledger.release(pool_id, device)
 
         if f.DeviceTaints and taint_prevents(device, request):
-            release_counters()
+            rollback()
             return None
-        constraints = self.constraints[ci]
-        for i, con in enumerate(constraints):
+        for con in constraints:
             if not con.add(base, sub, device, driver):
+                rollback()
                 if must:
                     raise AllocationError(
                         f"claim {self.claims[ci].ref}, request {request.name}: cannot add device {'/'.join(dkey)} "
                         "because a claim constraint would not be satisfied"
                     )
-                for e in range(i):
-                    constraints[e].remove(base, sub, device, driver)
-                release_counters()
                 return None
-        holders = self.allocating.setdefault(dkey, set())
+            added += 1
         if not multi:
-            holders.add(ci)
+            self.allocating.setdefault(dkey, set()).add(ci)
+            marked = True
         consumed: dict[str, Consumed] = {}
         share_id: str | None = None
         if f.ConsumableCapacity:
-            if not self.capacity_fits(request, cand):
-                if not self.faithful:
-                    for con in constraints:
-                        con.remove(base, sub, device, driver)
-                    holders.discard(ci)
-                    release_counters()
+            try:
+                fits = self._fits(request, cand)
+            except AllocationError as err:
+                rollback()
+                raise AllocationError(
+                    f"claim {self.claims[ci].ref}, request {request.name}: rechecking capacity for device "
+                    f"{'/'.join(dkey)}: {err}"
+                ) from None
+            if not fits:
+                rollback()
                 return None
             if multi:
-                consumed = consumed_capacity(request, device.capacity)
+                consumed = consumed_capacity(request, device.capacity, f.FractionalCapacityRange)
                 share_id = str(uuid.uuid4())
+                existed = dkey in self.allocating_capacity
                 into = self.allocating_capacity.setdefault(dkey, {})
                 for name, (value, _) in consumed.items():
                     into[name] = into.get(name, Fraction(0)) + value
-        results = self.results[ci]
-        before = len(results)
+                inserted = consumed
         results.append(DeviceResult(request, cand, share_id, consumed or None, admin))
-
-        def rollback() -> None:
-            for con in constraints:
-                con.remove(base, sub, device, driver)
-            holders.discard(ci)
-            if multi:
-                if consumed:
-                    into = self.allocating_capacity.get(dkey)
-                    if into is not None:
-                        for name, (value, _) in consumed.items():
-                            if name in into:
-                                into[name] -= value
-                        if all(v == 0 for v in into.values()):
-                            del self.allocating_capacity[dkey]
-                if not self.faithful and took_counters:
-                    self.ledger.release(cand.pool.name, device)
-            elif f.PartitionableDevices and device.consumes:
-                self.ledger.release(cand.pool.name, device)
-            del results[before:]
-
         return rollback
 
     # -- the search ------------------------------------------------------------------------------------
@@ -435,7 +467,7 @@ class Search:
                 continue
             if not self.selectable(key, rd, cand):
                 continue
-            if capacity and not self.capacity_fits(request, cand):
+            if capacity and not self.capacity_fits(ci, request, cand):
                 continue
             undo = self.allocate_device(ci, key, cand, False)
             if undo is None:

@@ -90,19 +90,14 @@ def test_match_attribute_missing_attribute_rejects_device() -> None:
     assert picked(out) == [[("r", "tagged-0"), ("r", "tagged-1")]]
 
 
-def test_distinct_attribute_compares_with_the_last_value_of_a_request_as_upstream_does() -> None:
-    # Upstream keeps one value per request name, so with three devices of one request only consecutive
-    # picks must differ: a, b, a is accepted.
-    slices = [rslice("s", [device("d0", model="a"), device("d1", model="b"), device("d2", model="a")])]
-    out = run([claim("c", exact("r", count=3), constraints=[{"distinctAttribute": f"{DRIVER}/model"}])], slices)
-    assert picked(out) == [[("r", "d0"), ("r", "d1"), ("r", "d2")]]
-    # The scored mode checks every pair, and two models cannot give three distinct devices.
-    with pytest.raises(Unsatisfiable):
-        run(
-            [claim("c", exact("r", count=3), constraints=[{"distinctAttribute": f"{DRIVER}/model"}])],
-            slices,
-            mode="scored",
-        )
+def test_distinct_attribute_compares_with_every_device_taken() -> None:
+    slices = [rslice("s", [device("d0", model="a"), device("d1", model="a"), device("d2", model="b")])]
+    c = claim("c", exact("r", count=2), constraints=[{"distinctAttribute": f"{DRIVER}/model"}])
+    assert picked(run([c], slices)) == [[("r", "d0"), ("r", "d2")]]
+    three = claim("c", exact("r", count=3), constraints=[{"distinctAttribute": f"{DRIVER}/model"}])
+    for mode in ("upstream", "scored"):
+        with pytest.raises(Unsatisfiable):
+            run([three], slices, mode=mode)
 
 
 def test_first_available_picks_the_first_subrequest_that_fits() -> None:
@@ -215,7 +210,7 @@ def test_devices_beside_shared_counters_in_one_slice_are_not_used_as_upstream() 
 
 def test_thirty_two_device_limit() -> None:
     many = rslice("s", [device(f"d{i}") for i in range(40)])
-    with pytest.raises(AllocationError, match="exceeds the claim limit of 32"):
+    with pytest.raises(AllocationError, match="adding 33 devices exceeds the claim limit of 32, with 0 already"):
         run([claim("c", exact("r", count=33))], [many])
     req = first_available(
         "r",

@@ -1,0 +1,116 @@
+"""Differential test: the upstream mode must equal the Go oracle (`dra-allocate`) on generated problems.
+
+Hypothesis generates the cases; they are sent to the oracle in batches of `BATCH`. CI runs
+`GPUDRA_DIFF_CASES` cases (default 2,000); set it higher for a longer run. A mismatch writes the case to
+`$TMPDIR/allocator-diff-<n>.json` for replay with `dra-allocate < file`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from dra.allocator import AllocationError, Allocator, FeatureSet, Unsatisfiable
+from tests.dra.allocator._generate import case
+
+CASES = int(os.environ.get("GPUDRA_DIFF_CASES", "2000"))
+BATCH = 200
+# The gates our FeatureSet.latest() turns on beyond the 1.37 defaults (the rest are on or GA there).
+LATEST_GATES = {"DRAListTypeAttributes": True}
+
+
+def call_oracle(oracle: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    """The oracle fixture may be a callable, an object with `run`, or the path of the binary."""
+    if callable(oracle):
+        out = oracle(payload)
+    elif hasattr(oracle, "run"):
+        out = oracle.run(payload)
+    else:
+        proc = subprocess.run([str(oracle)], input=json.dumps(payload), capture_output=True, text=True, check=True)
+        out = proc.stdout
+    return json.loads(out) if isinstance(out, (str, bytes)) else out
+
+
+@pytest.fixture(scope="module")
+def oracle(request: pytest.FixtureRequest) -> Any:
+    try:
+        return request.getfixturevalue("dra_allocate_oracle")
+    except pytest.FixtureLookupError:
+        pytest.skip("the dra-allocate oracle fixture is not available (tests/controlplane)")
+
+
+def ours(c: dict[str, Any]) -> dict[str, Any]:
+    alloc = Allocator(
+        slices=c["resourceSlices"],
+        classes=c["deviceClasses"],
+        allocated=c["allocatedClaims"],
+        features=FeatureSet.latest(),
+    )
+    try:
+        return {"allocations": alloc.allocate(c["claims"], node=c["node"], mode="upstream")}
+    except Unsatisfiable:
+        return {"unsatisfiable": True}
+    except AllocationError as err:
+        return {"error": str(err)}
+
+
+def normalise(out: dict[str, Any]) -> dict[str, Any]:
+    if out.get("error") is not None:
+        return {"error": True}
+    if out.get("unsatisfiable") is not None or not out.get("allocations"):
+        return {"unsatisfiable": True}
+    allocations = json.loads(json.dumps(out["allocations"]))
+    for a in allocations:
+        for r in (a.get("devices") or {}).get("results") or []:
+            if r.get("shareID"):
+                r["shareID"] = "<share>"
+    return {"allocations": allocations}
+
+
+def compare(oracle: Any, batch: list[dict[str, Any]], mismatches: list[str]) -> None:
+    payload = {"cases": [dict(c, features=LATEST_GATES) for c in batch]}
+    answers = call_oracle(oracle, payload)["results"]
+    assert len(answers) == len(batch)
+    for c, theirs in zip(batch, answers, strict=True):
+        features = theirs.get("features") or {}
+        for name, on in FeatureSet.latest().to_json().items():
+            assert features.get(name, on) == on, f"oracle ran with {name}={features.get(name)}"
+        mine = normalise(ours(c))
+        if mine != normalise(theirs):
+            path = Path(os.environ.get("TMPDIR", "/tmp")) / f"allocator-diff-{len(mismatches)}.json"
+            path.write_text(json.dumps(dict(c, features=LATEST_GATES), indent=1))
+            mismatches.append(f"{path}: ours={json.dumps(mine)[:600]} oracle={json.dumps(normalise(theirs))[:600]}")
+
+
+@pytest.mark.oracle
+def test_upstream_mode_equals_the_go_allocator(oracle: Any) -> None:
+    pending: list[dict[str, Any]] = []
+    mismatches: list[str] = []
+    seen = 0
+
+    @settings(
+        max_examples=CASES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )
+    @given(case())
+    def collect(c: dict[str, Any]) -> None:
+        nonlocal seen
+        seen += 1
+        pending.append(json.loads(json.dumps(c)))
+        if len(pending) >= BATCH:
+            compare(oracle, pending, mismatches)
+            pending.clear()
+
+    collect()
+    if pending:
+        compare(oracle, pending, mismatches)
+    assert seen >= min(CASES, 1000), f"only {seen} cases generated"
+    assert not mismatches, f"{len(mismatches)} of {seen} cases differ:\n" + "\n".join(mismatches[:10])
