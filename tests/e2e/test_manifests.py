@@ -1,0 +1,115 @@
+"""The install manifests: every overlay renders with `kubectl kustomize`, meets the deployment rules, and is
+accepted by the real API server in a server-side dry-run apply."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.controlplane import binaries
+from tests.controlplane.cluster import ControlPlane
+from tests.controlplane.kube import Kube
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+OVERLAYS = ["base", "overlays/kubernetes", "overlays/openshift"]
+
+# Just enough of cert-manager's API for a dry run of the kubernetes overlay (the real CRDs come with cert-manager).
+CERT_MANAGER_CRDS = [
+    {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.cert-manager.io"},
+        "spec": {
+            "group": "cert-manager.io",
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+    for plural, kind in (("certificates", "Certificate"), ("issuers", "Issuer"))
+]
+
+
+def render(overlay: str) -> list[dict[str, Any]]:
+    kubectl = binaries.require("components")["kubectl"]
+    out = subprocess.run(
+        [str(kubectl), "kustomize", str(ROOT / "manifests" / overlay)], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
+    docs = render(overlay)
+    (deployment,) = by_kind(docs, "Deployment")
+    spec = deployment["spec"]["template"]["spec"]
+    assert deployment["spec"]["replicas"] >= 2 and "podAntiAffinity" in spec["affinity"]
+    (container,) = spec["containers"]
+    sc = container["securityContext"]
+    assert sc["readOnlyRootFilesystem"] and not sc["allowPrivilegeEscalation"] and sc["capabilities"]["drop"] == ["ALL"]
+    assert (
+        spec["securityContext"]["runAsNonRoot"]
+        and spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    )
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert by_kind(docs, "PodDisruptionBudget") and by_kind(docs, "Service") and by_kind(docs, "ConfigMap")
+    (mutating,) = by_kind(docs, "MutatingWebhookConfiguration")
+    hook = mutating["webhooks"][0]
+    assert hook["sideEffects"] == "NoneOnDryRun" and hook["reinvocationPolicy"] == "IfNeeded"
+    assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] <= 10 and hook["matchConditions"]
+    excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
+    assert "kube-system" in excluded and "gpudra-system" in excluded
+    (role,) = by_kind(docs, "ClusterRole")
+    verbs = {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]}
+    assert verbs == {("resourceclaimtemplates", ("create", "get")), ("namespaces", ("get",))}
+    if overlay == "overlays/openshift":
+        assert "runAsUser" not in spec["securityContext"]
+        assert mutating["metadata"]["annotations"]["service.beta.openshift.io/inject-cabundle"] == "true"
+        (service,) = by_kind(docs, "Service")
+        assert service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"]
+    if overlay == "overlays/kubernetes":
+        assert by_kind(docs, "Certificate") and mutating["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+    if overlay != "base":
+        assert {d["metadata"]["name"] for d in by_kind(docs, "DeviceClass")} == {"gpu.nvidia.com", "mig.nvidia.com"}
+
+
+def test_every_overlay_passes_a_server_side_dry_run(control_plane: ControlPlane, kube: Kube) -> None:
+    for crd in CERT_MANAGER_CRDS:
+        kube.apply(crd)
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpudra-system"}})
+    import time
+
+    time.sleep(2)  # CRDs become served asynchronously
+    for overlay in OVERLAYS:
+        manifest = yaml.safe_dump_all(render(overlay))
+        out = control_plane.kubectl(
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "--field-manager=gpudra-test",
+            "-f",
+            "-",
+            input=manifest,
+            check=False,
+        )
+        assert out.returncode == 0, f"{overlay}: {out.stderr}"
+        assert "serverside-applied (server dry run)" in out.stdout
