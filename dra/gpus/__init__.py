@@ -9,7 +9,15 @@ from dra.gpus import catalog
 from dra.gpus.catalog import GPUModel, all_models, find, get
 from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu, synthetic_node
 from dra.gpus.mig import MigGeometry, MigProfile, Placement
-from dra.gpus.slices import DRIVER, MigMode, device_classes, node_resource_slices, slice_limit_errors, to_models
+from dra.gpus.slices import (
+    DRIVER,
+    MigMode,
+    device_classes,
+    node_resource_slices,
+    resource_slices,
+    slice_limit_errors,
+    to_models,
+)
 from dra.gpus.topology import NVLINK_GROUP_ATTRIBUTE, NvlinkKind, NvlinkTopology
 
 __all__ = [
@@ -31,6 +39,7 @@ __all__ = [
     "find",
     "get",
     "node_resource_slices",
+    "resource_slices",
     "slice_limit_errors",
     "synthetic_node",
     "to_models",

@@ -76,10 +76,12 @@ class NodeGpus:
 
 
 def gpu_uuid(node_name: str, index: int) -> str:
+    """The deterministic `GPU-<uuid5>` of GPU `index` on a synthetic node."""
     return "GPU-" + str(uuid.uuid5(_UUID_NAMESPACE, f"{node_name}/gpu/{index}"))
 
 
 def mig_uuid(node_name: str, index: int, gi_id: int) -> str:
+    """The deterministic `MIG-<uuid5>` of GPU instance `gi_id` on GPU `index` of a synthetic node."""
     return "MIG-" + str(uuid.uuid5(_UUID_NAMESPACE, f"{node_name}/gpu/{index}/gi/{gi_id}"))
 
 

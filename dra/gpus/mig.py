@@ -114,12 +114,14 @@ class MigGeometry:
         return [Placement(start, p) for p in self.profiles for start in p.starts]
 
     def placement(self, profile: str | int, start: int) -> Placement:
+        """One placement, checked against the profile's valid starts (ValueError otherwise)."""
         p = self.profile(profile)
         if start not in p.starts:
             raise ValueError(f"{p.name} cannot start at memory slice {start} on {self.name} (valid starts {p.starts})")
         return Placement(start, p)
 
     def resolve(self, layout: LayoutSpec) -> list[Placement]:
+        """The layout as `Placement`s (names looked up; starts are not checked here)."""
         out: list[Placement] = []
         for item in layout:
             if isinstance(item, Placement):
@@ -165,6 +167,7 @@ class MigGeometry:
 
     # -- helpers for the simulator ----------------------------------------------------------------------
     def used_memory_slices(self, layout: LayoutSpec) -> set[int]:
+        """The memory slices the layout's placements hold."""
         return {s for pl in self.resolve(layout) for s in pl.memory_slices}
 
     def free_memory_runs(self, layout: LayoutSpec) -> list[tuple[int, int]]:
@@ -182,6 +185,7 @@ class MigGeometry:
         return runs
 
     def free_compute_slices(self, layout: LayoutSpec) -> int:
+        """Compute slices the layout leaves unused."""
         return self.compute_slices - sum(pl.profile.compute_slices for pl in self.resolve(layout))
 
     def addable(self, layout: LayoutSpec, profile: str | int) -> list[Placement]:

@@ -10,7 +10,6 @@ Besides the driver's attributes, whole GPUs carry gpudra's `gpu.gpudra.io/nvlink
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -18,6 +17,7 @@ from typing import Any, Literal
 from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu
 from dra.gpus.mig import MigProfile
 from dra.gpus.topology import NVLINK_GROUP_ATTRIBUTE
+from dra.model import KINDS, K8sModel, ResourceSlice
 from dra.quantity import Quantity
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "device_classes",
     "node_resource_slices",
     "parse_k8s_version",
+    "resource_slices",
     "slice_limit_errors",
     "to_models",
 ]
@@ -158,6 +159,7 @@ def static_mig_device(gpu: PhysicalGpu, node: NodeGpus, instance: MigInstance) -
 
 
 def counter_set_name(gpu: PhysicalGpu) -> str:
+    """`gpu-<minor>-counter-set` (driver GetSharedCounterSetName)."""
     return f"{gpu.name}-counter-set"
 
 
@@ -346,8 +348,14 @@ def slice_limit_errors(slices: Iterable[Mapping[str, Any]], k8s_version: str = "
     return errors
 
 
-def to_models(slices: Iterable[Mapping[str, Any]]) -> list[Any]:
-    """The slices as `dra.model.ResourceSlice` objects (raises ImportError until dra.model exists)."""
-    # Imported late: dra.model sits above nothing here but is optional for the dict-level generators.
-    resource_slice = importlib.import_module("dra.model").ResourceSlice
-    return [resource_slice.from_k8s(dict(s)) for s in slices]
+def to_models(objects: Iterable[Mapping[str, Any]]) -> list[K8sModel]:
+    """Kubernetes dicts (ResourceSlices, DeviceClasses) as their `dra.model` objects, by `kind`."""
+    return [KINDS[str(o["kind"])].from_k8s(dict(o)) for o in objects]
+
+
+def resource_slices(
+    node: NodeGpus, *, mig_mode: MigMode = "static", k8s_version: str = "1.35", generation: int = 1
+) -> list[ResourceSlice]:
+    """`node_resource_slices` as `dra.model.ResourceSlice` objects (`to_k8s()` gives the dicts back)."""
+    slices = node_resource_slices(node, mig_mode=mig_mode, k8s_version=k8s_version, generation=generation)
+    return [ResourceSlice.from_k8s(s) for s in slices]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["NVLINK_GROUP_ATTRIBUTE", "NvlinkKind", "NvlinkTopology", "DGX1_HYBRID_CUBE_MESH"]
+__all__ = ["DGX1_HYBRID_CUBE_MESH", "NVLINK_GROUP_ATTRIBUTE", "NvlinkKind", "NvlinkTopology"]
 
 NvlinkKind = Literal["nvswitch", "pairs", "mesh", "none"]
 
@@ -64,9 +64,11 @@ class NvlinkTopology:
         return NvlinkTopology(count, out, nvswitch=nvswitch)
 
     def link_count(self, i: int, j: int) -> int:
+        """NVLink links between GPUs i and j (0: none)."""
         return self.links.get((min(i, j), max(i, j)), 0)
 
     def peers(self, i: int) -> list[int]:
+        """The GPUs with a direct NVLink link to GPU i, ascending."""
         return sorted({b if a == i else a for (a, b) in self.links if i in (a, b)})
 
     def groups(self) -> list[list[int]]:

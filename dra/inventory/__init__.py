@@ -11,9 +11,9 @@ from dra.inventory.nvml import SCHEMA, InventoryError, NvmlUnavailable, capture
 from dra.inventory.snapshot import load_snapshot, node_from_snapshot, save_snapshot, snapshot_from_node
 
 __all__ = [
-    "SCHEMA",
     "InventoryError",
     "NvmlUnavailable",
+    "SCHEMA",
     "capture",
     "default_node_name",
     "inventory_slices",

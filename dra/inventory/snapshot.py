@@ -84,6 +84,7 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
 
 
 def save_snapshot(snapshot: Mapping[str, Any], path: str | Path) -> None:
+    """Write a snapshot as indented JSON with sorted keys (stable diffs for committed files)."""
     Path(path).write_text(json.dumps(snapshot, indent=2, sort_keys=True) + "\n")
 
 
