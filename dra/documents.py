@@ -191,7 +191,7 @@ def load_documents(source: Source) -> list[dict[str, Any]]:
 Others = Literal["keep", "skip", "error"]
 
 
-def _typed(doc: Document, kinds: frozenset[str] | None, others: Others) -> K8sModel | dict[str, Any]:
+def _typed(doc: Document, kinds: frozenset[str] | None, others: Others, validate: bool) -> K8sModel | dict[str, Any]:
     kind = doc.data.get("kind")
     if not isinstance(kind, str) or not kind:
         raise InputError("object has no kind", source=doc.source, line=doc.line)
@@ -207,6 +207,8 @@ def _typed(doc: Document, kinds: frozenset[str] | None, others: Others) -> K8sMo
         return doc.data
     try:
         obj = model.from_k8s(doc.data)
+        if validate:
+            obj.validate_k8s()
     except ModelValidationError as err:
         name = (doc.data.get("metadata") or {}).get("name") if isinstance(doc.data.get("metadata"), dict) else None
         label = f"{kind} {name!r}" if name else kind
@@ -219,17 +221,18 @@ def load_objects(
     *sources: Source,
     kinds: Iterable[str] | None = None,
     others: Others = "keep",
+    validate: bool = False,
 ) -> list[K8sModel | dict[str, Any]]:
     """Objects from one or more sources, DRA kinds as typed models (`dra.model.KINDS`), in order.
 
     `kinds` restricts what may appear (anything else is an `InputError`); objects of other kinds are kept as dicts
-    (`others="keep"`), dropped (`"skip"`) or rejected (`"error"`).
+    (`others="keep"`), dropped (`"skip"`) or rejected (`"error"`). `validate=True` also applies `validate_k8s()`.
     """
     wanted = frozenset(kinds) if kinds is not None else None
     found: list[K8sModel | dict[str, Any]] = []
     for source in sources:
         for doc in read_documents(source):
-            obj = _typed(doc, wanted, others)
+            obj = _typed(doc, wanted, others, validate)
             if isinstance(obj, dict) and obj is doc.data and others == "skip":
                 continue
             found.append(obj)
@@ -237,11 +240,11 @@ def load_objects(
 
 
 def load_objects_by_kind(
-    *sources: Source, kinds: Iterable[str] | None = None, others: Others = "keep"
+    *sources: Source, kinds: Iterable[str] | None = None, others: Others = "keep", validate: bool = False
 ) -> dict[str, list[K8sModel | dict[str, Any]]]:
     """`load_objects` grouped by `kind` (each list in source order)."""
     grouped: dict[str, list[K8sModel | dict[str, Any]]] = {}
-    for obj in load_objects(*sources, kinds=kinds, others=others):
+    for obj in load_objects(*sources, kinds=kinds, others=others, validate=validate):
         kind = obj.get("kind") if isinstance(obj, dict) else getattr(obj, "kind", "")
         grouped.setdefault(str(kind), []).append(obj)
     return grouped

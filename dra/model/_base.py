@@ -89,6 +89,19 @@ class K8sModel(BaseModel):
         """The Kubernetes JSON form: camelCase keys, unset fields left out, quantities canonical."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    def validation_errors(self) -> list[tuple[str, str]]:
+        """What the API server's create validation would report, as (field path, message); empty when valid."""
+        from dra.model.validation import validate
+
+        return validate(self)
+
+    def validate_k8s(self) -> Self:
+        """Raise `ModelValidationError` with every problem the API server would report; returns self if none."""
+        errors = self.validation_errors()
+        if errors:
+            raise ModelValidationError(errors)
+        return self
+
     def unknown_fields(self, path: str = "") -> list[str]:
         """Paths of fields this model does not know (kept verbatim in `to_k8s()`)."""
         return list(_unknown(self, path))
