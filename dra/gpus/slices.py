@@ -10,6 +10,7 @@ Besides the driver's attributes, whole GPUs carry gpudra's `gpu.gpudra.io/nvlink
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -62,6 +63,7 @@ def parse_k8s_version(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+@functools.lru_cache(maxsize=256)
 def _semver(text: str) -> str:
     """Masterminds semver's non-strict parse + String(): `8.0` -> `8.0.0`, `580.95.05` -> `580.95.5`."""
     parts = [int(p) for p in re.findall(r"\d+", text)[:3]]
@@ -69,10 +71,12 @@ def _semver(text: str) -> str:
     return ".".join(str(p) for p in parts)
 
 
+@functools.lru_cache(maxsize=4096)
 def _binary(n: int) -> str:
     return str(Quantity.from_int(n, "BinarySI"))
 
 
+@functools.lru_cache(maxsize=256)
 def _dns(name: str) -> str:
     """The driver's camelToDNSName: `copyEngines` -> `copy-engines`."""
     return re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", name).lower()

@@ -83,9 +83,10 @@ class NvlinkTopology:
 
         for a, b in self.links:
             parent[find(a)] = find(b)
+        linked = {g for pair in self.links for g in pair}
         components: dict[int, list[int]] = {}
         for i in range(self.count):
-            if self.peers(i):
+            if i in linked:
                 components.setdefault(find(i), []).append(i)
         return sorted(components.values(), key=lambda g: g[0])
 
