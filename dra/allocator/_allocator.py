@@ -8,7 +8,6 @@ of times at a small per-call cost.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from fractions import Fraction
 from typing import Any, Literal
 
 from dra.allocator._errors import AllocationError, Unsatisfiable
@@ -50,7 +49,7 @@ def allocated_state(claims: Iterable[Claim], features: FeatureSet) -> AllocatedS
                 if consumed is not None:
                     into = state.capacity.setdefault(key, {})
                     for name, q in consumed.items():
-                        into[name] = into.get(name, Fraction(0)) + parse_quantity(str(q))
+                        into[name] = into.get(name, 0) + parse_quantity(str(q))
                 continue
             state.devices.add(key)
     return state
@@ -85,6 +84,7 @@ class Allocator:
             else:
                 self._shared.append(s)
         self._views: dict[Node | None, tuple[list[Pool], list[Candidate]]] = {}
+        self._view_caches: dict[Node | None, dict[Any, Any]] = {}
         self._available: dict[tuple[str, str], CounterSets] = {}
 
     @property
@@ -124,6 +124,7 @@ class Allocator:
             "features": self.features,
             "selectors": self.selectors,
             "available": self._available,
+            "view_cache": self._view_caches.setdefault(the_node, {}),
         }
         if mode == "upstream":
             return Search(**kwargs), parsed

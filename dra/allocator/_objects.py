@@ -17,6 +17,7 @@ from typing import Any
 from dra.errors import InputError
 
 __all__ = [
+    "Amount",
     "Attr",
     "Capacity",
     "Claim",
@@ -36,9 +37,13 @@ _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
 
+# An exact amount: an int when the quantity is whole (fast), else a Fraction.
+Amount = int | Fraction
+
+
 @lru_cache(maxsize=65536)
-def parse_quantity(text: str) -> Fraction:
-    """The exact value of a Kubernetes quantity string (`80Gi`, `1500m`, `1e3`)."""
+def parse_quantity(text: str) -> Amount:
+    """The exact value of a Kubernetes quantity string (`80Gi`, `1500m`, `1e3`), an int when whole."""
     m = _QUANTITY.match(text.strip())
     if m is None or (not m.group(2) and not m.group(3)):
         raise InputError(f"quantity: expected a Kubernetes quantity such as 80Gi (got {text!r})")
@@ -52,7 +57,9 @@ def parse_quantity(text: str) -> Fraction:
         value *= Fraction(10) ** int(exp)
     else:
         value *= Fraction(10) ** _DECIMAL[suffix or ""]
-    return -value if sign == "-" else value
+    if sign == "-":
+        value = -value
+    return int(value) if value.denominator == 1 else value
 
 
 def _binary_text(value: int) -> str:
@@ -79,7 +86,7 @@ def canonical_quantity(text: str) -> str:
     return str(Quantity.parse(text))
 
 
-def _decimal_text(value: Fraction) -> str:
+def _decimal_text(value: Amount) -> str:
     for exp, suffix in (
         (18, "E"),
         (15, "P"),
@@ -98,7 +105,7 @@ def _decimal_text(value: Fraction) -> str:
     return f"{math.ceil(value * 10**9)}n"
 
 
-def format_quantity(value: Fraction, like: str) -> str:
+def format_quantity(value: Amount, like: str) -> str:
     """The canonical text of `value` in the format of the quantity `like` (BinarySI if it has a binary suffix)."""
     binary = any(like.strip().endswith(s) for s in _BINARY)
     if binary and value.denominator == 1 and not -1024 < value < 1024:
@@ -150,18 +157,18 @@ def _attr(raw: dict[str, Any]) -> Attr | None:
 class Capacity:
     """A device capacity with its optional requestPolicy, values exact."""
 
-    value: Fraction
+    value: Amount
     text: str
-    default: tuple[Fraction, str] | None = None
-    valid_values: tuple[tuple[Fraction, str], ...] | None = None
-    range_min: tuple[Fraction, str] | None = None
-    range_max: tuple[Fraction, str] | None = None
-    range_step: tuple[Fraction, str] | None = None
+    default: tuple[Amount, str] | None = None
+    valid_values: tuple[tuple[Amount, str], ...] | None = None
+    range_min: tuple[Amount, str] | None = None
+    range_max: tuple[Amount, str] | None = None
+    range_step: tuple[Amount, str] | None = None
     has_policy: bool = False
     has_range: bool = False
 
 
-def _q(raw: Any) -> tuple[Fraction, str]:
+def _q(raw: Any) -> tuple[Amount, str]:
     text = str(raw)
     return parse_quantity(text), text
 
@@ -194,7 +201,7 @@ class SliceDevice:
     raw: dict[str, Any]
     attributes: dict[str, Attr]
     capacity: dict[str, Capacity]
-    consumes: tuple[tuple[str, tuple[tuple[str, Fraction], ...]], ...]
+    consumes: tuple[tuple[str, tuple[tuple[str, Amount], ...]], ...]
     taints: tuple[tuple[str, str, str], ...]  # key, value, effect
     node_name: str | None
     all_nodes: bool
@@ -218,7 +225,7 @@ class Slice:
     all_nodes: bool
     per_device_node_selection: bool
     devices: list[SliceDevice]
-    shared_counters: list[tuple[str, dict[str, Fraction]]]
+    shared_counters: list[tuple[str, dict[str, Amount]]]
     uses_compatibility_groups: bool = False
 
 
@@ -322,7 +329,7 @@ class Request:
     count: int
     admin_access: bool | None
     tolerations: tuple[dict[str, Any], ...]
-    capacity: dict[str, tuple[Fraction, str]] | None
+    capacity: dict[str, tuple[Amount, str]] | None
     has_capacity: bool
     derived: bool = False  # derivedAttributes (DRADerivedAttributes, not implemented)
 

@@ -13,18 +13,22 @@ import math
 from fractions import Fraction
 
 from dra.allocator._errors import AllocationError
-from dra.allocator._objects import Capacity, Request, format_quantity
+from dra.allocator._objects import Amount, Capacity, Request, format_quantity
 
 __all__ = ["Consumed", "consumed_capacity", "request_fits"]
 
 # One consumed amount: the exact value and its quantity text as upstream would print it.
-Consumed = tuple[Fraction, str]
+Consumed = tuple[Amount, str]
 _MAX_INT64 = 2**63 - 1
 
 
-def _milli(value: Fraction) -> int | None:
+def _exact(value: Fraction) -> Amount:
+    return int(value) if value.denominator == 1 else value
+
+
+def _milli(value: Amount) -> int | None:
     """`safeMilliValue`: the value in milli-units when that is exact, else None."""
-    scaled = value * 1000
+    scaled = Fraction(value) * 1000
     return int(scaled) if scaled.denominator == 1 and abs(scaled) <= _MAX_INT64 else None
 
 
@@ -61,7 +65,7 @@ def _consumed(requested: Consumed | None, cap: Capacity, fractional: bool) -> Co
                 )
             step_m, min_m = math.ceil(step[0] * 1000), math.ceil(low[0] * 1000)
             n = _round_steps(req_m - min_m, step_m, min_m, requested[1])
-            value = Fraction(min_m + step_m * n, 1000)
+            value = _exact(Fraction(min_m + step_m * n, 1000))
             return value, format_quantity(value, step[1])
         if requested[0] > _MAX_INT64:
             raise AllocationError(
@@ -70,7 +74,7 @@ def _consumed(requested: Consumed | None, cap: Capacity, fractional: bool) -> Co
             )
         req_i, step_i, min_i = math.ceil(requested[0]), math.ceil(step[0]), math.ceil(low[0])
         n = _round_steps(req_i - min_i, step_i, min_i, requested[1])
-        value = Fraction(min_i + step_i * n)
+        value = min_i + step_i * n
         return value, format_quantity(value, step[1])
     if cap.valid_values is not None:
         for v in cap.valid_values:
@@ -91,7 +95,7 @@ def _round_steps(added: int, step: int, low: int, text: str) -> int:
     return n
 
 
-def _violates(value: Fraction, cap: Capacity, fractional: bool) -> bool:
+def _violates(value: Amount, cap: Capacity, fractional: bool) -> bool:
     if not cap.has_policy:
         return False
     # Upstream compares Quantity structs here; a value equal to the default passes.
@@ -118,15 +122,15 @@ def _violates(value: Fraction, cap: Capacity, fractional: bool) -> bool:
 def request_fits(
     request: Request,
     capacity: dict[str, Capacity],
-    current: dict[str, Fraction] | None,
-    allocating: dict[str, Fraction] | None,
+    current: dict[str, Amount] | None,
+    allocating: dict[str, Amount] | None,
     fractional: bool,
 ) -> bool:
     """Upstream `CmpRequestOverCapacity`; raises `AllocationError` (message without context) when fatal."""
     requests = request.capacity
     if requests and any(name not in capacity for name in requests):
         return False
-    consumed: dict[str, Fraction] = {}
+    consumed: dict[str, Amount] = {}
     for name, cap in capacity.items():
         try:
             value = _consumed(requests.get(name) if requests else None, cap, fractional)[0]

@@ -8,15 +8,14 @@ device fits when no counter of its pool is overdrawn afterwards.
 from __future__ import annotations
 
 from collections.abc import Callable
-from fractions import Fraction
 
-from dra.allocator._objects import SliceDevice
+from dra.allocator._objects import Amount, SliceDevice
 from dra.allocator.pools import Pool
 
 __all__ = ["CounterLedger", "available_counters"]
 
 DeviceKey = tuple[str, str, str]
-CounterSets = dict[str, dict[str, Fraction]]
+CounterSets = dict[str, dict[str, Amount]]
 
 
 def available_counters(pool: Pool, is_allocated: Callable[[DeviceKey], bool]) -> CounterSets:
@@ -51,7 +50,7 @@ class CounterLedger:
         for set_name, consumption in device.consumes:
             target = mine.setdefault(set_name, {})
             for counter, value in consumption:
-                target[counter] = target.get(counter, Fraction(0)) + value
+                target[counter] = target.get(counter, 0) + value
         for set_name, left in available.items():
             used = mine.get(set_name)
             if used is None:
@@ -70,9 +69,9 @@ class CounterLedger:
         for set_name, counters in device.consumes:
             target = mine.setdefault(set_name, {})
             for counter, value in counters:
-                target[counter] = target.get(counter, Fraction(0)) - value
+                target[counter] = target.get(counter, 0) - value
 
-    def remaining(self, pool_name: tuple[str, str], set_name: str, available: CounterSets) -> dict[str, Fraction]:
+    def remaining(self, pool_name: tuple[str, str], set_name: str, available: CounterSets) -> dict[str, Amount]:
         base = available.get(set_name, {})
         used = self.consumed.get(pool_name, {}).get(set_name, {})
         return {k: v - used.get(k, 0) for k, v in base.items()}

@@ -9,11 +9,10 @@ allNodes and perDeviceNodeSelection.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 from dra.allocator._errors import AllocationError
-from dra.allocator._objects import Node, Slice, SliceDevice
+from dra.allocator._objects import Amount, Node, Slice, SliceDevice
 from dra.allocator.features import FeatureSet
 
 __all__ = ["Pool", "gather_pools", "node_matches", "node_selector_matches"]
@@ -28,7 +27,7 @@ class Pool:
     invalid_reason: str = ""
     slices: list[Slice] = field(default_factory=list)  # device slices targeting the node
     slices_not_targeting: list[Slice] = field(default_factory=list)
-    counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    counter_sets: dict[str, dict[str, Amount]] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -237,7 +236,7 @@ def _build_pool(
     if not features.PartitionableDevices:
         return Pool(driver, name, slices=device_slices)
 
-    counter_sets: dict[str, dict[str, Fraction]] = {}
+    counter_sets: dict[str, dict[str, Amount]] = {}
     for s in counter_slices:
         for set_name, set_counters in s.shared_counters:
             if set_name in counter_sets:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from dra.allocator._errors import AllocationError
 from dra.allocator._objects import DeviceClass, Request, Slice, SliceDevice
@@ -89,13 +90,16 @@ class SelectorCache:
 
 @dataclass(slots=True, eq=False)
 class Candidate:
-    """A device at its place in the node's search order."""
+    """A device at its place in the node's search order (with per-node caches of the scored mode)."""
 
     index: int
     pool: Pool
     slice: Slice
     device: SliceDevice
     key: tuple[str, str, str]
+    footprint: Any = None
+    group: str | None = None
+    signature: Any = None
 
 
 @dataclass(slots=True)

@@ -19,17 +19,38 @@ from typing import Any
 from dra.allocator._errors import AllocationError
 from dra.allocator.constraints import lookup_attribute
 from dra.allocator.requests import Candidate, RequestData
-from dra.allocator.scoring import Score, footprint, group_of, score, unit_delta, unit_usage
+from dra.allocator.scoring import Score, footprint, group_of, score, topology_attribute, unit_delta, unit_usage
 from dra.allocator.search import DeviceResult, MaxSizeExceeded, Search
 
 __all__ = ["MAX_SOLUTIONS", "MAX_STEPS", "ScoredSearch"]
 
-MAX_SOLUTIONS = 64
+MAX_SOLUTIONS = 8
 MAX_STEPS = 20_000
 
 
 class _Budget(Exception):
     pass
+
+
+def _device_signature(cand: Candidate) -> tuple[Any, ...]:
+    """What of a device decides feasibility and score, without its name (cached on the candidate)."""
+    if cand.signature is None:
+        device = cand.device
+        cand.signature = (
+            cand.pool.id,
+            topology_attribute(cand),
+            tuple(sorted((n, c.value, c.has_policy) for n, c in device.capacity.items())),
+            device.taints,
+            device.allow_multiple,
+            tuple(tuple(sorted(counters)) for _, counters in device.consumes),
+            device.binding_conditions,
+            device.node_name,
+            device.all_nodes,
+            footprint(cand).slices,
+            footprint(cand).total,
+        )
+    signature: tuple[Any, ...] = cand.signature
+    return signature
 
 
 class ScoredSearch(Search):
@@ -53,6 +74,9 @@ class ScoredSearch(Search):
             c.get("matchAttribute") or c.get("distinctAttribute") for claim in self.claims for c in claim.constraints
         }
         self._attr_names = tuple(sorted(n for n in names if n))
+        self._single_device = (
+            all(rd.num_devices <= 1 for rd in self.data.values()) and sum(len(c.requests) for c in self.claims) == 1
+        )
         try:
             self.allocate_one(0, 0, 0, 0, False, 0)
         except (_Budget, MaxSizeExceeded):
@@ -85,13 +109,19 @@ class ScoredSearch(Search):
         if self.best is None or value < self.best[0]:
             self.best = (value, [list(rs) for rs in self.results])
         self.solutions += 1
-        return self.solutions >= self.max_solutions or value[:3] == (0, 0, 0)
+        # With a single device in the whole call, best-first order makes the first solution the best one.
+        return self.solutions >= self.max_solutions or value[:3] == (0, 0, 0) or self._single_device
 
     # -- scoring state ---------------------------------------------------------------------------------
 
     def before(self) -> dict[tuple[str, str], tuple[int, frozenset[int]]]:
+        """Unit usage by already-allocated devices (fixed for an Allocator, so cached per node)."""
         if self._before is None:
-            self._before = unit_usage(c for c in self.candidates if self.allocated.is_allocated(c.key))
+            cached = self.view_cache.get("scored:before")
+            if cached is None:
+                cached = unit_usage(c for c in self.candidates if self.allocated.is_allocated(c.key))
+                self.view_cache["scored:before"] = cached
+            self._before = cached
         return self._before
 
     def _current(self) -> dict[tuple[str, str], tuple[int, frozenset[int]]]:
@@ -101,22 +131,36 @@ class ScoredSearch(Search):
             usage[fp.unit] = (total, used | fp.slices)
         return usage
 
-    def _order(self, ci: int, rd: RequestData) -> list[Candidate]:
+    def _order(self, ci: int, key: tuple[int, int, int], rd: RequestData) -> list[Candidate]:
+        """The request's usable candidates, best first by the greedy key of `scoring`."""
         current = self._current()
         groups = {group_of(r.candidate) for r in self.results[ci]}
         multi = rd.num_devices > 1 or bool(groups)
+        admin = bool(rd.request.admin_access)
+        shared_key = ("scored:selectable", rd.device_class.name if rd.device_class else None, rd.request.selectors)
+        selectable: list[Candidate] | None = self.view_cache.get(shared_key)
+        if selectable is None:
+            selectable = [c for c in self.candidates if self._selectable_or_error(key, rd, c)]
+            self.view_cache[shared_key] = selectable
+        usable = [c for c in selectable if admin or not self.in_use(c.key)]
 
-        def key(cand: Candidate) -> tuple[int, int, int, int]:
+        def greedy(cand: Candidate) -> tuple[int, int, int, int]:
             broken, frag = unit_delta(current, (footprint(cand),))
             new_group = 1 if multi and groups and group_of(cand) not in groups else 0
             return broken, frag, new_group, cand.index
 
-        return sorted(self.candidates, key=key)
+        return sorted(usable, key=greedy)
+
+    def _selectable_or_error(self, key: tuple[int, int, int], rd: RequestData, cand: Candidate) -> bool:
+        # Errors surface later in iterate(), in search order, as in the upstream loop.
+        try:
+            return self.selectable(key, rd, cand)
+        except AllocationError:
+            return True
 
     def _signature(self, cand: Candidate) -> tuple[Any, ...]:
         static = self._static.get(cand.index)
         if static is None:
-            device = cand.device
             selected: list[bool | None] = []
             for key, rd in self.data.items():
                 try:
@@ -125,36 +169,22 @@ class ScoredSearch(Search):
                     selected.append(None)
             attrs = []
             for name in self._attr_names:
-                attr = lookup_attribute(device, cand.slice.driver, name)
+                attr = lookup_attribute(cand.device, cand.slice.driver, name)
                 attrs.append(None if attr is None else (attr.kind, attr.value))
-            static = (
-                cand.pool.id,
-                tuple(selected),
-                tuple(attrs),
-                group_of(cand),
-                tuple(sorted((n, c.value, c.has_policy) for n, c in device.capacity.items())),
-                device.taints,
-                device.allow_multiple,
-                tuple(tuple(sorted(counters)) for _, counters in device.consumes),
-                device.binding_conditions,
-                device.node_name,
-                device.all_nodes,
-                footprint(cand).slices,
-            )
-            self._static[cand.index] = static
+            static = self._static[cand.index] = (_device_signature(cand), tuple(selected), tuple(attrs))
         dynamic: list[Any] = []
-        pool_available = self._available(cand.pool) if cand.device.consumes else None
-        for set_name, _ in cand.device.consumes:
-            assert pool_available is not None
-            remaining = self.ledger.remaining((cand.pool.driver, cand.pool.name), set_name, pool_available)
-            dynamic.append(tuple(sorted(remaining.items())))
-        fp = footprint(cand)
-        dynamic.append(self._current_unit(fp.unit))
+        if cand.device.consumes:
+            pool_available = self._available(cand.pool)
+            pool_id = (cand.pool.driver, cand.pool.name)
+            for set_name, _ in cand.device.consumes:
+                remaining = self.ledger.remaining(pool_id, set_name, pool_available)
+                dynamic.append(tuple(sorted(remaining.items())))
+        dynamic.append(self._unit_used(footprint(cand).unit))
         if cand.device.allow_multiple:
             dynamic.append(tuple(sorted(self.allocating_capacity.get(cand.key, {}).items())))
         return static, tuple(dynamic)
 
-    def _current_unit(self, unit: tuple[str, str]) -> frozenset[int]:
+    def _unit_used(self, unit: tuple[str, str]) -> frozenset[int]:
         used = self.before().get(unit, (0, frozenset()))[1]
         for rs in self.results:
             for r in rs:
@@ -168,7 +198,7 @@ class ScoredSearch(Search):
     def iterate(
         self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int, key: tuple[int, int, int], rd: RequestData
     ) -> bool:
-        order = self._order(ci, rd) if di == 0 else self._orders[(ci, ri, si)]
+        order = self._order(ci, key, rd) if di == 0 else self._orders[(ci, ri, si)]
         if di == 0:
             self._orders[(ci, ri, si)] = order
         request = rd.request

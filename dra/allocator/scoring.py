@@ -23,7 +23,18 @@ from dataclasses import dataclass
 from dra.allocator.constraints import lookup_attribute
 from dra.allocator.requests import Candidate
 
-__all__ = ["NVLINK_GROUP_ATTRIBUTE", "PCIE_ROOT_ATTRIBUTE", "Footprint", "Score", "footprint", "group_of", "score"]
+__all__ = [
+    "NVLINK_GROUP_ATTRIBUTE",
+    "PCIE_ROOT_ATTRIBUTE",
+    "Footprint",
+    "Score",
+    "footprint",
+    "group_of",
+    "score",
+    "topology_attribute",
+    "unit_delta",
+    "unit_usage",
+]
 
 NVLINK_GROUP_ATTRIBUTE = "gpu.gpudra.io/nvlinkGroup"
 PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
@@ -44,6 +55,14 @@ class Footprint:
 
 
 def footprint(cand: Candidate) -> Footprint:
+    """The device's unit and memory slices (cached on the candidate)."""
+    fp: Footprint | None = cand.footprint
+    if fp is None:
+        fp = cand.footprint = _footprint(cand)
+    return fp
+
+
+def _footprint(cand: Candidate) -> Footprint:
     device = cand.device
     pool = cand.pool.id
     if device.consumes:
@@ -66,13 +85,19 @@ def footprint(cand: Candidate) -> Footprint:
 
 
 def group_of(cand: Candidate) -> str:
-    """The device's NVLink group, else its PCIe root, else its unit."""
+    """The device's NVLink group, else its PCIe root, else its unit (cached on the candidate)."""
+    if cand.group is None:
+        cand.group = topology_attribute(cand) or "unit=" + "/".join(footprint(cand).unit)
+    return cand.group
+
+
+def topology_attribute(cand: Candidate) -> str | None:
+    """`name=value` of the NVLink group or PCIe root attribute, None when the device has neither."""
     for name in (NVLINK_GROUP_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE):
         attr = lookup_attribute(cand.device, cand.slice.driver, name)
         if attr is not None and not attr.is_list:
             return f"{name}={attr.value}"
-    fp = footprint(cand)
-    return "unit=" + "/".join(fp.unit)
+    return None
 
 
 def _waste(total: int, used: frozenset[int]) -> int:

@@ -10,11 +10,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from dra.allocator._errors import AllocationError
-from dra.allocator._objects import Claim, DeviceClass, Node, Request, SliceDevice
+from dra.allocator._objects import Amount, Claim, DeviceClass, Node, Request, SliceDevice
 from dra.allocator.capacity import Consumed, consumed_capacity, request_fits
 from dra.allocator.constraints import Constraint, build_constraints
 from dra.allocator.counters import CounterLedger, CounterSets, available_counters
@@ -39,7 +38,7 @@ class AllocatedState:
 
     devices: set[DeviceKey]
     shared: set[tuple[DeviceKey, str]]
-    capacity: dict[DeviceKey, dict[str, Fraction]]
+    capacity: dict[DeviceKey, dict[str, Amount]]
 
     def is_allocated(self, key: DeviceKey) -> bool:
         return key in self.devices or key in self.capacity or any(k == key for k, _ in self.shared)
@@ -94,6 +93,7 @@ class Search:
         features: FeatureSet,
         selectors: SelectorCache,
         available: dict[tuple[str, str], CounterSets],
+        view_cache: dict[Any, Any] | None = None,
     ) -> None:
         self.claims = claims
         self.node = node
@@ -104,11 +104,12 @@ class Search:
         self.features = features
         self.selectors = selectors
         self.available = available  # shared across calls of one Allocator, keyed by (driver, pool)
+        self.view_cache = view_cache if view_cache is not None else {}  # per node, shared across calls
         self.data: dict[tuple[int, int, int], RequestData] = {}
         self.constraints: list[list[Constraint]] = []
         self.matches: dict[tuple[tuple[int, int, int], int], bool] = {}
         self.allocating: dict[DeviceKey, set[int]] = {}
-        self.allocating_capacity: dict[DeviceKey, dict[str, Fraction]] = {}
+        self.allocating_capacity: dict[DeviceKey, dict[str, Amount]] = {}
         self.ledger = CounterLedger()
         self.results: list[list[DeviceResult]] = [[] for _ in claims]
         self.steps = 0
@@ -239,6 +240,15 @@ class Search:
         hit = self.matches.get(mk)
         if hit is not None:
             return hit
+        # Across calls, a (class, selectors) pair gives the same answer for the same device on this node.
+        shared_key = (rd.device_class.name if rd.device_class else None, rd.request.selectors)
+        shared = self.view_cache.get(shared_key)
+        if shared is None:
+            shared = self.view_cache[shared_key] = {}
+        hit = shared.get(cand.index)
+        if hit is not None:
+            self.matches[mk] = hit
+            return hit
         driver = cand.slice.driver
         ok = True
         if rd.device_class is not None:
@@ -252,6 +262,7 @@ class Search:
         if ok and cand.slice.per_device_node_selection:
             ok = node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
         self.matches[mk] = ok
+        shared[cand.index] = ok
         return ok
 
     def _fits(self, request: Request, cand: Candidate) -> bool:
@@ -380,7 +391,7 @@ class Search:
                 existed = dkey in self.allocating_capacity
                 into = self.allocating_capacity.setdefault(dkey, {})
                 for name, (value, _) in consumed.items():
-                    into[name] = into.get(name, Fraction(0)) + value
+                    into[name] = into.get(name, 0) + value
                 inserted = consumed
         results.append(DeviceResult(request, cand, share_id, consumed or None, admin))
         return rollback
