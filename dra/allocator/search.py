@@ -242,7 +242,7 @@ class Search:
             return hit
         # Across calls, a (class, selectors) pair gives the same answer for the same device on this node.
         shared_key = (rd.device_class.name if rd.device_class else None, rd.request.selectors)
-        shared = self.view_cache.get(shared_key)
+        shared: dict[int, bool] | None = self.view_cache.get(shared_key)
         if shared is None:
             shared = self.view_cache[shared_key] = {}
         hit = shared.get(cand.index)
