@@ -8,8 +8,9 @@ Sources, per column:
   `pkg/nvml/mock/gpus/b200.go` (names, counts). See ../shared/reference/dra.md §5.
 - memory MiB (NVML `memorySizeMB`) and engine counts: A100 from go-nvml's `mock/gpus/a100.go`, whose MiB figures
   are the ones `nvidia-smi mig -lgip` prints (4.75 GiB = 4864 MiB for 1g.5gb, 39.25 GiB = 40192 MiB for
-  7g.40gb); engine counts per the MIG User Guide A100 table. UNVERIFIED (nominal): every H100, H100-94GB, H200
-  and B200 MiB figure (profile GB x 1024, as go-nvml's mocks do) and the Hopper/Blackwell engine counts.
+  7g.40gb); engine counts per the MIG User Guide A100 table. UNVERIFIED: every H100, H100-94GB, H200 and B200
+  MiB figure (H100's as public lgip output shows, the others scaled from it by total memory) and the
+  Hopper/Blackwell engine counts.
 """
 
 from __future__ import annotations
@@ -84,40 +85,57 @@ A100_80GB = _geometry(
 )
 
 
-def _hopper(name: str, sizes: tuple[int, int, int, int], sms: tuple[int, int, int, int, int]) -> MigGeometry:
-    """Hopper tables differ only in memory sizes (GB of 1g/1g-2slice/3g-4g/7g) and SM counts. UNVERIFIED counts."""
+# H100 80GB HBM3 profile sizes in MiB as public `nvidia-smi mig -lgip` output shows them (9.75, 19.62, 39.50 and
+# 79.25 GiB) - UNVERIFIED by a capture of ours. Other Hopper/Blackwell boards scale these by their total memory,
+# so that no profile claims more than the GPU has (a nominal "GB x 1024" 7g would exceed NVML's total).
+_H100_TOTAL_MIB = 81559
+_H100_MIB = {19: 9984, 20: 9984, 15: 20096, 14: 20096, 9: 40448, 5: 40448, 0: 81152}
+
+
+def _scaled_mib(gi: int, total_mib: int) -> int:
+    return _H100_MIB[gi] * total_mib // _H100_TOTAL_MIB // 32 * 32
+
+
+def _hopper(
+    name: str, total_mib: int, sizes: tuple[int, int, int, int], sms: tuple[int, int, int, int, int]
+) -> MigGeometry:
+    """Hopper tables differ in profile names (GB of 1g/1g-2slice/3g-4g/7g), memory and SM counts. UNVERIFIED
+    engine counts: 1 NVDEC + 1 JPEG per compute slice, one OFA in the 7g and +me profiles, no NVENC."""
     g1, g1x2, g3, g7 = sizes
     s1, s2, s3, s4, s7 = sms
+    m = {gi: _scaled_mib(gi, total_mib) for gi in _H100_MIB}
     return _geometry(
         name,
         [
-            (19, f"1g.{g1}gb", g1 * 1024, s1, 1, 1, 0, 1, 0),
-            (20, f"1g.{g1}gb+me", g1 * 1024, s1, 1, 1, 0, 1, 1),
-            (15, f"1g.{g1x2}gb", g1x2 * 1024, s1, 1, 1, 0, 1, 0),
-            (14, f"2g.{g1x2}gb", g1x2 * 1024, s2, 2, 2, 0, 2, 0),
-            (9, f"3g.{g3}gb", g3 * 1024, s3, 3, 3, 0, 3, 0),
-            (5, f"4g.{g3}gb", g3 * 1024, s4, 4, 4, 0, 4, 0),
-            (0, f"7g.{g7}gb", g7 * 1024, s7, 7, 7, 0, 7, 1),
+            (19, f"1g.{g1}gb", m[19], s1, 1, 1, 0, 1, 0),
+            (20, f"1g.{g1}gb+me", m[20], s1, 1, 1, 0, 1, 1),
+            (15, f"1g.{g1x2}gb", m[15], s1, 1, 1, 0, 1, 0),
+            (14, f"2g.{g1x2}gb", m[14], s2, 2, 2, 0, 2, 0),
+            (9, f"3g.{g3}gb", m[9], s3, 3, 3, 0, 3, 0),
+            (5, f"4g.{g3}gb", m[5], s4, 4, 4, 0, 4, 0),
+            (0, f"7g.{g7}gb", m[0], s7, 7, 7, 0, 7, 1),
         ],
     )
 
 
-H100_80GB = _hopper("H100-80GB", (10, 20, 40, 80), (16, 32, 60, 64, 132))
-H100_PCIE_80GB = _hopper("H100-PCIe-80GB", (10, 20, 40, 80), (14, 28, 42, 56, 114))
-H100_94GB = _hopper("H100-94GB", (12, 24, 47, 94), (16, 32, 60, 64, 132))
-H200_141GB = _hopper("H200-141GB", (18, 35, 71, 141), (16, 32, 60, 64, 132))
+H100_80GB = _hopper("H100-80GB", 81559, (10, 20, 40, 80), (16, 32, 60, 64, 132))
+H100_PCIE_80GB = _hopper("H100-PCIe-80GB", 81559, (10, 20, 40, 80), (14, 28, 42, 56, 114))
+H100_94GB = _hopper("H100-94GB", 95830, (12, 24, 47, 94), (16, 32, 60, 64, 132))
+H200_141GB = _hopper("H200-141GB", 143771, (18, 35, 71, 141), (16, 32, 60, 64, 132))
 
-# B200: go-nvml mock engine counts (NVIDIA test data, not a hardware capture) - UNVERIFIED.
+# B200: names and engine counts from go-nvml's mock (NVIDIA test data, not a hardware capture) - UNVERIFIED;
+# memory scaled from the H100 table like the Hopper boards (the mock's round 184320 MiB exceeds NVML's total).
+_B200_TOTAL_MIB = 183359
 B200_180GB = _geometry(
     "B200-180GB",
     [
-        (19, "1g.23gb", 23552, 18, 1, 1, 0, 0, 0),
-        (20, "1g.23gb+me", 23552, 18, 1, 1, 1, 1, 1),
-        (15, "1g.45gb", 46080, 18, 1, 1, 0, 0, 0),
-        (14, "2g.45gb", 46080, 36, 2, 2, 1, 1, 1),
-        (9, "3g.90gb", 92160, 54, 3, 3, 2, 2, 2),
-        (5, "4g.90gb", 92160, 72, 4, 4, 2, 2, 2),
-        (0, "7g.180gb", 184320, 126, 7, 7, 4, 4, 4),
+        (19, "1g.23gb", _scaled_mib(19, _B200_TOTAL_MIB), 18, 1, 1, 0, 0, 0),
+        (20, "1g.23gb+me", _scaled_mib(20, _B200_TOTAL_MIB), 18, 1, 1, 1, 1, 1),
+        (15, "1g.45gb", _scaled_mib(15, _B200_TOTAL_MIB), 18, 1, 1, 0, 0, 0),
+        (14, "2g.45gb", _scaled_mib(14, _B200_TOTAL_MIB), 36, 2, 2, 1, 1, 1),
+        (9, "3g.90gb", _scaled_mib(9, _B200_TOTAL_MIB), 54, 3, 3, 2, 2, 2),
+        (5, "4g.90gb", _scaled_mib(5, _B200_TOTAL_MIB), 72, 4, 4, 2, 2, 2),
+        (0, "7g.180gb", _scaled_mib(0, _B200_TOTAL_MIB), 126, 7, 7, 4, 4, 4),
     ],
 )
 
