@@ -12,7 +12,7 @@ from typing import Any, Final
 from dra.cel._functions import FunctionRegistry
 from dra.cel.stdlib import add, cel_equal, compare
 from dra.cel.values import Duration, Optional, Timestamp, Uint
-from dra.errors import CelRuntimeError
+from dra.errors import CelCostError, CelRuntimeError
 
 __all__ = ["INCLUDES_REGISTRY", "REGISTRY"]
 
@@ -149,8 +149,15 @@ def flatten_depth(values: list[Any], depth: int) -> list[Any]:
     return _flatten(values, depth)
 
 
+# The largest runtime budget Kubernetes grants (RuntimeCELCostBudget); a list longer than this costs more
+# than any caller may spend, so refuse it before allocating rather than hang.
+_MAX_RANGE: Final = 10_000_000
+
+
 @REGISTRY.function("lists.range", int)
 def lists_range(n: int) -> list[int]:
+    if n > _MAX_RANGE:
+        raise CelCostError(f"operation cancelled: actual cost limit exceeded (lists.range({n}) > {_MAX_RANGE})")
     return list(range(n))
 
 

@@ -14,7 +14,7 @@ from dra.cel._functions import FunctionRegistry
 from dra.cel.ip import go_quote
 from dra.cel.stdlib import format_double, type_of
 from dra.cel.values import CelType, Duration, Timestamp, Uint
-from dra.errors import CelRuntimeError
+from dra.errors import CelCostError, CelRuntimeError
 
 __all__ = ["REGISTRY", "go_trim_space"]
 
@@ -209,6 +209,7 @@ def quote(text: str) -> str:
 # ---------------------------------------------------------------------------------------- "...".format(list)
 
 _DEFAULT_PRECISION: Final = 6
+_MAX_PRECISION: Final = 10_000_000
 _SUPERSCRIPT: Final = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 _STRING_TYPES: Final = (int, Uint, float, bool, str, Timestamp, bytes, Duration, CelType)
 
@@ -408,6 +409,9 @@ def _clause(spec: str, value: Any) -> tuple[int, str]:
                 'to integer: strconv.Atoi: parsing "": invalid syntax'
             )
         precision = int(spec[1:i])
+        if precision > _MAX_PRECISION:
+            # Unbounded before strings v5 upstream; refuse output no cost budget could pay for rather than hang.
+            raise CelCostError(f"operation cancelled: actual cost limit exceeded (precision {precision})")
     verb = spec[i]
     i += 1
     try:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from dra.cel._functions import NoMatchingOverload
 from dra.cel.lists import INCLUDES_REGISTRY, REGISTRY
 from dra.cel.values import Duration, Optional, Timestamp, Uint
-from dra.errors import CelRuntimeError
+from dra.errors import CelCostError, CelRuntimeError
 
 
 def member(name: str, receiver: object, *args: object) -> Any:
@@ -149,3 +149,8 @@ def test_properties_against_python(values: list[int]) -> None:
         assert member("min", values) == min(values)
         assert member("max", values) == max(values)
         assert member("indexOf", values, values[-1]) == values.index(values[-1])
+
+
+def test_range_beyond_any_budget_is_refused_before_allocating() -> None:
+    with pytest.raises(CelCostError, match="cost limit exceeded"):
+        REGISTRY.call_global("lists.range", (10**12,))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dra.cel.strings import REGISTRY
 from dra.cel.values import CelType, Duration, Optional, Timestamp, Uint
-from dra.errors import CelRuntimeError
+from dra.errors import CelCostError, CelRuntimeError
 
 
 def member(name: str, receiver: object, *args: object) -> Any:
@@ -217,3 +217,8 @@ def test_format_errors(template: str, args: list[Any], message: str) -> None:
     with pytest.raises(CelRuntimeError) as err:
         fmt(template, *args)
     assert message in err.value.message
+
+
+def test_huge_precision_is_refused_before_formatting() -> None:
+    with pytest.raises(CelCostError, match="cost limit exceeded"):
+        fmt("%.1000000000f", 1.0)
