@@ -64,6 +64,8 @@ class _Reader:
         out = []
         for index in range(int(getattr(nv, "NVML_GPU_INSTANCE_PROFILE_COUNT", 0))):
             info = self.optional("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
+            if info is None:  # drivers before the V (v2) entry point: the v1 struct, which has no name
+                info = self.optional("nvmlDeviceGetGpuInstanceProfileInfo", handle, index, 1)
             if info is None:
                 continue
             out.append(

@@ -312,3 +312,22 @@ def test_slices_validate_against_dra_model() -> None:
                 # dra.model validates by the current (1.35+) rules, which forbid the 1.34 combined layout
                 if hasattr(obj, "validate_k8s") and not (mode == "dynamic" and version == "1.34"):
                     obj.validate_k8s()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_static_mig_slices_publish_exactly_the_layout(data: st.DataObject) -> None:
+    model = data.draw(st.sampled_from(MIG_MODELS))
+    geometry = model.mig
+    assert geometry is not None
+    layout = data.draw(st.lists(st.sampled_from(geometry.placements()), max_size=7, unique=True))
+    if not geometry.is_valid_layout(layout) or not layout:
+        return
+    node = synthetic_node(model, "n", 2, mig_layouts={1: layout})
+    slices = node_resource_slices(node, mig_mode="static")
+    assert slice_limit_errors(slices) == []
+    migs = [d for d in devices(slices) if d["attributes"]["type"]["string"] == "mig"]
+    assert len(migs) == len(layout)
+    held = [int(k.removeprefix("memorySlice")) for d in migs for k in d["capacity"] if k.startswith("memorySlice")]
+    assert sorted(held) == sorted(s for pl in layout for s in pl.memory_slices)
+    assert {d["attributes"]["profile"]["string"] for d in migs} == {pl.profile.name for pl in layout}

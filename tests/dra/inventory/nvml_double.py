@@ -62,9 +62,10 @@ class FakeNvml:
     NVML_P2P_CAPS_INDEX_READ = pynvml.NVML_P2P_CAPS_INDEX_READ  # the tuple quirk, kept
     NVML_DEVICE_MIG_ENABLE = pynvml.NVML_DEVICE_MIG_ENABLE
 
-    def __init__(self, snapshot: dict[str, Any], *, init_error: int | None = None) -> None:
+    def __init__(self, snapshot: dict[str, Any], *, init_error: int | None = None, old_driver: bool = False) -> None:
         self.snap = snapshot
         self.init_error = init_error
+        self.old_driver = old_driver  # no nvmlDeviceGetGpuInstanceProfileInfoV: only the v1 struct, without names
         self.calls: list[str] = []
         self.initialised = False
 
@@ -162,7 +163,16 @@ class FakeNvml:
         raise _err(pynvml.NVML_ERROR_NOT_SUPPORTED)
 
     def nvmlDeviceGetGpuInstanceProfileInfo(self, h: tuple[Any, ...], index: int, version: int = 2) -> Any:
+        if version == 2 and self.old_driver:
+            raise _err(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
         p = self._profile(h, index=index)
+        if version == 1:
+            info1 = pynvml.c_nvmlGpuInstanceProfileInfo_t()
+            for key in ("id", "sliceCount", "instanceCount", "multiprocessorCount", "copyEngineCount"):
+                setattr(info1, key, p[key])
+            for key in ("decoderCount", "encoderCount", "jpegCount", "ofaCount", "memorySizeMB"):
+                setattr(info1, key, p[key])
+            return info1
         info = pynvml.c_nvmlGpuInstanceProfileInfo_v2_t()
         for key in ("id", "sliceCount", "instanceCount", "multiprocessorCount", "copyEngineCount", "decoderCount"):
             setattr(info, key, p[key])

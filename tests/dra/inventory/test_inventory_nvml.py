@@ -96,3 +96,15 @@ def test_p2p_is_asked_with_the_nvlink_index_as_an_int(sysfs: Any) -> None:
 def test_short_bus_id() -> None:
     assert nvml_module._short_bus_id("00000000:1B:00.0") == "0000:1b:00.0"
     assert nvml_module._short_bus_id("0001:c1:00.0") == "0001:c1:00.0"
+
+
+def test_old_driver_profile_info_v1_has_no_names_and_the_catalog_supplies_them(sysfs: Any) -> None:
+    recorded = _load("dgx-a100-8-mig.json")
+    got = capture(FakeNvml(recorded, old_driver=True), sysfs=sysfs(recorded), node_name="x")
+    assert {p["name"] for p in got["gpus"][0]["migProfiles"]} == {""}
+    assert [p["id"] for p in got["gpus"][0]["migProfiles"]] == [p["id"] for p in recorded["gpus"][0]["migProfiles"]]
+    node = node_from_snapshot(got)
+    assert node.gpus[0].mig is not None
+    assert [p.name for p in node.gpus[0].mig.profiles] == [
+        p.name for p in node_from_snapshot(recorded).gpus[0].mig.profiles
+    ]
