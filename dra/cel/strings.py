@@ -342,20 +342,21 @@ def _format_fixed(value: Any, precision: int) -> str:
     special = _localized_special(number)
     if special is not None:
         return special
-    # x/text uses the locale's decimal pattern (#,##0.###): thousands are grouped with ",".
-    return f"{number:,.{precision}f}"
+    # x/text uses the locale's decimal pattern (#,##0.###): thousands are grouped with ","; -0 has no sign.
+    return f"{number + 0.0:,.{precision}f}"
 
 
-def _format_scientific(value: Any) -> str:
-    # cel-go builds "%<p>e" (a width, not a precision) for x/text, so six fraction digits are always printed.
+def _format_scientific(value: Any, width: int) -> str:
+    # cel-go builds "%<p>e" for x/text: the precision becomes a width, so six fraction digits are always printed
+    # and the text is left-padded with spaces to <p> characters.
     number = _double_operand(value, "scientific")
     special = _localized_special(number)
-    if special is not None:
-        return special
-    mantissa, _, exponent = f"{number:.{_DEFAULT_PRECISION}e}".partition("e")
-    exp = int(exponent)
-    digits = f"{'-' if exp < 0 else ''}{abs(exp):02d}"
-    return f"{mantissa}\u202f×\u202f10{digits.translate(_SUPERSCRIPT)}"
+    if special is None:
+        mantissa, _, exponent = f"{number + 0.0:.{_DEFAULT_PRECISION}e}".partition("e")
+        exp = int(exponent)
+        digits = f"{'-' if exp < 0 else ''}{abs(exp):02d}"
+        special = f"{mantissa}\u202f×\u202f10{digits.translate(_SUPERSCRIPT)}"
+    return special.rjust(width)
 
 
 def _format_binary(value: Any) -> str:
@@ -422,7 +423,7 @@ def _clause(spec: str, value: Any) -> tuple[int, str]:
         if verb == "f":
             return i, _format_fixed(value, _DEFAULT_PRECISION if precision is None else precision)
         if verb == "e":
-            return i, _format_scientific(value)
+            return i, _format_scientific(value, _DEFAULT_PRECISION if precision is None else precision)
         if verb == "b":
             return i, _format_binary(value)
         if verb in "xX":
