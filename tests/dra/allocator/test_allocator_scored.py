@@ -1,0 +1,123 @@
+"""The scored mode: better placements than first fit, and answers where first fit backtracks exponentially."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from dra.allocator import Allocator, Node, Unsatisfiable
+from dra.allocator.scoring import footprint, score, unit_usage
+from tests.dra.allocator._cases import (
+    DRIVER,
+    GPU_CLASS,
+    MIG_CLASS,
+    allocated,
+    claim,
+    device,
+    dynamic_mig_gpu,
+    exact,
+    node,
+    picked,
+    rslice,
+)
+
+
+def both(claims: list[dict[str, Any]], slices: list[dict[str, Any]], **kw: Any) -> tuple[Any, Any, int, int]:
+    alloc = Allocator(slices=slices, classes=[GPU_CLASS, MIG_CLASS], **kw)
+    out = []
+    steps = []
+    for mode in ("upstream", "scored"):
+        search, _ = alloc.search(claims, node(), mode)  # type: ignore[arg-type]
+        ok = search.run()
+        steps.append(search.steps)
+        try:
+            out.append(picked(alloc.allocate(claims, node=node(), mode=mode)) if ok else None)  # type: ignore[arg-type]
+        except Unsatisfiable:
+            out.append(None)
+    return out[0], out[1], steps[0], steps[1]
+
+
+def two_mig_gpus() -> list[dict[str, Any]]:
+    cs0, d0 = dynamic_mig_gpu(0)
+    cs1, d1 = dynamic_mig_gpu(1)
+    return [
+        rslice("a-counters", [], counters=[cs0, cs1], count=3),
+        rslice("b-gpu0", d0, count=3),
+        rslice("c-gpu1", d1, count=3),
+    ]
+
+
+ONE_G = f"device.attributes['{DRIVER}'].profile == '1g'"
+
+
+def test_scored_keeps_a_whole_gpu_free_where_first_fit_breaks_it() -> None:
+    slices = two_mig_gpus()
+    taken = [allocated("old", ("node-a", "gpu-1-mig-1g-0"))]
+    c = claim("c", exact("r", cls="mig", selectors=[ONE_G]))
+    upstream, scored, _, _ = both([c], slices, allocated=taken)
+    assert upstream == [[("r", "gpu-0-mig-1g-0")]]  # first fit breaks the untouched GPU 0
+    assert scored == [[("r", "gpu-1-mig-1g-1")]]  # packs next to the existing partition
+
+
+def test_scored_prefers_one_nvlink_group() -> None:
+    devs = [device(f"gpu-{i}", nvlink=f"g{i % 2}") for i in range(8)]
+    c = claim("c", exact("r", count=2))
+    upstream, scored, _, _ = both([c], [rslice("s", devs)])
+    assert upstream == [[("r", "gpu-0"), ("r", "gpu-1")]]
+    assert scored == [[("r", "gpu-0"), ("r", "gpu-2")]]
+
+
+def test_score_orders_broken_gpus_before_fragmentation_and_spread() -> None:
+    alloc = Allocator(slices=two_mig_gpus(), classes=[MIG_CLASS])
+    _, cands = alloc.node_view(Node("node-a"))
+    by_name = {c.device.name: c for c in cands}
+    before = unit_usage([by_name["gpu-1-mig-1g-0"]])
+    packed = score(before, [[by_name["gpu-1-mig-1g-1"]]])
+    hole = score(before, [[by_name["gpu-1-mig-1g-3"]]])
+    fresh = score(before, [[by_name["gpu-0-mig-1g-0"]]])
+    assert packed < hole < fresh
+    assert footprint(by_name["gpu-0-mig-4g-4"]).slices == frozenset({4, 5, 6, 7})
+    assert footprint(by_name["gpu-0"]).total == 8
+
+
+def pathological(n_first: int, count: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    devs = [device(f"d{i:02d}", numa=0 if i < n_first else 1, model="a") for i in range(n_first + count + 2)]
+    devs[-1]["attributes"]["model"] = {"string": "b"}
+    c = claim(
+        "c",
+        exact("a", count=count),
+        exact("b", selectors=[f"device.attributes['{DRIVER}'].model == 'b'"]),
+        constraints=[{"matchAttribute": f"{DRIVER}/numa"}],
+    )
+    return [rslice("s", devs)], c
+
+
+def test_match_attribute_that_fails_late_is_cheap_for_scored_and_expensive_for_first_fit() -> None:
+    slices, c = pathological(14, 4)
+    upstream, scored, up_steps, sc_steps = both([c], slices)
+    assert upstream == scored
+    assert upstream is not None and [d for _, d in upstream[0]][-1] == "d19"  # the one model-b device
+    assert up_steps > 1000  # every 4-subset of the 14 numa-0 devices is tried
+    assert sc_steps < 100  # one representative per class of identical devices
+
+
+def test_scored_answers_a_large_pathological_case_in_milliseconds() -> None:
+    slices, c = pathological(40, 8)  # first fit would try C(40, 8) = 76,904,685 subsets
+    alloc = Allocator(slices=slices, classes=[GPU_CLASS])
+    t0 = time.perf_counter()
+    out = alloc.allocate([c], node=node(), mode="scored")
+    assert time.perf_counter() - t0 < 1.0
+    assert [r["device"] for r in out[0]["devices"]["results"]][-1] == "d49"
+
+
+def test_distinct_attribute_without_enough_values_is_refuted_quickly() -> None:
+    devs = [device(f"d{i:02d}", slot=i % 3) for i in range(18)]
+    c = claim("c", exact("a", count=2), exact("b", count=2), constraints=[{"distinctAttribute": f"{DRIVER}/slot"}])
+    alloc = Allocator(slices=[rslice("s", devs)], classes=[GPU_CLASS])
+    search, _ = alloc.search([c], node(), "scored")
+    assert not search.run()
+    assert search.steps < 200
+    with pytest.raises(Unsatisfiable):
+        alloc.allocate([c], node=node(), mode="scored")
