@@ -61,5 +61,6 @@ def render(objects: list[dict[str, Any]], output: Output = "yaml") -> str:
     if output == "json":
         return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2) + "\n"
     if output == "yaml":
-        return yaml.safe_dump_all(objects, sort_keys=False, explicit_start=True)
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when present: 20x faster
+        return str(yaml.dump_all(objects, Dumper=dumper, sort_keys=False, explicit_start=True))
     raise ValueError(f"output must be yaml or json (got {output!r})")

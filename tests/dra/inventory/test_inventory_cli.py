@@ -43,7 +43,7 @@ def test_from_file_yaml_dynamic_134_and_node_override() -> None:
     args = ["inventory", "--from", A100_FILE, "--mig-mode", "dynamic", "--k8s-version", "1.34", "--node", "n7"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    docs = list(yaml.safe_load_all(result.stdout))
+    docs = list(yaml.load_all(result.stdout, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     assert len(docs) == 8 and all("sharedCounters" in d["spec"] for d in docs)
     assert {d["spec"]["pool"]["name"] for d in docs} == {"n7"}
     assert {d["spec"]["nodeName"] for d in docs} == {"n7"}
