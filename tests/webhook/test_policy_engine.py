@@ -73,10 +73,37 @@ def test_variables_are_recorded_per_policy_and_per_container() -> None:
     text = _claim_policy("p", 0).replace(
         "  claim:\n", extra + "  claim:\n    variables:\n    - {name: mine, expression: container.name}\n"
     )
-    decision = _set(text).evaluate(_pod(3))
+    lazy = _set(text).evaluate(_pod(3))
+    assert lazy.variables == {"p": {}}, "variables nobody reads are not evaluated"
+    assert lazy.containers[0].replaces == {"nvidia.com/gpu": 3}
+    decision = _set(text).explaining().evaluate(_pod(3))
     assert decision.variables == {"p": {"total": 3, "twice": 6}}
     assert decision.containers[0].variables == {"mine": "c"}
-    assert decision.containers[0].replaces == {"nvidia.com/gpu": 3}
+
+
+LAZY = """\
+apiVersion: gpudra.io/v1alpha1
+kind: GPUClaimPolicy
+metadata: {{name: p}}
+spec:
+  variables:
+  - {{name: broken, expression: "object.metadata.labels['nope']"}}
+  - {{name: gpus, expression: "gpu.total > 0"}}
+  claim:
+    deviceClassName: gpu.nvidia.com
+    count: {{expression: "{count}"}}
+"""
+
+
+def test_variables_are_evaluated_when_read_and_their_errors_belong_to_the_reader() -> None:
+    ok = _set(LAZY.format(count="variables.gpus ? 1 : 2")).evaluate(_pod(1, labels={}))
+    assert ok.allowed and ok.variables == {"p": {"gpus": True}}
+    broken = _set(LAZY.format(count="variables.broken == 'x' ? 1 : 2")).evaluate(_pod(1, labels={}))
+    assert not broken.allowed
+    assert "variables.broken (test.yaml:6:32): no such key: nope" in broken.message
+    assert "spec.claim.count.expression: evaluation error" in broken.message
+    explained = _set(LAZY.format(count="1")).explaining().evaluate(_pod(1, labels={}))
+    assert not explained.allowed and "spec.variables[0].expression: evaluation error" in explained.message
 
 
 VALIDATING = """\

@@ -139,3 +139,17 @@ def test_the_shipped_directory_is_the_default() -> None:
     policies = load_policies()
     assert policies.errors == ()
     assert policies.names() == ["guardrails", "multi-gpu", "right-size", "whole-gpu"]
+
+
+def test_variable_references_are_checked_at_load_time() -> None:
+    text = _policy().replace(
+        "  claim:\n",
+        "  variables:\n  - {name: a, expression: variables.b}\n  - {name: b, expression: '1'}\n  claim:\n",
+    )
+    text = text.replace("expression: gpu.legacy", "expression: gpu.legacy && variables.a == 1")
+    text = text.replace("expression: legacy['nvidia.com/gpu']", "expression: variables.zz")
+    errors = _errors(text)
+    assert len(errors) == 3
+    assert errors[0].startswith("pol.yaml:9:31:") and "matchConditions run before variables" in errors[0]
+    assert "variables.b is defined later" in errors[1]
+    assert "no variable named 'zz' (visible here: a, b)" in errors[2]

@@ -7,6 +7,7 @@ The policy writes selectors as CEL text and names subrequests in `constraints[].
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -195,8 +196,22 @@ def build_request(
     return _Builder(policy, request_name).build(tree, activation)
 
 
+_VALIDATED: dict[str, tuple[str, ...]] = {}
+_VALIDATED_MAX = 4096
+
+
 def validate_claim(claim: Mapping[str, Any]) -> list[str]:
-    """Problems Kubernetes would report for this ResourceClaimSpec (empty when it is valid)."""
+    """Problems Kubernetes would report for this ResourceClaimSpec (empty when it is valid); memoized."""
+    key = json.dumps(claim, sort_keys=True, separators=(",", ":"))
+    found = _VALIDATED.get(key)
+    if found is None:
+        if len(_VALIDATED) >= _VALIDATED_MAX:
+            _VALIDATED.clear()
+        found = _VALIDATED[key] = tuple(_validate_claim(claim))
+    return list(found)
+
+
+def _validate_claim(claim: Mapping[str, Any]) -> list[str]:
     devices = claim.get("devices", {})
     problems: list[str] = []
     if len(devices.get("requests", [])) > _MAX_REQUESTS:

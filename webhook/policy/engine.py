@@ -8,16 +8,16 @@ shadowed). A namespace label `gpudra.io/mode: enforce|audit|off` overrides every
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra.errors import InputError, PolicyError
+from dra.errors import CelError, CelRuntimeError, InputError, PolicyError
 
 from . import _cel
 from ._eval import Failed, check, run
 from .facts import PodFacts, pod_facts
-from .loader import CompiledPolicy, CompiledRule
+from .loader import CompiledExpr, CompiledPolicy, CompiledRule
 
 __all__ = ["MODE_LABEL", "ContainerRequest", "Decision", "PolicySet", "Violation"]
 
@@ -30,6 +30,84 @@ def _verdict(violation: Violation, audit: bool = False) -> str:
     if violation.reason == _INTERNAL:
         return f"GPUClaimPolicy '{violation.policy}' could not be evaluated: {violation.message}"
     return f"GPUClaimPolicy '{violation.policy}' {'would deny' if audit else 'denied'} the pod: {violation.message}"
+
+
+class _Variables(dict[str, Any]):
+    """The CEL `variables` map: each variable is evaluated when first read (as in ValidatingAdmissionPolicy).
+
+    Only this level's values are items; names of the level above (`parent`, the pod-level variables seen from a
+    claim) are read through. An error in a variable is a CEL runtime error of the expression that reads it.
+    """
+
+    __slots__ = ("_pending", "_activation", "_parent", "_running")
+
+    def __init__(
+        self,
+        variables: Sequence[tuple[str, CompiledExpr]],
+        activation: Mapping[str, Any],
+        parent: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self._pending = dict(variables)
+        self._activation = activation
+        self._parent = parent
+        self._running: set[str] = set()
+
+    def __missing__(self, name: str) -> Any:
+        expr = self._pending.get(name)
+        if expr is None:
+            if self._parent is not None:
+                return self._parent[name]
+            raise KeyError(name)
+        if name in self._running:
+            raise CelRuntimeError(f"variable '{name}' refers to itself")
+        self._running.add(name)
+        try:
+            value = _cel.evaluate(expr.program, self._activation)
+        except CelError as exc:
+            where = f"{expr.file}:{expr.line}:{expr.column}" if expr.line is not None else expr.file
+            raise CelRuntimeError(f"variables.{name} ({where}): {exc.message}") from exc
+        finally:
+            self._running.discard(name)
+        self[name] = value
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return (
+            dict.__contains__(self, name)
+            or name in self._pending
+            or (self._parent is not None and name in self._parent)
+        )
+
+    def force(self) -> None:
+        """Evaluate every variable of this level, in order (for `explain` and policy tests)."""
+        for name, expr in self._pending.items():
+            if not dict.__contains__(self, name):
+                try:
+                    self[name]
+                except CelError as exc:
+                    raise Failed(expr.error(f"evaluation error: {exc.message}")) from exc
+
+
+class _JsonView(Mapping[str, Any]):
+    """CEL values shown as JSON, converted only when read (most decisions never show their variables)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = values
+
+    def __getitem__(self, key: str) -> Any:
+        return _cel.to_json(self._values[key])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 @dataclass(frozen=True)
@@ -159,7 +237,7 @@ class _Run:
 
     matched: list[str] = field(default_factory=list)
     shadowed: list[str] = field(default_factory=list)
-    variables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    variables: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     audit: list[str] = field(default_factory=list)
@@ -184,11 +262,16 @@ class PolicySet:
 
     policies: tuple[CompiledPolicy, ...]
     errors: tuple[PolicyError, ...] = ()
+    all_variables: bool = False
 
     @classmethod
     def of(cls, policies: Sequence[CompiledPolicy], errors: Sequence[PolicyError] = ()) -> PolicySet:
         ordered = sorted(policies, key=lambda p: (-p.priority, p.name))
         return cls(tuple(ordered), tuple(errors))
+
+    def explaining(self) -> PolicySet:
+        """The same policies, evaluating every variable (not only those read) so a decision shows them all."""
+        return PolicySet(self.policies, self.errors, all_variables=True)
 
     def names(self) -> list[str]:
         return [p.name for p in self.policies]
@@ -209,12 +292,14 @@ class PolicySet:
             facts = pod_facts(pod)
         except InputError as exc:
             return Decision(False, f"pod cannot be read: {exc}", "Invalid", namespace=ns_name)
+        # JSON data already is CEL runtime data (`dra.cel.from_json` is a deep copy that only changes ints beyond
+        # int64, which Kubernetes objects do not hold), and CEL never mutates its input: no copies are made.
         base = {
-            "object": _cel.from_json(pod),
+            "object": pod,
             "oldObject": None,
-            "request": _cel.from_json(request),
-            "namespaceObject": _cel.from_json(namespace) if namespace is not None else None,
-            "gpu": _cel.from_json(facts.to_cel()),
+            "request": request,
+            "namespaceObject": namespace,
+            "gpu": facts.to_cel(),
         }
         ns_mode = _namespace_mode(namespace)
         state = _Run()
@@ -246,11 +331,11 @@ class PolicySet:
             state.shadowed.append(policy.name)
             return
         state.matched.append(policy.name)
-        values: dict[str, Any] = {}
+        values = _Variables(policy.variables, activation)
         activation["variables"] = values
-        for name, expr in policy.variables:
-            values[name] = run(expr, activation)
-        state.variables[policy.name] = {k: _cel.to_json(v) for k, v in values.items()}
+        if self.all_variables:
+            values.force()
+        state.variables[policy.name] = _JsonView(values)
         failed_validation = False
         for rule in policy.validations:
             if not check(rule.expression, activation):
@@ -281,13 +366,12 @@ class PolicySet:
         config: list[dict[str, Any]] = []
         for container in facts.legacy_containers:
             local = dict(activation)
-            local["container"] = _cel.from_json(pod["spec"][container.kind][container.index])
-            local["legacy"] = _cel.from_json(dict(container.legacy))
-            values = dict(activation["variables"])
-            local["variables"] = values
-            own: dict[str, Any] = {}
-            for name, expr in policy.claim.variables:
-                values[name] = own[name] = run(expr, local)
+            local["container"] = pod["spec"][container.kind][container.index]
+            local["legacy"] = dict(container.legacy)
+            own = _Variables(policy.claim.variables, local, parent=activation["variables"])
+            local["variables"] = own
+            if self.all_variables:
+                own.force()
             built = build_request(policy.claim.tree, local, container.name, policy)
             requests.append(built.request)
             constraints.extend(built.constraints)
@@ -299,7 +383,7 @@ class PolicySet:
                     index=container.index,
                     request=container.name,
                     replaces=dict(container.legacy),
-                    variables={k: _cel.to_json(v) for k, v in own.items()},
+                    variables=_JsonView(own),
                 )
             )
         devices: dict[str, Any] = {"requests": requests}

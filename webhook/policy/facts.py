@@ -34,7 +34,7 @@ def is_legacy_resource(name: str) -> bool:
     return name == LEGACY_GPU or (name.startswith(MIG_PREFIX) and len(name) > len(MIG_PREFIX))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContainerFacts:
     """One container's GPU-related resources; `legacy` maps a resource name to its device count."""
 
@@ -55,6 +55,10 @@ class ContainerFacts:
     def count(self) -> int:
         return sum(self.legacy.values())
 
+    @property
+    def requests_only(self) -> list[str]:
+        return sorted(set(self.in_requests) - set(self.in_limits))
+
     def to_cel(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -63,13 +67,13 @@ class ContainerFacts:
             "sidecar": self.sidecar,
             "legacy": dict(self.legacy),
             "count": self.count,
-            "requestsOnly": sorted(set(self.in_requests) - set(self.in_limits)),
+            "requestsOnly": self.requests_only,
             "limitsOnly": sorted(set(self.in_limits) - set(self.in_requests)),
             "claims": list(self.claims),
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodFacts:
     """GPU facts of one pod: the containers that hold legacy resources or DRA claims, in pod order."""
 
@@ -90,16 +94,26 @@ class PodFacts:
 
     def to_cel(self) -> dict[str, Any]:
         """The `gpu` CEL variable (documented in docs/policy-authoring.md)."""
+        resources: dict[str, int] = {}
+        for container in self.containers:
+            for name, count in container.legacy.items():
+                resources[name] = resources.get(name, 0) + count
         return {
-            "legacy": bool(self.legacy_containers),
+            "legacy": bool(resources),
             "dra": self.uses_dra,
-            "total": self.total,
+            "total": sum(resources.values()),
+            "max": max((c.count for c in self.containers), default=0),
+            "resources": resources,
             "claims": list(self.pod_claims),
+            "requestsOnly": [c.name for c in self.containers if c.requests_only],
+            "mixed": [c.name for c in self.containers if c.legacy and c.claims],
             "containers": [c.to_cel() for c in self.containers],
         }
 
 
 def _count(value: Any, where: str) -> int:
+    if type(value) is int and value >= 0:
+        return value
     if isinstance(value, bool):
         raise InputError(f"{where}: expected a whole number of devices (got {value!r})")
     if isinstance(value, int):
@@ -124,6 +138,43 @@ def _mapping(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+_EMPTY: dict[str, Any] = {}
+
+
+def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
+    where = f"spec.{kind}[{index}]"
+    container = _mapping(container, where)
+    resources = container.get("resources")
+    if not resources:
+        return None
+    resources = _mapping(resources, f"{where}.resources")
+    requests = _mapping(resources.get("requests"), f"{where}.resources.requests") or _EMPTY
+    limits = _mapping(resources.get("limits"), f"{where}.resources.limits") or _EMPTY
+    claims = resources.get("claims") or []
+    in_requests = tuple(sorted(n for n in requests if is_legacy_resource(n)))
+    in_limits = tuple(sorted(n for n in limits if is_legacy_resource(n)))
+    if not (in_requests or in_limits or claims):
+        return None
+    if not isinstance(claims, list):
+        raise InputError(f"{where}.resources.claims: expected a list (got {type(claims).__name__})")
+    legacy: dict[str, int] = {}
+    for name in in_requests:
+        legacy[name] = _count(requests[name], f"{where}.resources.requests[{name}]")
+    for name in in_limits:
+        # Limits win: for extended resources Kubernetes requires requests == limits when both are set.
+        legacy[name] = _count(limits[name], f"{where}.resources.limits[{name}]")
+    return ContainerFacts(
+        name=str(container.get("name", "")),
+        kind=kind,
+        index=index,
+        sidecar=kind == "initContainers" and container.get("restartPolicy") == "Always",
+        legacy={name: legacy[name] for name in sorted(legacy)},
+        in_requests=in_requests,
+        in_limits=in_limits,
+        claims=tuple(str(c.get("name", "")) for c in claims if isinstance(c, dict)),
+    )
+
+
 def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
     """Read the GPU facts of `pod` (Kubernetes JSON form); raises `InputError` naming the bad field."""
     spec = _mapping(pod.get("spec"), "spec")
@@ -133,34 +184,9 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
         if not isinstance(entries, list):
             raise InputError(f"spec.{kind}: expected a list (got {type(entries).__name__})")
         for index, container in enumerate(entries):
-            where = f"spec.{kind}[{index}]"
-            container = _mapping(container, where)
-            resources = _mapping(container.get("resources"), f"{where}.resources")
-            requests = _mapping(resources.get("requests"), f"{where}.resources.requests")
-            limits = _mapping(resources.get("limits"), f"{where}.resources.limits")
-            legacy: dict[str, int] = {}
-            for source, part in ((requests, "requests"), (limits, "limits")):
-                for name in sorted(source):
-                    if is_legacy_resource(name):
-                        # Limits win: for extended resources Kubernetes requires requests == limits when both exist.
-                        legacy[name] = _count(source[name], f"{where}.resources.{part}[{name}]")
-            claims = resources.get("claims") or []
-            if not isinstance(claims, list):
-                raise InputError(f"{where}.resources.claims: expected a list (got {type(claims).__name__})")
-            claim_names = tuple(str(c.get("name", "")) for c in claims if isinstance(c, dict))
-            if legacy or claim_names:
-                found.append(
-                    ContainerFacts(
-                        name=str(container.get("name", "")),
-                        kind=kind,
-                        index=index,
-                        sidecar=kind == "initContainers" and container.get("restartPolicy") == "Always",
-                        legacy={name: legacy[name] for name in sorted(legacy)},
-                        in_requests=tuple(sorted(n for n in requests if is_legacy_resource(n))),
-                        in_limits=tuple(sorted(n for n in limits if is_legacy_resource(n))),
-                        claims=claim_names,
-                    )
-                )
+            facts = _container(container, kind, index)
+            if facts is not None:
+                found.append(facts)
     pod_claims = spec.get("resourceClaims") or []
     if not isinstance(pod_claims, list):
         raise InputError(f"spec.resourceClaims: expected a list (got {type(pod_claims).__name__})")

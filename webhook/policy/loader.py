@@ -7,6 +7,7 @@ left out; the other policies still load. Nothing here evaluates a pod: see `engi
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
@@ -172,6 +173,56 @@ class _Compiler:
         return value
 
 
+_VARIABLE_REF = re.compile(r"(?<![\w.])variables\.([A-Za-z_]\w*)")
+
+
+def _expressions(value: Any, path: Path) -> Iterator[tuple[Path, str]]:
+    if is_expression(value):
+        yield (*path, "expression"), value["expression"]
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _expressions(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _expressions(item, (*path, index))
+
+
+def _check_variable_references(compiler: _Compiler, spec: dict[str, Any]) -> None:
+    """`variables.x` must name a variable visible there: earlier ones only, none in matchConditions (as VAP)."""
+    checks: list[tuple[Path, str, list[str]]] = []
+    for index, entry in enumerate(spec.get("matchConditions", [])):
+        checks.append((("spec", "matchConditions", index, "expression"), entry["expression"], []))
+    pod_names = [v["name"] for v in spec.get("variables", [])]
+    for index, entry in enumerate(spec.get("variables", [])):
+        checks.append((("spec", "variables", index, "expression"), entry["expression"], pod_names[:index]))
+    for section in ("validations", "warnings"):
+        for index, entry in enumerate(spec.get(section, [])):
+            for key in ("expression", "messageExpression"):
+                if entry.get(key):
+                    checks.append((("spec", section, index, key), entry[key], pod_names))
+    claim = spec.get("claim") or {}
+    claim_names = [v["name"] for v in claim.get("variables", [])]
+    for index, entry in enumerate(claim.get("variables", [])):
+        path: Path = ("spec", "claim", "variables", index, "expression")
+        checks.append((path, entry["expression"], pod_names + claim_names[:index]))
+    rest = {k: v for k, v in claim.items() if k != "variables"}
+    for path, source in _expressions(rest, ("spec", "claim")):
+        checks.append((path, source, pod_names + claim_names))
+    for path, source, visible in checks:
+        for match in _VARIABLE_REF.finditer(source):
+            name = match.group(1)
+            if name in visible:
+                continue
+            if path[1] == "matchConditions":
+                why = "matchConditions run before variables and cannot read them"
+            elif name in pod_names or name in claim_names:
+                why = f"variables.{name} is defined later (a variable may only read the ones before it)"
+            else:
+                known = ", ".join(visible) or "none"
+                why = f"no variable named {name!r} (visible here: {known})"
+            compiler.error(path, why, source, match.start())
+
+
 def _validation_errors(exc: ValidationError, compiler: _Compiler) -> None:
     for item in exc.errors():
         path: Path = tuple(p for p in item["loc"] if isinstance(p, str | int))
@@ -211,6 +262,7 @@ def _compile_document(doc: LocatedDocument, file: str) -> tuple[CompiledPolicy |
         raw = dict(spec["claim"])
         claim_vars = compiler.named(raw.pop("variables", []), ("spec", "claim", "variables"))
         claim = CompiledClaim(claim_vars, compiler.tree(raw, ("spec", "claim")))
+    _check_variable_references(compiler, spec)
     if compiler.errors:
         return None, compiler.errors
     policy = CompiledPolicy(

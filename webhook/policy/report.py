@@ -163,7 +163,7 @@ def explain(
         pod, namespace = read_inputs(pod_file, namespace_file)
     except InputError as exc:
         return Output("", 2, f"error: {exc}\n")
-    policies = _policies(policies_dir)
+    policies = _policies(policies_dir).explaining()
     decision = policies.evaluate(pod, namespace)
     if as_json:
         data = decision.to_json()

@@ -151,7 +151,7 @@ def run_test_file(path: str | os.PathLike[str]) -> PolicyTestResult:
     if not isinstance(data, dict) or data.get("kind") != TEST_KIND:
         return PolicyTestResult(str(file), (), (f"expected kind {TEST_KIND}",))
     sources = data.get("policies") or [".."]
-    policies = load_policies(*(file.parent / str(p) for p in sources))
+    policies = load_policies(*(file.parent / str(p) for p in sources)).explaining()
     if policies.errors:
         return PolicyTestResult(str(file), (), tuple(str(e) for e in policies.errors))
     try:
