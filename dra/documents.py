@@ -26,7 +26,11 @@ _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoade
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """SafeLoader without implicit timestamps, rejecting duplicate keys."""
+    """SafeLoader (libyaml when available) without implicit timestamps, rejecting duplicate keys."""
+
+
+class _PyLoader(yaml.SafeLoader):
+    """The pure-Python loader, for input nested deeply enough to overflow libyaml's C stack."""
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -50,8 +54,33 @@ def _construct_timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode)
     return str(loader.construct_scalar(node))
 
 
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp_as_text)
+for _cls in (_Loader, _PyLoader):
+    _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    _cls.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp_as_text)
+
+_SAFE_DEPTH = 200
+
+
+def _may_nest_deeply(text: str) -> bool:
+    """A cheap over-estimate of YAML nesting: libyaml recurses in C and crashes the process past some depth."""
+    if text.count("[") + text.count("{") > _SAFE_DEPTH:
+        depth = deepest = 0
+        for ch in text:
+            if ch in "[{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif ch in "]}" and depth:
+                depth -= 1
+        if deepest > _SAFE_DEPTH:
+            return True
+    if text.count("- ") > _SAFE_DEPTH:
+        for line in text.splitlines():
+            rest, dashes = line.lstrip(), 0
+            while rest.startswith("- ") or rest.startswith("-\t"):
+                rest, dashes = rest[2:].lstrip(), dashes + 1
+            if dashes > 32:
+                return True
+    return False
 
 
 class Document(NamedTuple):
@@ -75,8 +104,10 @@ def _read_source(source: Source) -> tuple[str, str]:
     if source == "-":
         return sys.stdin.read(), "<stdin>"
     if "\n" not in source and source.strip() and not source.lstrip().startswith(("{", "[")):
-        if os.path.exists(source):
+        if os.path.isfile(source):
             return _read_source(Path(source))
+        if os.path.isdir(source):
+            raise InputError("is a directory, expected a YAML or JSON file", source=source)
         if source.endswith((".yaml", ".yml", ".json")):
             raise InputError("no such file", source=source)
     return source, "<string>"
@@ -93,7 +124,7 @@ def _yaml_error(err: yaml.YAMLError, name: str) -> InputError:
 
 
 def _yaml_documents(text: str, name: str) -> Iterator[tuple[Any, yaml.Node]]:
-    loader = _Loader(text)
+    loader = _PyLoader(text) if _may_nest_deeply(text) else _Loader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -102,6 +133,8 @@ def _yaml_documents(text: str, name: str) -> Iterator[tuple[Any, yaml.Node]]:
             yield loader.construct_document(node), node
     except yaml.YAMLError as err:
         raise _yaml_error(err, name) from None
+    except RecursionError:
+        raise InputError("invalid YAML: nested too deeply", source=name) from None
     finally:
         loader.dispose()
 
@@ -163,6 +196,8 @@ def _json_documents(text: str, name: str) -> Iterator[Document]:
         raise InputError(f"invalid JSON: {err.msg} at column {err.colno}", source=name, line=err.lineno) from None
     except ValueError as err:
         raise InputError(f"invalid JSON: {err}", source=name) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", source=name) from None
     yield from _expand(data, None, name, 1)
 
 

@@ -86,7 +86,11 @@ def _resource_slice(errs: Errors, sl: ResourceSlice) -> None:
 
 
 def validate(obj: K8sModel) -> list[tuple[str, str]]:
-    """The errors the API server would report when creating `obj` (a top-level object or a claim/slice spec)."""
+    """The errors the API server would report when creating `obj`.
+
+    `obj` is a top-level object (paths from its root: `spec.devices[0].name`) or a `ResourceClaimSpec`,
+    `ResourceSliceSpec` or `Device` on its own (paths relative to it: `devices.requests[0].name`).
+    """
     errs = Errors()
     if isinstance(obj, DeviceClass):
         _device_class(errs, obj)
@@ -99,11 +103,11 @@ def validate(obj: K8sModel) -> list[tuple[str, str]]:
     elif isinstance(obj, Pod):
         validate_pod(errs, obj)
     elif isinstance(obj, ResourceClaimSpec):
-        _claim_spec(errs, obj, Path("spec"))
+        _claim_spec(errs, obj, Path())
     elif isinstance(obj, ResourceSliceSpec):
-        _slice_spec(errs, obj, Path("spec"))
+        _slice_spec(errs, obj, Path())
     elif isinstance(obj, Device):
-        _device(errs, obj, Path(""), per_device=False)
+        _device(errs, obj, Path(), per_device=False)
     else:
         raise TypeError(f"no validation for {type(obj).__name__}")
     return errs.items

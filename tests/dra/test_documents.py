@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -152,10 +153,31 @@ def test_missing_file_and_missing_kind(tmp_path: Path) -> None:
         read_documents("does-not-exist.yaml")
     with pytest.raises(InputError, match="cannot read file"):
         read_documents(tmp_path / "absent.yaml")
+    with pytest.raises(InputError, match="is a directory"):
+        read_documents(str(tmp_path))
     with pytest.raises(InputError, match="object has no kind"):
         load_objects("metadata: {name: x}\n")
+
+
+def test_dash_reads_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("kind: A\n---\nkind: B\n"))
+    docs = read_documents("-")
+    assert [(d.data["kind"], d.source, d.line) for d in docs] == [("A", "<stdin>", 1), ("B", "<stdin>", 3)]
 
 
 def test_empty_input_has_no_documents() -> None:
     assert load_documents("") == []
     assert load_documents("---\n---\n") == []
+
+
+def test_deep_nesting_is_an_input_error() -> None:
+    for text in ("a: " + "[" * 100000 + "]" * 100000, "- " * 50000 + "x", "a: " + "{b: " * 60000 + "}" * 60000):
+        with pytest.raises(InputError, match="nested too deeply"):
+            read_documents(text)
+    nested = load_documents("a: " + "[" * 150 + "]" * 150)[0]["a"]
+    depth = 1
+    while nested:
+        nested, depth = nested[0], depth + 1
+    assert depth == 150
+    with pytest.raises(InputError, match="nested too deeply"):
+        read_documents('{"a": ' + "[" * 100000 + "]" * 100000 + "}")

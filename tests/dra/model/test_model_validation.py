@@ -685,7 +685,9 @@ def test_validate_k8s_raises_with_all_errors() -> None:
 
 def test_specs_validate_on_their_own() -> None:
     spec = ResourceClaimSpec.from_k8s({"devices": {"requests": [{"name": "x"}]}})
-    assert [p for p, _ in spec.validation_errors()] == ["spec.devices.requests[0]"]
+    assert [p for p, _ in spec.validation_errors()] == ["devices.requests[0]"]
+    device = ResourceSlice.from_k8s(_with(slice_, lambda d: _dev(d).update(name="Bad"))).spec.devices or []
+    assert [p for p, _ in device[0].validation_errors()] == ["name"]
     with pytest.raises(TypeError, match="no validation for"):
         validate(ResourceSlice.from_k8s(slice_()).spec.pool)
 
