@@ -2,7 +2,8 @@
 
 `url(s)` needs `url.ParseRequestURI(s)` to succeed (an absolute URI or an absolute path) and then keeps
 `url.Parse(s)` (which also splits off a `#fragment`). Components, escaping and query decoding follow
-Go's rules; error texts are Go's (`parse "x": invalid URI for request`).
+Go 1.26's rules (the Go Kubernetes is built with: bracketed hosts must be IPv6 literals, colons in a host
+are strict); error texts are Go's (`parse "x": invalid URI for request`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from enum import Enum
 from typing import ClassVar, Final
 
 from dra.cel._functions import FunctionRegistry
-from dra.cel.ip import go_quote
+from dra.cel.ip import IP, AddrParseError, go_quote
 from dra.errors import CelRuntimeError
 
 __all__ = ["REGISTRY", "URL", "URLError", "parse_request_uri", "parse_url"]
@@ -155,22 +156,36 @@ def _get_scheme(raw: bytes) -> tuple[bytes, bytes]:
     return b"", raw
 
 
-def _parse_host(host: bytes) -> bytes:
-    if host.startswith(b"["):
-        i = host.rfind(b"]")
-        if i < 0:
+def _parse_host(scheme: bytes, host: bytes) -> bytes:
+    """Go 1.26 `parseHost`: a bracketed host must be an IPv6 literal (checked by netip); for http and https,
+    colons are strict (`urlstrictcolons=1`, Go 1.26's default, which Kubernetes builds with): the first colon
+    starts the port. Other schemes (database host lists) keep the last colon."""
+    if (open_ := host.rfind(b"[")) != -1:
+        if open_ > 0:
+            raise _Fail("invalid IP-literal")
+        close = host.rfind(b"]")
+        if close < 0:
             raise _Fail("missing ']' in host")
-        colon_port = host[i + 1 :]
+        colon_port = host[close + 1 :]
         if not _valid_optional_port(colon_port):
             raise _Fail(f"invalid port {go_quote(_text(colon_port))} after host")
-        zone = host[:i].find(b"%25")
+        colon_port = _unescape(colon_port, _Mode.HOST)
+        hostname = host[1:close]
+        zone = hostname.find(b"%25")
         if zone >= 0:
-            return (
-                _unescape(host[:zone], _Mode.HOST)
-                + _unescape(host[zone:i], _Mode.ZONE)
-                + _unescape(host[i:], _Mode.HOST)
-            )
-    elif (i := host.rfind(b":")) != -1:
+            literal = _unescape(hostname[:zone], _Mode.HOST) + _unescape(hostname[zone:], _Mode.ZONE)
+        else:
+            literal = _unescape(hostname, _Mode.HOST)
+        try:
+            addr = IP.parse(_text(literal))
+        except AddrParseError as err:
+            raise _Fail(f"invalid host: {err}") from None
+        if addr.bits == 32:
+            raise _Fail("invalid IP-literal")
+        return b"[" + literal + b"]" + colon_port
+    if (i := host.find(b":")) != -1:
+        if scheme not in (b"http", b"https"):
+            i = host.rfind(b":")
         colon_port = host[i:]
         if not _valid_optional_port(colon_port):
             raise _Fail(f"invalid port {go_quote(_text(colon_port))} after host")
@@ -278,6 +293,10 @@ class URL:
                     if self.host:
                         out += _text(_escape(self.host.encode(), _Mode.HOST))
             path = self.escaped_path()
+            if self.omit_host and not self.host and self.user is None and path.startswith("//"):
+                # A path starting "//" with no authority would read back as one.
+                out += "%2F"
+                path = path[1:]
             if path and path[0] != "/" and self.host:
                 out += "/"
             if not out:
@@ -331,7 +350,7 @@ def _parse(raw: bytes, via_request: bool) -> URL:
         authority, rest = rest[2:], b""
         if (i := authority.find(b"/")) >= 0:
             authority, rest = authority[:i], authority[i:]
-        user, host = _parse_authority(authority)
+        user, host = _parse_authority(scheme, authority)
     elif scheme and rest.startswith(b"/"):
         omit_host = True
     path = _unescape(rest, _Mode.PATH)
@@ -348,9 +367,9 @@ def _parse(raw: bytes, via_request: bool) -> URL:
     )
 
 
-def _parse_authority(authority: bytes) -> tuple[tuple[str, str | None] | None, bytes]:
+def _parse_authority(scheme: bytes, authority: bytes) -> tuple[tuple[str, str | None] | None, bytes]:
     i = authority.rfind(b"@")
-    host = _parse_host(authority if i < 0 else authority[i + 1 :])
+    host = _parse_host(scheme, authority if i < 0 else authority[i + 1 :])
     if i < 0:
         return None, host
     userinfo = authority[:i]

@@ -56,7 +56,11 @@ def test_components(text: str, scheme: str, host: str, hostname: str, port: str,
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("https://a:b:c/", 'parse "https://a:b:c/": invalid port ":c" after host'),
+        ("https://a:b:c/", 'parse "https://a:b:c/": invalid port ":b:c" after host'),
+        ("http://::1/", 'parse "http://::1/": invalid port "::1" after host'),
+        ("http://[1.2.3.4]/", 'parse "http://[1.2.3.4]/": invalid IP-literal'),
+        ("http://a[::1]/", 'parse "http://a[::1]/": invalid IP-literal'),
+        ("http://[zz]/", 'parse "http://[zz]/": invalid host: ParseAddr("zz"): unable to parse IP'),
         ("../relative-path", 'parse "../relative-path": invalid URI for request'),
         ("", 'parse "": empty url'),
         (":foo", 'parse ":foo": missing protocol scheme'),
@@ -73,6 +77,12 @@ def test_errors(text: str, message: str) -> None:
         url(text)
     assert err.value.message == "URL parse error during conversion from string: " + message
     assert REGISTRY.call_global("isURL", (text,)) is False
+
+
+def test_non_http_schemes_keep_the_last_colon_as_the_port() -> None:
+    # Go 1.26 is strict about colons only for http and https (database URLs list hosts).
+    assert get("getHost", "postgres://a:1,b:2/db") == "a:1,b:2"
+    assert get("getPort", "postgres://a:1,b:2/db") == "2"
 
 
 def test_fragment_is_split_off_by_parse_but_not_by_request_uri() -> None:
