@@ -8,8 +8,8 @@ Differences from `Search` (upstream):
   the call, constraint and topology attributes, capacities, taints, counter consumption and the counter
   set's remaining values), so the skipped subtree is a mirror image of one already explored — this is what
   removes the exponential blow-up of identical devices (kubernetes/kubernetes#131730);
-- complete allocations are collected up to `max_solutions`, the best by `scoring.score` wins; the search
-  stops after `max_steps` with the best found so far.
+- complete allocations are collected up to `max_solutions`, the best by `scoring.score` wins; after the first
+  one the search goes on for at most as many steps again (plus `EXTRA_STEPS`), and never past `max_steps`.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from dra.allocator.requests import Candidate, RequestData
 from dra.allocator.scoring import Score, footprint, group_of, score, topology_attribute, unit_delta, unit_usage
 from dra.allocator.search import DeviceResult, MaxSizeExceeded, Search
 
-__all__ = ["MAX_SOLUTIONS", "MAX_STEPS", "ScoredSearch"]
+__all__ = ["EXTRA_STEPS", "MAX_SOLUTIONS", "MAX_STEPS", "ScoredSearch"]
 
 MAX_SOLUTIONS = 8
 MAX_STEPS = 20_000
+EXTRA_STEPS = 16
 
 
 class _Budget(Exception):
@@ -109,6 +110,9 @@ class ScoredSearch(Search):
         if self.best is None or value < self.best[0]:
             self.best = (value, [list(rs) for rs in self.results])
         self.solutions += 1
+        if self.solutions == 1:
+            # Look for a better score for at most as many steps again as the first solution took.
+            self.max_steps = min(self.max_steps, 2 * self.steps + EXTRA_STEPS)
         # With a single device in the whole call, best-first order makes the first solution the best one.
         return self.solutions >= self.max_solutions or value[:3] == (0, 0, 0) or self._single_device
 

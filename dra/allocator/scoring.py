@@ -17,6 +17,7 @@ by a tuple compared lexicographically, lower is better:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -100,6 +101,7 @@ def topology_attribute(cand: Candidate) -> str | None:
     return None
 
 
+@lru_cache(maxsize=65536)
 def _waste(total: int, used: frozenset[int]) -> int:
     """Free slices outside the longest contiguous free run."""
     free = total - len(used)
