@@ -31,6 +31,9 @@ class Format:
 
     cel_type_name: ClassVar[str] = "kubernetes.NamedFormat"
 
+    def __str__(self) -> str:
+        return self.name
+
 
 def _regex_error(msg: str, fmt: str, *examples: str) -> str:
     # apimachinery RegexError, including its double space before " or ".

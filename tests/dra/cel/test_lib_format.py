@@ -115,6 +115,7 @@ def test_named_lookup_and_equality() -> None:
     assert isinstance(found, Optional) and found.value() == REGISTRY.call_global("format.dns1123Label", ())
     assert not REGISTRY.call_global("format.named", ("unknown",)).has_value()
     assert FORMATS["uri"] != FORMATS["uuid"]
+    assert str(FORMATS["dns1123Label"]) == "DNS1123Label"
     assert set(FORMATS) == {
         "dns1123Label",
         "dns1123Subdomain",
