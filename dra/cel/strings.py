@@ -168,8 +168,19 @@ def trim(text: str) -> str:
 def _join(values: list[Any], sep: str) -> str:
     for value in values:
         if type(value) is not str:
-            raise CelRuntimeError(f"join: invalid input: {value}")
+            raise CelRuntimeError(f"join: invalid input: {_go_value(value)}")
     return sep.join(values)
+
+
+def _go_value(value: Any) -> str:
+    """Go's %v of a scalar CEL value, for messages."""
+    if type(value) is bool:
+        return "true" if value else "false"
+    if type(value) is float:
+        return format_double(value)
+    if value is None:
+        return "NULL_VALUE"
+    return str(value)
 
 
 @REGISTRY.member("join", list)

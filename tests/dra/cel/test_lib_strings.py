@@ -95,6 +95,8 @@ def test_join() -> None:
     assert member("join", [], "/") == ""
     with pytest.raises(CelRuntimeError, match="^join: invalid input: 1$"):
         member("join", ["a", 1])
+    with pytest.raises(CelRuntimeError, match="^join: invalid input: true$"):
+        member("join", [True], "-")
 
 
 def test_quote() -> None:
