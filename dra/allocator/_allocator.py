@@ -16,6 +16,7 @@ from dra.allocator._objects import (
     DeviceClass,
     Node,
     Slice,
+    as_dict,
     parse_claim,
     parse_class,
     parse_node,
@@ -68,7 +69,18 @@ class Allocator:
         selector_matcher: SelectorMatcher | None = None,
     ) -> None:
         self.features = features if features is not None else FeatureSet.latest()
-        self.slices: list[Slice] = [parse_slice(s) for s in slices]
+        # Slices are parsed lazily: a call needs only the node's own and the node-independent slices.
+        self._raw: list[dict[str, Any]] = [as_dict(s) for s in slices]
+        self._parsed: dict[int, Slice] = {}
+        self._on_node: dict[str, list[int]] = {}
+        self._shared: list[int] = []
+        self._by_pool: dict[tuple[str, str], list[int]] = {}
+        for i, raw in enumerate(self._raw):
+            spec = raw.get("spec") or {}
+            name = spec.get("nodeName")
+            (self._on_node.setdefault(name, []) if name else self._shared).append(i)
+            pool = (spec.get("pool") or {}).get("name", "")
+            self._by_pool.setdefault((spec.get("driver", ""), pool), []).append(i)
         self.classes: dict[str, DeviceClass] = {}
         for c in classes:
             cls = parse_class(c)
@@ -76,16 +88,18 @@ class Allocator:
         self.allocated = allocated_state((parse_claim(c) for c in allocated), self.features)
         self._matcher = selector_matcher
         self._selectors: SelectorCache | None = None
-        self._on_node: dict[str, list[Slice]] = {}
-        self._shared: list[Slice] = []
-        for s in self.slices:
-            if s.node_name:
-                self._on_node.setdefault(s.node_name, []).append(s)
-            else:
-                self._shared.append(s)
         self._views: dict[Node | None, tuple[list[Pool], list[Candidate]]] = {}
         self._view_caches: dict[Node | None, dict[Any, Any]] = {}
         self._available: dict[tuple[str, str], CounterSets] = {}
+
+    def _slice(self, i: int) -> Slice:
+        parsed = self._parsed.get(i)
+        if parsed is None:
+            parsed = self._parsed[i] = parse_slice(self._raw[i])
+        return parsed
+
+    def _pool_slices(self, driver: str, pool: str) -> list[Slice]:
+        return [self._slice(i) for i in self._by_pool.get((driver, pool), ())]
 
     @property
     def selectors(self) -> SelectorCache:
@@ -98,8 +112,8 @@ class Allocator:
         view = self._views.get(node)
         if view is None:
             name = node.name if node is not None else ""
-            slices_for_node = self._on_node.get(name, []) + self._shared
-            pools = gather_pools(slices_for_node, node, self.features, self.slices)
+            slices_for_node = [self._slice(i) for i in self._on_node.get(name, []) + self._shared]
+            pools = gather_pools(slices_for_node, node, self.features, self._pool_slices)
             candidates: list[Candidate] = []
             for pool in pools:
                 if pool.incomplete or pool.invalid:

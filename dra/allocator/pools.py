@@ -8,6 +8,7 @@ allNodes and perDeviceNodeSelection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,9 +158,15 @@ def _relevant(s: Slice, node: Node | None) -> bool | None:
 
 
 def gather_pools(
-    slices_for_node: list[Slice], node: Node | None, features: FeatureSet, all_slices: list[Slice]
+    slices_for_node: list[Slice],
+    node: Node | None,
+    features: FeatureSet,
+    slices_of_pool: Callable[[str, str], list[Slice]],
 ) -> list[Pool]:
-    """The pools usable from `node`, sorted by (driver, pool), pools with binding conditions last."""
+    """The pools usable from `node`, sorted by (driver, pool), pools with binding conditions last.
+
+    `slices_of_pool(driver, pool)` gives every slice of a pool, whatever its node (upstream scans all slices).
+    """
     pools: dict[tuple[str, str], list[Slice]] = {}
     for s in slices_for_node:
         if not features.PartitionableDevices and (s.per_device_node_selection or s.shared_counters):
@@ -186,9 +193,7 @@ def gather_pools(
         if len(pool_slices) != count:
             obsolete = False
             all_for_pool = []
-            for s in all_slices:
-                if s.driver != driver or s.pool != pool_name:
-                    continue
+            for s in slices_of_pool(driver, pool_name):
                 if s.generation == generation:
                     all_for_pool.append(s)
                 elif s.generation > generation:

@@ -17,9 +17,9 @@ by a tuple compared lexicographically, lower is better:
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dra.allocator.constraints import lookup_attribute
 from dra.allocator.requests import Candidate
