@@ -7,6 +7,7 @@ Parsing and precedence follow blang/semver v4 (`Parse`, `Version.Compare`) with 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from dra.cel._functions import FunctionRegistry
@@ -19,6 +20,11 @@ REGISTRY = FunctionRegistry()
 _NUMBERS = frozenset("0123456789")
 _ALPHANUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-0123456789")
 _UINT64_MAX = 2**64 - 1
+_IDENT = r"(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+# Exactly the strings blang's Parse accepts (up to the uint64 bound, checked after the match).
+_VALID = re.compile(
+    rf"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-({_IDENT}(?:\.{_IDENT})*))?(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
+)
 
 
 class SemverError(ValueError):
@@ -114,6 +120,17 @@ class Semver:
     @classmethod
     def parse(cls, text: str) -> Semver:
         """Strict blang/semver `Parse`; raises `SemverError` with blang's message."""
+        m = _VALID.fullmatch(text)
+        if m is not None:
+            major, minor, patch = int(m[1]), int(m[2]), int(m[3])
+            pre = tuple(int(p) if p.isdigit() else p for p in m[4].split(".")) if m[4] else ()
+            if max(major, minor, patch, *(p for p in pre if isinstance(p, int))) <= _UINT64_MAX:
+                return cls(major, minor, patch, pre, tuple(m[5].split(".")) if m[5] else ())
+        return cls._parse_slow(text)
+
+    @classmethod
+    def _parse_slow(cls, text: str) -> Semver:
+        # blang's step-by-step Parse, which also names what is wrong.
         if not text:
             raise SemverError("Version string empty")
         parts = text.split(".", 2)

@@ -153,3 +153,34 @@ def test_semver_error_is_value_error() -> None:
     with pytest.raises(ValueError):
         Semver.parse("x")
     assert issubclass(SemverError, ValueError)
+
+
+def _slow_or_error(text: str) -> tuple[int, int, int, tuple[int | str, ...], tuple[str, ...]] | str:
+    try:
+        v = Semver._parse_slow(text)
+    except SemverError as err:
+        return str(err)
+    return (v.major, v.minor, v.patch, v.pre, v.build)
+
+
+@given(st.text(alphabet="0123456789.-+aZ_ ", max_size=14))
+def test_fast_path_agrees_with_blang_step_by_step_parse(text: str) -> None:
+    expected = _slow_or_error(text)
+    try:
+        v = Semver.parse(text)
+    except SemverError as err:
+        assert str(err) == expected
+        return
+    assert (v.major, v.minor, v.patch, v.pre, v.build) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["1.2.3-a+b-c", "1.2.3+b-c", "1.2.3-a-b", "1.2.3-0a.01a", "0.0.0-0", "1.2.3-99999999999999999999"]
+)
+def test_fast_path_edge_cases(text: str) -> None:
+    try:
+        v = Semver.parse(text)
+    except SemverError as err:
+        assert str(err) == _slow_or_error(text)
+    else:
+        assert (v.major, v.minor, v.patch, v.pre, v.build) == _slow_or_error(text)
