@@ -120,8 +120,29 @@ def _nothing(item: Any, path: Path) -> None:
     return None
 
 
+# Names that passed a check, per check: slices repeat the same attribute names and domains on every device.
+_VALID: dict[str, set[str]] = {"driver": set(), "label": set(), "qualified": set()}
+_VALID_MAX = 8192
+
+
+def _remember(kind: str, name: str, errs: Errors, before: int) -> None:
+    if len(errs.items) == before:
+        known = _VALID[kind]
+        if len(known) >= _VALID_MAX:
+            known.clear()
+        known.add(name)
+
+
 def _driver_name(errs: Errors, name: str, path: Path) -> None:
     """ValidateCSIDriverName (driver names and attribute domains): a DNS subdomain of at most 63 bytes."""
+    if name in _VALID["driver"]:
+        return
+    before = len(errs.items)
+    _check_driver_name(errs, name, path)
+    _remember("driver", name, errs, before)
+
+
+def _check_driver_name(errs: Errors, name: str, path: Path) -> None:
     if not name:
         errs.required(path)
     if len(name) > _L["DriverNameMaxLength"]:
@@ -131,8 +152,12 @@ def _driver_name(errs: Errors, name: str, path: Path) -> None:
 
 
 def _dns_label(errs: Errors, name: str, path: Path) -> None:
+    if name in _VALID["label"]:
+        return
+    before = len(errs.items)
     for msg in is_dns1123_label(name):
         errs.invalid(path, name, msg)
+    _remember("label", name, errs, before)
 
 
 def _dns_subdomain(errs: Errors, name: str, path: Path) -> None:
@@ -159,6 +184,14 @@ def _c_identifier(errs: Errors, name: str, path: Path) -> None:
 
 def _qualified_name(errs: Errors, name: str, path: Path) -> None:
     """validateQualifiedName: `<C identifier>` or `<domain>/<C identifier>`."""
+    if name in _VALID["qualified"]:
+        return
+    before = len(errs.items)
+    _check_qualified_name(errs, name, path)
+    _remember("qualified", name, errs, before)
+
+
+def _check_qualified_name(errs: Errors, name: str, path: Path) -> None:
     parts = name.split("/")
     if len(parts) == 1:
         _c_identifier(errs, parts[0], path)

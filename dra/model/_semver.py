@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["is_semver"]
 
@@ -15,6 +16,7 @@ _SEMVER_RE = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)
 def is_semver(value: str) -> bool:
     """True for `1.2.3`, `1.0.0-rc.1+build.5`; false for `v1.2.3`, `1.2`, `01.2.3`."""
     return _SEMVER_RE.match(value) is not None

@@ -27,6 +27,7 @@ from dra.model._rules import (
     _skip_node_operations,
     _slice,
 )
+from dra.model._semver import is_semver
 from dra.model.slice import (
     CapacityRequestPolicy,
     CounterSet,
@@ -44,27 +45,41 @@ _MAX_INT64 = (1 << 63) - 1
 
 
 def _attribute(errs: Errors, attribute: DeviceAttribute, path: Path) -> None:
-    if attribute.string is not None and len(attribute.string) > _L["DeviceAttributeMaxValueLength"]:
-        errs.too_long(path.child("string"), _L["DeviceAttributeMaxValueLength"])
+    kinds = 0
+    if attribute.int_ is not None:
+        kinds += 1
+    if attribute.bool_ is not None:
+        kinds += 1
+    if attribute.string is not None:
+        kinds += 1
+        if len(attribute.string) > _L["DeviceAttributeMaxValueLength"]:
+            errs.too_long(path.child("string"), _L["DeviceAttributeMaxValueLength"])
     if attribute.version is not None:
+        kinds += 1
         _version(errs, attribute.version, path.child("version"))
-    for kind in ("bools", "ints", "strings", "versions"):
-        values = getattr(attribute, kind)
-        if values is not None and not values:
-            errs.invalid(path.child(kind), values, "must not be empty if specified")
-    for i, item in enumerate(attribute.strings or []):
-        if len(item) > _L["DeviceAttributeMaxValueLength"]:
-            errs.too_long(path.child("strings").index(i), _L["DeviceAttributeMaxValueLength"])
-    for i, item in enumerate(attribute.versions or []):
-        _version(errs, item, path.child("versions").index(i))
-    kinds = attribute.kinds()
-    if len(kinds) != 1:
+    if (
+        attribute.bools is not None
+        or attribute.ints is not None
+        or attribute.strings is not None
+        or (attribute.versions is not None)
+    ):
+        for kind in ("bools", "ints", "strings", "versions"):
+            values = getattr(attribute, kind)
+            if values is None:
+                continue
+            kinds += 1
+            if not values:
+                errs.invalid(path.child(kind), values, "must not be empty if specified")
+        for i, item in enumerate(attribute.strings or []):
+            if len(item) > _L["DeviceAttributeMaxValueLength"]:
+                errs.too_long(path.child("strings").index(i), _L["DeviceAttributeMaxValueLength"])
+        for i, item in enumerate(attribute.versions or []):
+            _version(errs, item, path.child("versions").index(i))
+    if kinds != 1:
         errs.invalid(path, "" if not kinds else attribute, "exactly one value must be specified")
 
 
 def _version(errs: Errors, value: str, path: Path) -> None:
-    from dra.model._semver import is_semver
-
     if not is_semver(value):
         errs.invalid(path, value, "must be a string compatible with semver.org spec 2.0.0")
     if len(value) > _L["DeviceAttributeMaxValueLength"]:

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from dra.model._base import K8sModel
-from dra.model.meta import Condition, NodeSelector
+from dra.model.meta import Condition, NodeSelector, Timestamp
 from dra.model.selector import DeviceToleration, OpaqueDeviceConfiguration
 from dra.quantity import Quantity
 
@@ -59,7 +59,7 @@ class AllocationResult(K8sModel):
 
     devices: DeviceAllocationResult | None = None
     node_selector: NodeSelector | None = None
-    allocation_timestamp: str | None = None
+    allocation_timestamp: Timestamp | None = None
 
 
 class ResourceClaimConsumerReference(K8sModel):

@@ -5,9 +5,10 @@ Timestamps stay strings (RFC 3339 as the API server writes them) so that objects
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from dra.model._base import K8sModel
 
@@ -19,6 +20,19 @@ __all__ = [
     "ObjectMeta",
     "OwnerReference",
 ]
+
+
+def _timestamp_text(value: object) -> object:
+    # PyYAML's default loaders turn an unquoted RFC 3339 time into a datetime; the API's JSON form is the text.
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return value.isoformat(timespec="seconds" if not value.microsecond else "microseconds") + "Z"
+    return value
+
+
+Timestamp = Annotated[str, BeforeValidator(_timestamp_text)]
+"""metav1.Time as its RFC 3339 text (a `datetime` is accepted and written as UTC `...Z`)."""
 
 
 class OwnerReference(K8sModel):
@@ -41,8 +55,8 @@ class ObjectMeta(K8sModel):
     uid: str | None = None
     resource_version: str | None = None
     generation: int | None = None
-    creation_timestamp: str | None = None
-    deletion_timestamp: str | None = None
+    creation_timestamp: Timestamp | None = None
+    deletion_timestamp: Timestamp | None = None
     deletion_grace_period_seconds: int | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
@@ -78,6 +92,6 @@ class Condition(K8sModel):
     type: str = ""
     status: str = ""
     observed_generation: int | None = None
-    last_transition_time: str | None = None
+    last_transition_time: Timestamp | None = None
     reason: str | None = None
     message: str | None = None

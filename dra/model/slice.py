@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from dra.model._base import K8sModel
-from dra.model.meta import NodeSelector, ObjectMeta
+from dra.model.meta import NodeSelector, ObjectMeta, Timestamp
 from dra.quantity import Quantity
 
 __all__ = [
@@ -127,7 +127,7 @@ class DeviceTaint(K8sModel):
     key: str = ""
     value: str | None = None
     effect: str = ""
-    time_added: str | None = None
+    time_added: Timestamp | None = None
 
 
 class NodeAllocatableMapping(K8sModel):

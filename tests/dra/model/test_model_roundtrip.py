@@ -226,3 +226,15 @@ def test_opaque_parameters_are_kept_verbatim() -> None:
     doc = {"spec": {"config": [{"opaque": {"driver": "d.example.com", "parameters": params}}]}}
     out = DeviceClass.from_k8s(doc).to_k8s()
     assert out["spec"]["config"][0]["opaque"]["parameters"] == params
+
+
+def test_timestamps_from_plain_pyyaml_become_text() -> None:
+    # yaml.safe_load turns unquoted times into datetimes; the model writes them back as the API's RFC 3339 text.
+    doc = yaml.safe_load(
+        "metadata: {name: s, creationTimestamp: 2026-05-04T10:11:12Z}\n"
+        "spec:\n  devices:\n  - name: d\n    taints:\n"
+        "    - {key: k, effect: NoSchedule, timeAdded: 2026-05-04T12:00:00+02:00}\n"
+    )
+    out = ResourceSlice.from_k8s(doc).to_k8s()
+    assert out["metadata"]["creationTimestamp"] == "2026-05-04T10:11:12Z"
+    assert out["spec"]["devices"][0]["taints"][0]["timeAdded"] == "2026-05-04T10:00:00Z"
