@@ -1,0 +1,277 @@
+"""Cluster specs: node pools from a YAML file, the openb node CSV, or a ResourceSlice dump.
+
+YAML (`kind: SimCluster` optional):
+
+    name: demo
+    pools:
+      - name: hgx
+        count: 4
+        gpu: H100-SXM5-80GB        # a dra.gpus catalog key (or a simulator.gputypes table key)
+        gpus: 8                    # GPUs per node
+        cpu: 192                   # cores (or cpu_milli:)
+        memory: 2048Gi             # quantity (or memory_mib:)
+        mig: dynamic               # none | dynamic | [static layout per GPU, e.g. [3g.40gb, 3g.40gb]]
+
+Every problem (unknown GPU model, impossible MIG layout, bad field) raises `TraceError` with the file and
+line of the pool that has it.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+from dra.errors import TraceError
+
+from .gputypes import GpuType, MigProfile, UnknownGpuModel, resolve_gpu_type
+from .traces.jsonl import parse_quantity
+
+__all__ = [
+    "OPENB_MODEL_MAP",
+    "ClusterSpec",
+    "NodeSpec",
+    "default_cluster",
+    "load_cluster",
+    "nvlink_groups",
+    "place_layout",
+    "read_openb_nodes",
+]
+
+# The openb trace names its newest GPUs G1/G2/G3 without saying what they are; this default guess maps
+# them to catalog models, and `model_map` overrides it.
+OPENB_MODEL_MAP: dict[str, str] = {
+    "G1": "A100-SXM4-40GB",
+    "G2": "A100-SXM4-80GB",
+    "G3": "H100-SXM5-80GB",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """One node as built: resources, GPU type, MIG mode (`none`/`static`/`dynamic`) and static layout."""
+
+    name: str
+    pool: str
+    cpu_milli: int
+    memory_mib: int
+    gpu_count: int = 0
+    gpu: GpuType | None = None
+    model_label: str = ""  # the model name the trace uses (gpu_spec matches it)
+    mig: str = "none"
+    layout: tuple[tuple[MigProfile, int], ...] = ()  # static: (profile, start) per GPU
+
+    @property
+    def template(self) -> tuple[Any, ...]:
+        """Nodes with equal templates behave alike when equally loaded (the class index relies on it)."""
+        return (self.cpu_milli, self.memory_mib, self.gpu_count, self.gpu, self.model_label, self.mig, self.layout)
+
+
+@dataclass(slots=True)
+class ClusterSpec:
+    name: str
+    nodes: list[NodeSpec]
+    source: str = "built-in"
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(n.gpu_count for n in self.nodes)
+
+    def summary(self) -> dict[str, Any]:
+        models: dict[str, int] = {}
+        for node in self.nodes:
+            if node.gpu is not None:
+                models[node.gpu.key] = models.get(node.gpu.key, 0) + node.gpu_count
+        return {
+            "name": self.name,
+            "source": self.source,
+            "nodes": len(self.nodes),
+            "gpus": self.total_gpus,
+            "gpu_models": dict(sorted(models.items())),
+            "skipped": sum(self.skipped.values()),
+            "skipped_reasons": dict(self.skipped),
+        }
+
+
+def nvlink_groups(gpu: GpuType | None, count: int) -> tuple[tuple[int, ...], ...]:
+    """GPU index sets connected by NVLink on one node: all (NVSwitch, mesh), pairs, or none (singletons)."""
+    if gpu is None or count == 0:
+        return ()
+    if gpu.nvlink in ("nvswitch", "mesh"):
+        return (tuple(range(count)),)
+    if gpu.nvlink == "pairs":
+        return tuple(tuple(range(i, min(i + 2, count))) for i in range(0, count, 2))
+    return tuple((i,) for i in range(count))
+
+
+def place_layout(gpu: GpuType, names: list[str]) -> tuple[tuple[MigProfile, int], ...] | None:
+    """Start positions for MIG profiles `names` on one GPU (no shared memory slice, <= 7 compute), or None."""
+    profiles = sorted((gpu.profile(n) for n in names), key=lambda p: -p.memory_slices)
+    if sum(p.compute_slices for p in profiles) > 7:
+        return None
+
+    def search(i: int, used: int) -> list[tuple[MigProfile, int]] | None:
+        if i == len(profiles):
+            return []
+        prof = profiles[i]
+        for start in prof.starts:
+            bits = ((1 << prof.memory_slices) - 1) << start
+            if start + prof.memory_slices <= 8 and not used & bits:
+                rest = search(i + 1, used | bits)
+                if rest is not None:
+                    return [(prof, start), *rest]
+        return None
+
+    found = search(0, 0)
+    return None if found is None else tuple(sorted(found, key=lambda ps: ps[1]))
+
+
+def _line_of(node: yaml.Node | None) -> int | None:
+    return None if node is None else node.start_mark.line + 1
+
+
+def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -> ClusterSpec:
+    """A cluster YAML spec, an openb node CSV (`.csv`) or a ResourceSlice dump (YAML/JSON with ResourceSlices)."""
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        return read_openb_nodes(path, model_map=model_map)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TraceError(f"cannot read cluster spec: {exc.strerror}", source=str(path)) from exc
+    try:
+        root = yaml.compose(text)
+        data = next(iter(yaml.safe_load_all(text)), None)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise TraceError(
+            f"invalid YAML: {exc}", source=str(path), line=None if mark is None else mark.line + 1
+        ) from exc
+    if (
+        isinstance(data, dict)
+        and "pools" not in data
+        and data.get("kind") in ("ResourceSlice", "List", "ResourceSliceList")
+    ):
+        from .inventory import load_slices
+
+        return load_slices(path)
+    if not isinstance(data, dict) or not isinstance(data.get("pools"), list):
+        raise TraceError("a cluster spec needs a 'pools' list", source=str(path), line=1)
+    pool_nodes: list[yaml.Node | None] = [None] * len(data["pools"])
+    if isinstance(root, yaml.MappingNode):
+        for key, value in root.value:
+            if key.value == "pools" and isinstance(value, yaml.SequenceNode):
+                pool_nodes = list(value.value)
+    nodes: list[NodeSpec] = []
+    for index, pool in enumerate(data["pools"]):
+        nodes.extend(_pool(pool, index, str(path), _line_of(pool_nodes[index] if index < len(pool_nodes) else None)))
+    return ClusterSpec(name=str(data.get("name", path.stem)), nodes=nodes, source=str(path))
+
+
+def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec]:
+    def fail(message: str) -> TraceError:
+        return TraceError(f"pools[{index}]: {message}", source=source, line=line)
+
+    if not isinstance(pool, dict):
+        raise fail(f"must be a mapping (got {type(pool).__name__})")
+    unknown = set(pool) - {"name", "count", "gpu", "gpus", "cpu", "cpu_milli", "memory", "memory_mib", "mig"}
+    if unknown:
+        raise fail(f"unknown keys {sorted(unknown)}")
+    name = str(pool.get("name", f"pool-{index}"))
+    try:
+        count = int(pool.get("count", 1))
+        cpu = int(pool["cpu_milli"]) if "cpu_milli" in pool else int(parse_quantity(pool.get("cpu", 64)) * 1000)
+        memory = (
+            int(pool["memory_mib"])
+            if "memory_mib" in pool
+            else int(parse_quantity(pool.get("memory", "512Gi")) / 2**20)
+        )
+        gpus = int(pool.get("gpus", 0 if pool.get("gpu") is None else 8))
+    except (TypeError, ValueError) as exc:
+        raise fail(str(exc)) from exc
+    if count < 0 or gpus < 0 or cpu <= 0 or memory <= 0:
+        raise fail("count and gpus must be >= 0, cpu and memory > 0")
+    gpu: GpuType | None = None
+    if gpus:
+        if not pool.get("gpu"):
+            raise fail("gpus given without a gpu model")
+        try:
+            gpu = resolve_gpu_type(str(pool["gpu"]))
+        except UnknownGpuModel as exc:
+            raise fail(str(exc.args[0])) from exc
+    mig_value = pool.get("mig", "none")
+    mig, layout = "none", cast(tuple[tuple[MigProfile, int], ...], ())
+    if isinstance(mig_value, list):
+        if gpu is None or not gpu.mig_capable:
+            raise fail(f"static MIG layout on a GPU without MIG ({pool.get('gpu')})")
+        try:
+            placed = place_layout(gpu, [str(n) for n in mig_value])
+        except KeyError as exc:
+            raise fail(str(exc.args[0])) from exc
+        if placed is None:
+            raise fail(f"impossible MIG layout {mig_value} on {gpu.key} (overlapping memory slices or > 7 compute)")
+        mig, layout = "static", placed
+    elif mig_value in ("dynamic", "none", None):
+        mig = str(mig_value or "none")
+        if mig == "dynamic" and (gpu is None or not gpu.mig_capable):
+            raise fail(f"dynamic MIG on a GPU without MIG ({pool.get('gpu')})")
+    else:
+        raise fail(f"mig must be none, dynamic or a list of profiles (got {mig_value!r})")
+    label = gpu.key if gpu else ""
+    return [NodeSpec(f"{name}-{i:03d}", name, cpu, memory, gpus, gpu, label, mig, layout) for i in range(count)]
+
+
+def read_openb_nodes(path: str | Path, *, model_map: dict[str, str] | None = None) -> ClusterSpec:
+    """The openb node CSV (`sn,cpu_milli,memory_mib,gpu,model`); G1/G2/G3 mapped by `model_map`."""
+    mapping = {**OPENB_MODEL_MAP, **(model_map or {})}
+    path = Path(path)
+    nodes: list[NodeSpec] = []
+    try:
+        handle = path.open(newline="")
+    except OSError as exc:
+        raise TraceError(f"cannot read node list: {exc.strerror}", source=str(path)) from exc
+    with handle:
+        reader = csv.reader(handle)
+        header = [h.strip() for h in next(reader, [])]
+        need = ["sn", "cpu_milli", "memory_mib", "gpu", "model"]
+        if any(c not in header for c in need):
+            raise TraceError(f"header must have {need} (got {header})", source=str(path), line=1)
+        for values in reader:
+            line = reader.line_num
+            if not values:
+                continue
+            if len(values) != len(header):
+                raise TraceError(f"expected {len(header)} fields, got {len(values)}", source=str(path), line=line)
+            row = dict(zip(header, values, strict=True))
+            try:
+                cpu, mem, gpus = int(row["cpu_milli"]), int(row["memory_mib"]), int(row["gpu"] or 0)
+            except ValueError as exc:
+                raise TraceError(
+                    f"cpu_milli, memory_mib and gpu must be integers ({exc})", source=str(path), line=line
+                ) from None
+            label = row["model"].strip()
+            gpu = None
+            if gpus:
+                try:
+                    gpu = resolve_gpu_type(mapping.get(label, label))
+                except UnknownGpuModel as exc:
+                    raise TraceError(f"{exc.args[0]}; map it with model_map", source=str(path), line=line) from None
+            nodes.append(NodeSpec(row["sn"].strip(), label or "cpu", cpu, mem, gpus, gpu, label))
+    return ClusterSpec(name=path.stem, nodes=nodes, source=str(path))
+
+
+def default_cluster() -> ClusterSpec:
+    """The built-in cluster: 80 GPUs in three pools (HGX H100 with dynamic MIG, A100 PCIe static MIG, L40S)."""
+    pools = [
+        {"name": "hgx-h100", "count": 6, "gpu": "H100-SXM5-80GB", "gpus": 8, "cpu": 192, "memory": "2Ti",
+         "mig": "dynamic"},
+        {"name": "a100-pcie", "count": 4, "gpu": "A100-PCIE-80GB", "gpus": 4, "cpu": 64, "memory": "512Gi",
+         "mig": ["3g.40gb", "2g.20gb", "1g.10gb"]},
+        {"name": "l40s", "count": 4, "gpu": "L40S", "gpus": 4, "cpu": 64, "memory": "512Gi"},
+    ]  # fmt: skip
+    nodes = [n for i, p in enumerate(pools) for n in _pool(p, i, "built-in", None)]
+    return ClusterSpec(name="built-in", nodes=nodes, source="built-in")

@@ -1,0 +1,94 @@
+"""Clusters from a real cluster's ResourceSlices (`kubectl get resourceslices -o yaml`, or `gpudra inventory`).
+
+Nodes are grouped by `spec.nodeName`; GPUs are the NVIDIA driver's devices: `type: gpu` whole GPUs, `type: mig`
+with a `uuid` (static MIG, its layout read from the `profile` attributes) or with `consumesCounters`
+(DynamicMIG: the node is `mig: dynamic`). The model comes from `productName` through the GPU catalog.
+ResourceSlices carry no CPU or memory: nodes get `cpu_milli`/`memory_mib` defaults, stated in the summary.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from dra.documents import load_documents
+from dra.errors import InputError, TraceError
+
+from .cluster import ClusterSpec, NodeSpec, place_layout
+from .gputypes import MigProfile, UnknownGpuModel, resolve_gpu_type
+
+__all__ = ["cluster_from_slices", "load_slices"]
+
+DRIVER = "gpu.nvidia.com"
+
+
+def load_slices(path: str | Path, *, cpu_milli: int = 64000, memory_mib: int = 524288) -> ClusterSpec:
+    """A ResourceSlice dump file (YAML/JSON, multi-document or List) as a cluster."""
+    try:
+        docs = load_documents(Path(path))
+    except InputError as exc:
+        raise TraceError(exc.message, source=exc.source or str(path), line=exc.line) from exc
+    return cluster_from_slices(docs, source=str(path), cpu_milli=cpu_milli, memory_mib=memory_mib)
+
+
+def _attr(device: dict[str, Any], name: str) -> str | None:
+    value = (device.get("attributes") or {}).get(name) or {}
+    found = value.get("string", value.get("version"))
+    return None if found is None else str(found)
+
+
+def cluster_from_slices(
+    data: dict[str, Any] | list[dict[str, Any]],
+    *,
+    source: str,
+    cpu_milli: int = 64000,
+    memory_mib: int = 524288,
+) -> ClusterSpec:
+    objects = (
+        data if isinstance(data, list) else data.get("items", [data]) if data.get("kind") != "ResourceSlice" else [data]
+    )
+    per_node: dict[str, list[dict[str, Any]]] = {}
+    skipped: Counter[str] = Counter()
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        if obj.get("kind") != "ResourceSlice" or spec.get("driver") != DRIVER:
+            skipped["not an NVIDIA GPU ResourceSlice"] += 1
+            continue
+        node = spec.get("nodeName") or (spec.get("pool") or {}).get("name")
+        if not node:
+            skipped["ResourceSlice without nodeName or pool"] += 1
+            continue
+        per_node.setdefault(str(node), []).extend(spec.get("devices") or [])
+    nodes: list[NodeSpec] = []
+    for name, devices in sorted(per_node.items()):
+        product = next((_attr(d, "productName") for d in devices if _attr(d, "productName")), None)
+        if product is None:
+            skipped["node without GPU devices"] += 1
+            continue
+        try:
+            gpu = resolve_gpu_type(product)
+        except UnknownGpuModel as exc:
+            raise TraceError(f"node {name}: {exc.args[0]}", source=source) from None
+        whole = {_attr(d, "uuid") or d.get("name") for d in devices if _attr(d, "type") == "gpu"}
+        dynamic = any(d.get("consumesCounters") for d in devices if _attr(d, "type") == "mig")
+        static: dict[str, list[str]] = {}
+        for d in devices:
+            if _attr(d, "type") == "mig" and not d.get("consumesCounters"):
+                static.setdefault(_attr(d, "parentUUID") or "?", []).append(_attr(d, "profile") or "")
+        if dynamic:
+            count = len(whole) or len({str(d["name"]).split("-mig-")[0] for d in devices})
+            nodes.append(NodeSpec(name, "inventory", cpu_milli, memory_mib, count, gpu, gpu.key, "dynamic"))
+            continue
+        count = len(whole - set(static)) + len(static)
+        layout: tuple[tuple[MigProfile, int], ...] = ()
+        if static:
+            common = Counter(tuple(sorted(p)) for p in static.values()).most_common(1)[0][0]
+            if len(static) != count or len({tuple(sorted(p)) for p in static.values()}) > 1:
+                skipped["mixed MIG layouts on one node (most common layout used for all GPUs)"] += 1
+            layout = place_layout(gpu, list(common)) or ()
+        mode = "static" if layout else "none"
+        nodes.append(NodeSpec(name, "inventory", cpu_milli, memory_mib, count, gpu, gpu.key, mode, layout))
+    cluster = ClusterSpec(name=Path(source).stem, nodes=nodes, source=source, skipped=dict(skipped))
+    cluster.skipped.update({f"assumed cpu_milli={cpu_milli}, memory_mib={memory_mib} per node": 0})
+    return cluster

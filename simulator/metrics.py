@@ -1,0 +1,165 @@
+"""Metrics of one run: the time series the engine records and the stable per-strategy summary.
+
+Definitions (all ratios in [0, 1]; see docs/simulator.md):
+- allocation ratio: GPU compute *requested* by running pods / GPUs in the cluster (a 0.3-GPU pod counts 0.3
+  even when it holds a whole GPU) — the share of the fleet doing work someone asked for;
+- held ratio: GPU compute *held* (reserved, unusable by others) / GPUs; unallocated GPUs = GPUs - held;
+- VRAM waste: 1 - VRAM needed / VRAM held, over running pods (needed is capped at held per GPU);
+- fragmentation: the FGD measure sum_n F_n(M) / sum_n free_n (`simulator.frag`).
+In `replay` runs the summary averages over time (weighted by how long each state lasted) from the first to the
+last arrival; in `fgd` runs (no departures) it is the state once arrivals reach the target load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .frag import TypicalPod, frag_amount
+from .state import PLAIN, STATIC, ClusterState
+
+__all__ = ["Recorder", "Sample", "cluster_fragmentation", "summarize"]
+
+
+@dataclass(slots=True)
+class Sample:
+    time: float
+    allocated: float  # requested GPUs of running pods
+    held: float  # GPUs held
+    vram_needed: float  # MiB
+    vram_held: float  # MiB
+    pending: int
+    pending_gpu: int  # pending pods that want GPUs
+    running: int
+    fragmentation: float | None = None  # FGD ratio; sampled less often (costly)
+    arrived: float = 0.0  # requested GPUs of all pods arrived so far / GPUs (the FGD protocol's x axis)
+
+
+def cluster_fragmentation(
+    state: ClusterState, typical: tuple[TypicalPod, ...], cache: dict[int, tuple[float, int]]
+) -> float:
+    """sum_n F_n(M) / sum_n free GPU milli over nodes that are up; 0 when nothing is free."""
+    frag = free = 0.0
+    for cid, members in state.classes.items():
+        found = cache.get(cid)
+        if found is None:
+            node = state.representative(cid)
+            milli = tuple(sorted(_node_free(node)))
+            found = cache[cid] = (frag_amount(node.free_cpu, milli, node.spec.model_label, typical), sum(milli))
+        frag += found[0] * len(members)
+        free += found[1] * len(members)
+    return min(1.0, frag / free) if free else 0.0
+
+
+def _node_free(node: Any) -> list[int]:
+    out = []
+    for gpu in node.gpus:
+        if gpu.mode == PLAIN:
+            out.append(gpu.free_milli)
+        elif gpu.mode == STATIC:
+            out.append(gpu.free_milli)
+        else:
+            out.append(0 if gpu.whole else (7 - gpu.compute) * 1000 // 7)
+    return out
+
+
+@dataclass(slots=True)
+class Recorder:
+    """Collects samples and event counters for one strategy's run."""
+
+    strategy: str
+    total_gpus: int
+    protocol: str
+    samples: list[Sample] = field(default_factory=list)
+    pods_total: int = 0
+    placed: set[str] = field(default_factory=set)
+    waits: dict[str, float] = field(default_factory=dict)  # pod -> seconds pending before it first ran
+    multi_gpu: int = 0
+    multi_gpu_nvlink: int = 0
+    mig_reconfigurations: int = 0
+    drained_node_seconds: float = 0.0
+    evicted_pods: int = 0
+    partitions_created: int = 0
+    window: tuple[float, float] = (0.0, 0.0)
+    pending_at_end: int = 0
+    wall_seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def sample(
+        self, state: ClusterState, now: float, pending: int, pending_gpu: int, frag: float | None, arrived: float = 0.0
+    ) -> None:
+        self.samples.append(
+            Sample(
+                time=now,
+                allocated=state.requested_milli / 1000,
+                held=state.held_milli / 1000,
+                vram_needed=float(state.needed_vram),
+                vram_held=float(state.held_vram),
+                pending=pending,
+                pending_gpu=pending_gpu,
+                running=sum(len(n.pods) for n in state.nodes) if frag is not None else -1,
+                fragmentation=frag,
+                arrived=arrived,
+            )
+        )
+
+
+def _weighted(samples: list[Sample], start: float, end: float) -> list[tuple[Sample, float]]:
+    """Each sample with how long it held within [start, end] (a state lasts until the next sample)."""
+    out = []
+    for i, s in enumerate(samples):
+        nxt = samples[i + 1].time if i + 1 < len(samples) else end
+        lo, hi = max(s.time, start), min(nxt, end)
+        if hi > lo:
+            out.append((s, hi - lo))
+    return out
+
+
+def summarize(rec: Recorder) -> dict[str, Any]:
+    """The stable summary for `--json` (keys documented in docs/simulator.md)."""
+    gpus = max(1, rec.total_gpus)
+    if not rec.samples:
+        alloc = waste = frag = 0.0
+        unallocated = float(rec.total_gpus)
+    elif rec.protocol == "fgd" or rec.window[1] <= rec.window[0]:
+        last = rec.samples[-1]
+        alloc = last.allocated / gpus
+        waste = 1 - last.vram_needed / last.vram_held if last.vram_held else 0.0
+        frags = [s.fragmentation for s in rec.samples if s.fragmentation is not None]
+        frag = frags[-1] if frags else 0.0
+        unallocated = rec.total_gpus - last.held
+    else:
+        start, end = rec.window
+        weighted = _weighted(rec.samples, start, end)
+        span = sum(w for _, w in weighted) or 1.0
+        alloc = sum(s.allocated * w for s, w in weighted) / span / gpus
+        held_vram = sum(s.vram_held * w for s, w in weighted)
+        waste = 1 - sum(s.vram_needed * w for s, w in weighted) / held_vram if held_vram else 0.0
+        frags = [s.fragmentation for s in rec.samples if s.fragmentation is not None and start <= s.time <= end]
+        frag = sum(frags) / len(frags) if frags else 0.0
+        saturated = [(s, w) for s, w in weighted if s.pending_gpu > 0]
+        if saturated:
+            unallocated = sum((rec.total_gpus - s.held) * w for s, w in saturated) / sum(w for _, w in saturated)
+        else:
+            unallocated = rec.total_gpus - max(s.held for s in rec.samples)
+    waits = list(rec.waits.values())
+    return {
+        "pods_total": rec.pods_total,
+        "pods_placed": len(rec.placed),
+        "pods_pending": rec.pending_at_end,
+        "gpu_allocation_ratio": round(_unit(alloc), 6),
+        "vram_waste_ratio": round(_unit(waste), 6),
+        "fragmentation_ratio": round(_unit(frag), 6),
+        "unallocated_gpus": round(max(0.0, unallocated), 3),
+        "nvlink_satisfied_ratio": round(rec.multi_gpu_nvlink / rec.multi_gpu, 6) if rec.multi_gpu else 1.0,
+        "mig_reconfigurations": rec.mig_reconfigurations,
+        "drained_node_hours": round(rec.drained_node_seconds / 3600, 3),
+        "mean_pending_seconds": round(sum(waits) / len(waits), 3) if waits else 0.0,
+        "evicted_pods": rec.evicted_pods,
+        "on_the_fly_partitions": rec.partitions_created,
+        "multi_gpu_pods": rec.multi_gpu,
+    }
+
+
+def _unit(value: float) -> float:
+    return min(1.0, max(0.0, value))

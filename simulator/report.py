@@ -1,0 +1,120 @@
+"""The report a capacity planner reads: one HTML page, PNG plots (matplotlib, headless) and CSV time series.
+
+Plots: GPU allocation (requested and held) over time, VRAM waste, FGD fragmentation, pending pods; for FGD
+protocol runs the x axis is the arrived GPU demand as a share of capacity, as in the paper's figures.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .metrics import Recorder  # noqa: E402
+from .run import SimulationResult  # noqa: E402
+
+__all__ = ["SERIES_COLUMNS", "write_report", "write_series"]
+
+SERIES_COLUMNS = (
+    "time", "arrived_ratio", "allocation_ratio", "held_ratio", "vram_waste_ratio", "fragmentation_ratio",
+    "pending", "pending_gpu",
+)  # fmt: skip
+
+
+def _rows(rec: Recorder) -> list[dict[str, Any]]:
+    gpus = max(1, rec.total_gpus)
+    rows = []
+    for s in rec.samples:
+        rows.append(
+            {
+                "time": s.time,
+                "arrived_ratio": round(s.arrived, 6),
+                "allocation_ratio": round(s.allocated / gpus, 6),
+                "held_ratio": round(s.held / gpus, 6),
+                "vram_waste_ratio": round(1 - s.vram_needed / s.vram_held, 6) if s.vram_held else 0.0,
+                "fragmentation_ratio": "" if s.fragmentation is None else round(s.fragmentation, 6),
+                "pending": s.pending,
+                "pending_gpu": s.pending_gpu,
+            }
+        )
+    return rows
+
+
+def write_series(rec: Recorder, path: Path) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=SERIES_COLUMNS)
+        writer.writeheader()
+        writer.writerows(_rows(rec))
+    return path
+
+
+def _plot(result: SimulationResult, key: str, title: str, ylabel: str, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(7.5, 3.6), dpi=110)
+    fgd = result.input.get("protocol") == "fgd"
+    for name, rec in result.runs.items():
+        rows = [r for r in _rows(rec) if r[key] != ""]
+        if not rows:
+            continue
+        xs = [r["arrived_ratio"] * 100 if fgd else r["time"] / 3600 for r in rows]
+        ax.plot(xs, [r[key] for r in rows], label=name, linewidth=1.4, drawstyle="default" if fgd else "steps-post")
+    ax.set_title(title)
+    ax.set_xlabel("arrived GPU demand (% of capacity)" if fgd else "time (hours)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def write_report(result: SimulationResult, directory: str | Path) -> Path:
+    """Write index.html, the PNGs, summary.json and one CSV series per strategy; returns index.html."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = result.summary()
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    series = {name: write_series(rec, out / f"series-{name}.csv").name for name, rec in result.runs.items()}
+    plots = [
+        _plot(result, "allocation_ratio", "GPU allocation (requested compute / GPUs)", "ratio", out / "allocation.png"),
+        _plot(result, "vram_waste_ratio", "VRAM waste (1 - needed / held)", "ratio", out / "vram_waste.png"),
+        _plot(result, "fragmentation_ratio", "GPU fragmentation (FGD measure)", "ratio", out / "fragmentation.png"),
+        _plot(result, "pending", "Pods pending", "pods", out / "pending.png"),
+    ]
+    index = out / "index.html"
+    index.write_text(_html(summary, [p.name for p in plots], series))
+    return index
+
+
+def _html(summary: dict[str, Any], plots: list[str], series: dict[str, str]) -> str:
+    table = summary["strategies"]
+    keys = list(next(iter(table.values())).keys()) if table else []
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+    body = "".join(
+        f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{html.escape(str(row[k]))}</td>" for k in keys) + "</tr>"
+        for name, row in table.items()
+    )
+    images = "".join(f'<figure><img src="{p}" alt="{p}"></figure>' for p in plots)
+    links = " · ".join(f'<a href="{f}">{html.escape(n)}</a>' for n, f in series.items())
+    info = html.escape(json.dumps(summary["input"], indent=2))
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>gpudra simulation report</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:right;font-size:.9em}}
+figure{{display:inline-block;margin:.5em}}
+pre{{background:#f6f6f6;padding:1em;overflow:auto}}</style></head><body>
+<h1>gpudra simulation report</h1>
+<h2>Summary</h2><table><tr><th>strategy</th>{head}</tr>{body}</table>
+<p>Ratios are in [0, 1]; definitions in docs/simulator.md.
+Time series (CSV): {links} · <a href="summary.json">summary.json</a></p>
+<h2>Plots</h2>{images}
+<h2>Input</h2><pre>{info}</pre>
+</body></html>
+"""

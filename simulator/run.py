@@ -1,0 +1,85 @@
+"""One simulation as the CLI runs it: load the inputs, run each strategy, build the stable summary."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .cluster import ClusterSpec, default_cluster, load_cluster
+from .engine import EngineConfig, run
+from .frag import typical_pods
+from .metrics import Recorder, summarize
+from .strategies import make_strategy
+from .traces import GeneratorConfig, generate, load_trace
+from .vram import VramModel
+from .workload import Workload
+
+__all__ = ["DEFAULT_STRATEGIES", "SimulationResult", "simulate"]
+
+DEFAULT_STRATEGIES = ("device-plugin", "gpudra")
+StrategyProgress = Callable[[str, int, int], None]
+
+
+@dataclass(slots=True)
+class SimulationResult:
+    input: dict[str, Any]
+    runs: dict[str, Recorder] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {"input": self.input, "strategies": {name: summarize(rec) for name, rec in self.runs.items()}}
+
+
+def simulate(
+    cluster: ClusterSpec | str | Path | None = None,
+    trace: Workload | str | Path | None = None,
+    *,
+    policies: str | Path | None = None,
+    strategies: tuple[str, ...] | list[str] = DEFAULT_STRATEGIES,
+    seed: int = 0,
+    protocol: str = "replay",
+    load: float = 1.0,
+    vram: VramModel | None = None,
+    model_map: dict[str, str] | None = None,
+    generator: GeneratorConfig | None = None,
+    mode: str = "scored",
+    progress: StrategyProgress | None = None,
+) -> SimulationResult:
+    """Run every strategy on the same cluster and workload (defaults: built-in cluster and generator)."""
+    spec = cluster if isinstance(cluster, ClusterSpec) else default_cluster() if cluster is None else None
+    if spec is None:
+        spec = load_cluster(str(cluster), model_map=model_map)
+    if isinstance(trace, Workload):
+        work = trace
+    elif trace is None:
+        gen = generator or GeneratorConfig(seed=seed)
+        work = generate(gen, spec.total_gpus, vram=vram or VramModel(kind="class"))
+    else:
+        work = load_trace(trace, vram=vram)
+    vram_model = vram or VramModel(kind="class" if work.kind == "generated" else "proportional")
+    config = EngineConfig(protocol=protocol, load=load, seed=seed)
+    result = SimulationResult(
+        input={
+            "cluster": spec.summary(),
+            "workload": work.summary(),
+            "vram_model": vram_model.describe(),
+            "protocol": protocol,
+            "load": load if protocol == "fgd" else None,
+            "seed": seed,
+            "policies": str(policies) if policies else None,
+            "allocator_mode": mode,
+            "strategies": list(strategies),
+        }
+    )
+    typical = typical_pods(work.pods)
+    for name in strategies:
+        options: dict[str, Any] = {"policies": policies, "mode": mode} if name == "gpudra" else {}
+        strategy = make_strategy(name, seed=seed, **options)
+        callback = None if progress is None else _bind(progress, name)
+        result.runs[name] = run(spec, work.pods, strategy, config, callback, typical)
+    return result
+
+
+def _bind(progress: StrategyProgress, name: str) -> Callable[[int, int], None]:
+    return lambda done, total: progress(name, done, total)

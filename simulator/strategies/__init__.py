@@ -1,0 +1,45 @@
+"""Placement strategies by name: the device plugin, KEP-5004 whole-GPU DRA, gpudra, and the FGD paper's baselines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .base import Demand, Option, Strategy
+from .baselines import BASELINES, BestFit, DotProd, Fgd, GpuClustering, GpuPacking, RandomFit
+from .deviceplugin import DevicePlugin, DraWhole, Reconfiguration
+
+__all__ = [
+    "BestFit",
+    "Demand",
+    "DevicePlugin",
+    "DotProd",
+    "DraWhole",
+    "Fgd",
+    "GpuClustering",
+    "GpuPacking",
+    "Option",
+    "RandomFit",
+    "Reconfiguration",
+    "STRATEGY_NAMES",
+    "Strategy",
+    "make_strategy",
+]
+
+STRATEGY_NAMES = ("device-plugin", "dra-whole", "gpudra", *BASELINES)
+
+
+def make_strategy(name: str, *, seed: int = 0, **options: Any) -> Strategy:
+    """A fresh strategy by name; `options` go to its constructor (e.g. `policies=`, `mode=` for gpudra)."""
+    factories: dict[str, Callable[..., Strategy]] = {
+        "device-plugin": DevicePlugin,
+        "dra-whole": DraWhole,
+        **BASELINES,
+    }
+    if name == "gpudra":
+        from .gpudra import Gpudra
+
+        return Gpudra(seed=seed, **options)
+    if name not in factories:
+        raise ValueError(f"unknown strategy {name!r} (known: {', '.join(STRATEGY_NAMES)})")
+    return factories[name](seed=seed, **options)

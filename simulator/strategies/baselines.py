@@ -1,0 +1,193 @@
+"""The FGD paper's node-choice policies over shared GPUs: Random, BestFit, DotProd, GpuPacking, GpuClustering, FGD.
+
+They follow the paper's resource model (Weng et al., ATC'23 §6.1): a pod asks for `num_gpu` GPUs with
+`gpu_milli` of compute each; a pod below 1000 milli shares one GPU with others (VRAM is held as the pod
+needs it, as GPU-sharing with memory isolation does). MIG is not part of that model, so MIG pools behave
+as plain GPUs here. Each policy only scores nodes (and a GPU inside the node for shared pods).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from ..frag import TypicalPod, frag_amount, typical_pods
+from ..state import PLAIN, ClusterState, NodeState, Part, Sig
+from ..workload import SimPod
+from .base import Answer, Demand, Option, Strategy
+
+__all__ = ["BASELINES", "BestFit", "DotProd", "Fgd", "GpuClustering", "GpuPacking", "RandomFit", "ShareStrategy"]
+
+
+class ShareStrategy(Strategy):
+    """Shared-GPU demand: fractional pods share one GPU by compute share; others take whole GPUs."""
+
+    device_order = "pack"
+
+    def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
+        for node in state.nodes:
+            if node.spec.mig != "none":
+                node.set_mig("none", ())
+                state.reindex(node)
+
+    def demand(self, pod: SimPod) -> Demand | None:
+        if not pod.is_gpu:
+            return Demand(pod.cpu_milli, pod.memory_mib, (), pod.gpu_models)
+        if pod.is_shared:
+            option = Option("share", 1, pod.gpu_milli, pod.vram_mib)
+        else:
+            option = Option("whole", pod.num_gpu, 1000, pod.vram_mib)
+        return Demand(pod.cpu_milli, pod.memory_mib, (option,), pod.gpu_models)
+
+
+def _free_milli(sig: Sig) -> list[int]:
+    return [g[1] if g[0] == PLAIN else 0 for group in sig[3] for g in group]
+
+
+def _gpu_residual(node: NodeState, sig: Sig, parts: tuple[Part, ...]) -> float:
+    cap = node.spec.gpu_count * 1000
+    return (sum(_free_milli(sig)) - sum(p.milli for p in parts)) / cap if cap else 0.0
+
+
+class RandomFit(ShareStrategy):
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(seed)
+        self.rng = random.Random(seed)
+
+    def choose(self, state: ClusterState, pod: SimPod) -> tuple[int, tuple[Part, ...]] | None:
+        did, demand = self._demand(pod)
+        if demand is None:
+            return None
+        feasible: list[tuple[int, tuple[Part, ...]]] = []
+        total = 0
+        for cid, members in state.classes.items():
+            key = (cid, did)
+            if key not in self._cache:
+                self._cache[key] = self.evaluate(state, cid, demand)
+            answer = self._cache[key]
+            if answer is not None:
+                feasible.append((cid, answer[1]))
+                total += len(members)
+        if not feasible:
+            return None
+        pick = self.rng.randrange(total)
+        for cid, parts in feasible:
+            members = state.classes[cid]
+            if pick < len(members):
+                return list(members)[pick], parts
+            pick -= len(members)
+        raise AssertionError("unreachable")
+
+
+class BestFit(ShareStrategy):
+    """The node left with the least CPU and GPU after placement."""
+
+    name = "bestfit"
+
+    def score(self, state: ClusterState, node: NodeState, sig: Sig, demand: Demand, parts: tuple[Part, ...]) -> float:
+        cpu = (node.free_cpu - demand.cpu) / node.spec.cpu_milli
+        return -(cpu + _gpu_residual(node, sig, parts)) / 2
+
+
+class DotProd(ShareStrategy):
+    """Tetris' alignment: the largest dot product of the pod's demand and the node's free resources."""
+
+    name = "dotprod"
+    device_order = "first"
+
+    def score(self, state: ClusterState, node: NodeState, sig: Sig, demand: Demand, parts: tuple[Part, ...]) -> float:
+        spec = node.spec
+        gpu_cap = spec.gpu_count * 1000 or 1
+        want_gpu = sum(p.milli for p in parts) / gpu_cap
+        free_gpu = sum(_free_milli(sig)) / gpu_cap
+        return (demand.cpu / spec.cpu_milli) * (node.free_cpu / spec.cpu_milli) + want_gpu * free_gpu
+
+
+class GpuPacking(ShareStrategy):
+    """Partly used GPUs first, then nodes with some GPUs in use, idle nodes last."""
+
+    name = "gpupacking"
+
+    def score(self, state: ClusterState, node: NodeState, sig: Sig, demand: Demand, parts: tuple[Part, ...]) -> float:
+        free = _free_milli(sig)
+        on_partial = any(0 < free[p.gpu] < 1000 for p in parts)
+        busy_gpus = sum(1 for f in free if f < 1000)
+        return (2.0 if on_partial else 1.0 if busy_gpus else 0.0) + busy_gpus / (len(free) + 1) / 10
+
+
+class GpuClustering(ShareStrategy):
+    """Pods with the same GPU share go together: GPUs already shared by that share first."""
+
+    name = "gpuclustering"
+
+    def evaluate(self, state: ClusterState, cid: int, demand: Demand) -> Answer:
+        answer = super().evaluate(state, cid, demand)
+        if answer is None or not demand.options or demand.options[0].kind != "share":
+            return answer
+        option = demand.options[0]
+        gpus = [g for group in state.sigs[cid][3] for g in group]
+        same = [
+            i for i, g in enumerate(gpus) if g[0] == PLAIN and g[3] == option.milli and g[1] >= option.milli
+            and g[2] >= option.vram
+        ]  # fmt: skip
+        if same:
+            return 2.0, (Part(same[0], "share", option.milli, option.vram),)
+        return answer
+
+    def score(self, state: ClusterState, node: NodeState, sig: Sig, demand: Demand, parts: tuple[Part, ...]) -> float:
+        gpus = [g for group in sig[3] for g in group]
+        if parts and parts[0].kind == "whole":  # whole-GPU pods cluster where whole GPUs are already taken
+            return 1.0 if any(g[0] == PLAIN and g[1] == 0 and g[3] == 0 for g in gpus) else 0.0
+        return 1.0 if any(g[0] == PLAIN and g[1] == 1000 for g in gpus) else 0.0
+
+
+class Fgd(ShareStrategy):
+    """Fragmentation Gradient Descent: the placement (node and GPU) that grows F_n(M) the least."""
+
+    name = "fgd"
+
+    def __init__(self, seed: int = 0, typical: tuple[TypicalPod, ...] | None = None) -> None:
+        super().__init__(seed)
+        self.typical: tuple[TypicalPod, ...] = typical or ()
+
+    def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
+        super().prepare(state, pods)
+        if not self.typical:
+            self.typical = typical_pods(pods)
+
+    def evaluate(self, state: ClusterState, cid: int, demand: Demand) -> Answer:
+        answer = super().evaluate(state, cid, demand)
+        if answer is None:
+            return None
+        node = state.representative(cid)
+        sig = state.sigs[cid]
+        free = _free_milli(sig)
+        label = node.spec.model_label
+        before = frag_amount(node.free_cpu, tuple(sorted(free)), label, self.typical)
+        after_cpu = node.free_cpu - demand.cpu
+        candidates: list[tuple[Part, ...]] = [answer[1]]
+        if demand.options and demand.options[0].kind == "share":
+            option = demand.options[0]
+            gpus = [g for group in sig[3] for g in group]
+            seen: set[tuple[Any, ...]] = set()
+            candidates = []
+            for i, g in enumerate(gpus):
+                if g[0] == PLAIN and g[1] >= option.milli and g[2] >= option.vram and g not in seen:
+                    seen.add(g)
+                    candidates.append((Part(i, "share", option.milli, option.vram),))
+        best: Answer = None
+        for parts in candidates:
+            after = list(free)
+            for part in parts:
+                after[part.gpu] -= part.milli
+            delta = frag_amount(after_cpu, tuple(sorted(after)), label, self.typical) - before
+            if best is None or -delta > best[0]:
+                best = (-delta, parts)
+        return best
+
+
+BASELINES: dict[str, type[ShareStrategy]] = {
+    s.name: s for s in (RandomFit, BestFit, DotProd, GpuPacking, GpuClustering, Fgd)
+}

@@ -1,0 +1,79 @@
+"""The simulator's pod: what a trace row, a generated job or a real Pod spec asks for, plus when and how long.
+
+Every reader produces a `Workload`: the pods in arrival order and a `skipped` tally (reason -> count, with
+the first few file:line examples) so that nothing is dropped without being counted and shown.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SimPod", "Workload"]
+
+
+@dataclass(frozen=True, slots=True)
+class SimPod:
+    """A pod's demand. `gpu_milli` is the per-GPU compute share (1000 = a whole GPU), `vram_mib` per-GPU VRAM."""
+
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    num_gpu: int
+    gpu_milli: int
+    vram_mib: int
+    arrival: float = 0.0
+    duration: float | None = None  # None: runs until the end of the simulation
+    gpu_models: tuple[str, ...] = ()  # allowed GPU models (the trace's gpu_spec); empty = any
+    workload_class: str = "trace"
+    namespace: str = "default"
+    priority: int = 0  # higher may preempt lower when preemption is on
+    pod: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    source: str = ""
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.num_gpu > 0 and self.gpu_milli > 0
+
+    @property
+    def is_shared(self) -> bool:
+        """A fraction of one GPU: the only shape that GPU sharing or MIG can right-size."""
+        return self.num_gpu == 1 and 0 < self.gpu_milli < 1000
+
+    @property
+    def gpu_request(self) -> float:
+        """Requested GPU compute in GPUs (0.3 for a 300-milli pod, 4.0 for four whole GPUs)."""
+        return self.num_gpu * self.gpu_milli / 1000 if self.is_gpu else 0.0
+
+    @property
+    def shape(self) -> tuple[int, int, int, int, int, tuple[str, ...]]:
+        """The fields placement depends on; pods of one shape get one cached decision."""
+        return (self.cpu_milli, self.memory_mib, self.num_gpu, self.gpu_milli, self.vram_mib, self.gpu_models)
+
+
+@dataclass(slots=True)
+class Workload:
+    """Pods sorted by arrival, where they came from, and what could not be read (counted, never silent)."""
+
+    pods: list[SimPod]
+    source: str
+    kind: str  # "openb" | "jsonl" | "generated"
+    skipped: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def skip(self, reason: str, where: str) -> None:
+        self.skipped[reason] += 1
+        seen = self.examples.setdefault(reason, [])
+        if len(seen) < 3:
+            seen.append(where)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "kind": self.kind,
+            "pods": len(self.pods),
+            "gpu_pods": sum(1 for p in self.pods if p.is_gpu),
+            "skipped": sum(self.skipped.values()),
+            "skipped_reasons": {r: {"count": n, "examples": self.examples.get(r, [])} for r, n in self.skipped.items()},
+        }

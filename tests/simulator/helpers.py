@@ -1,0 +1,30 @@
+"""Small hand-built clusters and pods for the metric and strategy tests."""
+
+from __future__ import annotations
+
+from simulator.cluster import ClusterSpec, NodeSpec
+from simulator.gputypes import resolve_gpu_type
+from simulator.workload import SimPod
+
+
+def node(name: str, gpu: str, gpus: int, *, mig: str = "none", cpu: int = 64000, mem: int = 262144) -> NodeSpec:
+    kind = resolve_gpu_type(gpu)
+    return NodeSpec(name, "pool", cpu, mem, gpus, kind, kind.key, mig)
+
+
+def cluster(*nodes: NodeSpec) -> ClusterSpec:
+    return ClusterSpec(name="test", nodes=list(nodes))
+
+
+def pod(
+    name: str,
+    *,
+    gpus: int = 1,
+    milli: int = 1000,
+    vram: int = 4096,
+    at: float = 0.0,
+    lasts: float | None = None,
+    cpu: int = 1000,
+    priority: int = 0,
+) -> SimPod:
+    return SimPod(name, cpu, 1024, gpus, milli if gpus else 0, vram if gpus else 0, at, lasts, priority=priority)

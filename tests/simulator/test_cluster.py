@@ -1,0 +1,101 @@
+"""Cluster specs: YAML pools, the openb node CSV with its model map, and errors with file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dra.errors import TraceError
+from simulator.cluster import default_cluster, load_cluster, nvlink_groups, place_layout, read_openb_nodes
+from simulator.gputypes import resolve_gpu_type
+
+from .conftest import write
+
+SPEC = """\
+name: lab
+pools:
+  - name: hgx
+    count: 2
+    gpu: H100-SXM5-80GB
+    gpus: 8
+    cpu: 96
+    memory: 1Ti
+    mig: dynamic
+  - name: pcie
+    count: 1
+    gpu: A100-PCIE-80GB
+    gpus: 4
+    mig: [3g.40gb, 3g.40gb]
+  - name: cpu
+    count: 3
+    cpu_milli: 32000
+    memory_mib: 65536
+"""
+
+
+def test_yaml_pools(tmp_path: Path) -> None:
+    spec = load_cluster(write(tmp_path / "c.yaml", SPEC))
+    assert spec.name == "lab" and len(spec.nodes) == 6 and spec.total_gpus == 20
+    hgx = spec.nodes[0]
+    assert hgx.name == "hgx-000" and hgx.cpu_milli == 96000 and hgx.memory_mib == 1024 * 1024
+    assert hgx.mig == "dynamic" and hgx.gpu is not None and hgx.gpu.mig_capable
+    pcie = spec.nodes[2]
+    assert pcie.mig == "static" and [(p.name, s) for p, s in pcie.layout] == [("3g.40gb", 0), ("3g.40gb", 4)]
+    assert spec.nodes[5].gpu is None and spec.nodes[5].gpu_count == 0
+    assert spec.summary()["gpus"] == 20
+
+
+@pytest.mark.parametrize(
+    ("pool", "message"),
+    [
+        ("gpu: Z9000\n    gpus: 2", "unknown GPU model 'Z9000'"),
+        ("gpu: A100-SXM4-80GB\n    gpus: 1\n    mig: [4g.40gb, 4g.40gb]", "impossible MIG layout"),
+        ("gpu: A100-SXM4-80GB\n    gpus: 1\n    mig: [9g.1gb]", "no MIG profile"),
+        ("gpu: L40S\n    gpus: 1\n    mig: dynamic", "dynamic MIG on a GPU without MIG"),
+        ("gpu: T4\n    gpus: 1\n    colour: red", "unknown keys"),
+    ],
+)
+def test_yaml_errors_name_the_pool_line(tmp_path: Path, pool: str, message: str) -> None:
+    text = f"pools:\n  - name: ok\n    count: 1\n  - name: bad\n    {pool}\n"
+    path = write(tmp_path / "c.yaml", text)
+    with pytest.raises(TraceError, match=message) as info:
+        load_cluster(path)
+    assert info.value.line == 4 and info.value.source == str(path)
+
+
+def test_openb_nodes_and_model_map(node_csv: Path) -> None:
+    spec = read_openb_nodes(node_csv)
+    assert [n.gpu_count for n in spec.nodes] == [2, 4, 0]
+    assert spec.nodes[0].gpu is not None and spec.nodes[0].gpu.key == "T4"
+    assert spec.nodes[1].model_label == "G2" and spec.nodes[1].gpu is not None
+    mapped = load_cluster(node_csv, model_map={"G2": "L40S"})
+    assert mapped.nodes[1].gpu is not None and 40 * 1024 < mapped.nodes[1].gpu.memory_mib <= 48 * 1024
+
+
+def test_openb_unknown_model_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "n.csv", "sn,cpu_milli,memory_mib,gpu,model\na,1,1,1,T4\nb,1,1,2,G9\n")
+    with pytest.raises(TraceError, match="G9") as info:
+        read_openb_nodes(path)
+    assert info.value.line == 3
+
+
+def test_mig_layout_rules() -> None:
+    a100 = resolve_gpu_type("A100-SXM4-80GB")
+    assert place_layout(a100, ["4g.40gb", "3g.40gb"]) is not None
+    assert place_layout(a100, ["3g.40gb", "2g.20gb", "1g.10gb"]) is not None
+    assert place_layout(a100, ["1g.10gb"] * 7) is not None
+    assert place_layout(a100, ["1g.10gb"] * 8) is None  # > 7 compute slices
+    assert place_layout(a100, ["4g.40gb", "4g.40gb"]) is None  # 4g only starts at 0
+    assert place_layout(a100, ["3g.40gb", "3g.40gb", "1g.10gb"]) is None  # 9 memory slices
+
+
+def test_nvlink_groups() -> None:
+    assert nvlink_groups(resolve_gpu_type("H100-SXM5-80GB"), 8) == (tuple(range(8)),)
+    assert nvlink_groups(resolve_gpu_type("A100-PCIE-80GB"), 4) == ((0, 1), (2, 3))
+    assert nvlink_groups(resolve_gpu_type("L40S"), 2) == ((0,), (1,))
+
+
+def test_default_cluster() -> None:
+    spec = default_cluster()
+    assert spec.total_gpus == 80 and {n.mig for n in spec.nodes} == {"dynamic", "static", "none"}

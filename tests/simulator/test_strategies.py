@@ -1,0 +1,90 @@
+"""Strategies: MIG drains under the device plugin vs partitions on the fly, and the FGD paper's baselines."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.engine import EngineConfig, fgd_sample, run
+from simulator.metrics import summarize
+from simulator.strategies import STRATEGY_NAMES, make_strategy
+
+from .helpers import cluster, node, pod
+
+
+def test_device_plugin_drains_to_change_a_mig_layout() -> None:
+    # 0.2 GPU with 5 GiB: the smallest fitting MIG profile is 2g.20gb (1g is 1/7 < 0.2 of compute)
+    spec = cluster(node("h", "H100-SXM5-80GB", 1, mig="dynamic"))
+    pods = [pod("small", milli=200, vram=5 * 1024, lasts=100)]
+    rec = run(spec, pods, make_strategy("device-plugin", drain_seconds=600))
+    out = summarize(rec)
+    assert out["mig_reconfigurations"] == 1
+    assert out["drained_node_hours"] == pytest.approx(600 / 3600, abs=1e-3)
+    assert rec.waits["small"] == pytest.approx(600)
+    assert out["evicted_pods"] == 0 and out["on_the_fly_partitions"] == 0
+
+
+def test_drain_evicts_and_requeues_running_pods() -> None:
+    spec = cluster(node("h", "H100-SXM5-80GB", 1, mig="dynamic"))
+    pods = [pod("whole", lasts=10_000), pod("small", milli=200, vram=5 * 1024, at=10, lasts=100)]
+    out = summarize(run(spec, pods, make_strategy("device-plugin", drain_seconds=60, drain_max_pods=1)))
+    assert out["evicted_pods"] == 1 and out["mig_reconfigurations"] >= 1
+    assert out["pods_placed"] == 2
+
+
+def test_dra_partitions_on_the_fly() -> None:
+    spec = cluster(node("h", "H100-SXM5-80GB", 1, mig="dynamic"))
+    pods = [pod("small", milli=200, vram=5 * 1024, lasts=100), pod("s2", milli=100, vram=2048, at=1)]
+    for name in ("dra-whole", "gpudra"):
+        rec = run(spec, pods, make_strategy(name))
+        out = summarize(rec)
+        assert out["on_the_fly_partitions"] == 2 and out["mig_reconfigurations"] == 0
+        assert rec.waits == {"small": 0.0, "s2": 0.0}
+
+
+def test_gpudra_shares_a_plain_gpu_and_device_plugin_cannot() -> None:
+    spec = cluster(node("t", "L40S", 1))
+    pods = [pod(f"p{i}", milli=250, vram=4096, at=i) for i in range(4)]
+    assert summarize(run(spec, pods, make_strategy("gpudra")))["pods_placed"] == 4
+    assert summarize(run(spec, pods, make_strategy("device-plugin")))["pods_placed"] == 1
+
+
+def test_fgd_no_worse_than_any_baseline_by_hand() -> None:
+    # Two 1-GPU nodes; 0.5, 0.5, then a whole GPU. Packing both halves on one GPU keeps the other whole GPU
+    # for the last pod (0 unallocated); spreading them leaves two half GPUs and the last pod cannot fit.
+    spec = cluster(node("a", "V100M32", 1), node("b", "V100M32", 1))
+    pods = [pod("h1", milli=500, at=0), pod("h2", milli=500, at=1), pod("w", at=2)]
+    results = {name: summarize(run(spec, pods, make_strategy(name, seed=1))) for name in STRATEGY_NAMES
+               if name not in ("device-plugin", "dra-whole", "gpudra")}  # fmt: skip
+    assert results["fgd"]["unallocated_gpus"] == pytest.approx(0.0)
+    assert results["fgd"]["pods_placed"] == 3
+    assert results["dotprod"]["unallocated_gpus"] == pytest.approx(1.0)  # aligns with the emptier node: spreads
+    for name, out in results.items():
+        assert results["fgd"]["unallocated_gpus"] <= out["unallocated_gpus"], name
+
+
+def test_fgd_protocol_sampling() -> None:
+    pods = [pod("a", milli=500), pod("b", gpus=2), pod("c", gpus=0)]
+    sampled = fgd_sample(pods, total_gpus=10, load=1.0, seed=7)
+    assert sum(p.gpu_request for p in sampled) >= 10
+    assert sum(p.gpu_request for p in sampled[:-1]) < 10
+    assert sampled == fgd_sample(pods, total_gpus=10, load=1.0, seed=7)
+    assert len({p.name for p in sampled}) == len(sampled) and all(p.duration is None for p in sampled)
+    rec = run(cluster(node("n", "T4", 8)), pods, make_strategy("fgd"), EngineConfig(protocol="fgd", seed=7))
+    out = summarize(rec)
+    assert out["pods_total"] == len(fgd_sample(pods, 8, 1.0, 7))
+    assert rec.samples[-1].arrived >= 1.0
+
+
+def test_preemption_evicts_lower_priority() -> None:
+    pods = [pod("low", lasts=1000, priority=0), pod("high", at=5, lasts=10, priority=2)]
+    spec = cluster(node("n", "T4", 1))
+    off = run(spec, pods, make_strategy("device-plugin"))
+    on = run(spec, pods, make_strategy("device-plugin"), EngineConfig(preemption=True))
+    assert off.waits["high"] == pytest.approx(995) and off.evicted_pods == 0
+    assert on.waits["high"] == pytest.approx(0) and on.evicted_pods == 1
+    assert summarize(on)["pods_placed"] == 2
+
+
+def test_unknown_strategy() -> None:
+    with pytest.raises(ValueError, match="unknown strategy"):
+        make_strategy("magic")
