@@ -1,4 +1,5 @@
-"""List functions: Kubernetes `library/lists.go` (v0), cel-go `ext.Lists` v3, and the optional library's first/last.
+"""List functions: Kubernetes `library/lists.go` (v0), cel-go `ext.Lists` v3, and the optional library's (v2)
+`first`/`last`/`optional.unwrap`/`unwrapOpt`.
 
 `sortBy(e, key)` is a macro upstream (expanded to `@sortByAssociatedKeys`); the compiler expands it and calls
 the `@sortByAssociatedKeys` member registered here. `includes` (Kubernetes lists v1, 1.37, and DRA's
@@ -217,7 +218,7 @@ def sort_by_associated_keys(values: list[Any], keys: list[Any]) -> list[Any]:
     return _sort_by_keys(values, keys)
 
 
-# ------------------------------------------------------------------------------- optional library v2 first/last
+# ------------------------------------------------------------------- optional library v2 first/last and unwrap
 
 
 @REGISTRY.member("first", list)
@@ -228,3 +229,24 @@ def first(values: list[Any]) -> Optional:
 @REGISTRY.member("last", list)
 def last(values: list[Any]) -> Optional:
     return Optional.of(values[-1]) if values else Optional.NONE
+
+
+def _unwrap(values: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for value in values:
+        if type(value) is not Optional:
+            shown = ("true" if value else "false") if type(value) is bool else value
+            raise CelRuntimeError(f"value {shown} is not optional")
+        if value.has_value():
+            out.append(value.value())
+    return out
+
+
+@REGISTRY.function("optional.unwrap", list)
+def optional_unwrap(values: list[Any]) -> list[Any]:
+    return _unwrap(values)
+
+
+@REGISTRY.member("unwrapOpt", list)
+def unwrap_opt(values: list[Any]) -> list[Any]:
+    return _unwrap(values)

@@ -154,3 +154,12 @@ def test_properties_against_python(values: list[int]) -> None:
 def test_range_beyond_any_budget_is_refused_before_allocating() -> None:
     with pytest.raises(CelCostError, match="cost limit exceeded"):
         REGISTRY.call_global("lists.range", (10**12,))
+
+
+def test_unwrap_keeps_present_values() -> None:
+    opts = [Optional.of(1), Optional.NONE, Optional.of("a")]
+    assert REGISTRY.call_global("optional.unwrap", (opts,)) == [1, "a"]
+    assert member("unwrapOpt", opts) == [1, "a"]
+    assert member("unwrapOpt", []) == []
+    with pytest.raises(CelRuntimeError, match="^value 2 is not optional$"):
+        member("unwrapOpt", [Optional.of(1), 2])
