@@ -227,6 +227,7 @@ class Slice:
     devices: list[SliceDevice]
     shared_counters: list[tuple[str, dict[str, Amount]]]
     uses_compatibility_groups: bool = False
+    skips_node_operations: bool = False
 
 
 def _device(raw: dict[str, Any]) -> SliceDevice:
@@ -277,6 +278,7 @@ def parse_slice(obj: Any) -> Slice:
         all_nodes=bool(spec.get("allNodes")),
         per_device_node_selection=bool(spec.get("perDeviceNodeSelection")),
         devices=[_device(d) for d in spec.get("devices") or []],
+        skips_node_operations=bool(spec.get("skipNodeOperations")),
         uses_compatibility_groups=any(
             c.get("compatibilityGroups") for d in spec.get("devices") or [] for c in d.get("consumesCounters") or []
         ),

@@ -317,6 +317,10 @@ class Search:
             return None
         if not admin and self.in_use(dkey):
             return None
+        # Upstream's experimental variant (chosen when list-type attributes are on) refuses devices whose
+        # slice skips node operations unless DRAOptionalNodeOperations is on, which gpudra does not implement.
+        if f.ListTypeAttributes and cand.slice.skips_node_operations:
+            return None
         if not f.PartitionableDevices and device.consumes:
             return None
         pool_id = (cand.pool.driver, cand.pool.name)
