@@ -126,24 +126,34 @@ class Dispatcher:
 class Compiler:
     """One compilation: the declared variables, the function registry and the bound comprehension names."""
 
-    def __init__(self, source: str, variables: frozenset[str], registry: FunctionRegistry, track_cost: bool) -> None:
+    def __init__(
+        self,
+        source: str,
+        variables: frozenset[str],
+        registry: FunctionRegistry,
+        track_cost: bool,
+        dyn_variables: bool = True,
+        bindings: bool = False,
+    ) -> None:
         self.source = source
+        self.bindings = bindings  # cel.bind: DRA adds ext.Bindings, the Kubernetes base environment does not
+        self.dyn_variables = dyn_variables
         self.variables = variables
         self.registry = registry
         self.track_cost = track_cost
         self.scope: list[str] = []
         self.nodes = 0
+        self.dyn_nodes: set[int] = set()  # ids of closures whose static type is dyn (dyn() calls)
+        self.type_idents = dict(TYPE_IDENTS) | _library_types(registry)
 
     # -- errors --------------------------------------------------------------------------------------------
 
     def error(self, tree: Any, message: str) -> CelCompileError:
-        pos = None
         meta = getattr(tree, "meta", None)
-        if meta is not None and not getattr(meta, "empty", True):
-            pos = meta.start_pos
-        where = ""
-        if meta is not None and not getattr(meta, "empty", True):
-            where = f"<input>:{meta.line}:{meta.column}: "
+        line = getattr(meta, "line", None) if meta is not None and not getattr(meta, "empty", True) else None
+        column = getattr(meta, "column", None) if line is not None else None
+        pos = getattr(meta, "start_pos", None) if line is not None else None
+        where = f"<input>:{line}:{column}: " if isinstance(line, int) and isinstance(column, int) else ""
         return CelCompileError(f"{where}{message}", expression=self.source, position=pos)
 
     # -- entry ---------------------------------------------------------------------------------------------
@@ -170,7 +180,9 @@ class Compiler:
             try:
                 return Const(f(*(n.value for n in nodes)))  # type: ignore[union-attr]
             except CelRuntimeError as e:
-                if e.message.startswith("no such overload: "):
+                # cel-go's checker lets null through to a runtime error (null < null).
+                has_null = any(n.value is None for n in nodes)  # type: ignore[union-attr]
+                if e.message.startswith("no such overload: ") and not has_null:
                     sig = e.message.removeprefix("no such overload: ")
                     name, _, args = sig.partition("(")
                     raise CelCompileError(
@@ -186,6 +198,8 @@ class Compiler:
             self.nodes -= 1
             return self.compile(tree.children[0])
         cond, then, other = (self.compile(c) for c in tree.children)
+        self._expect_bool(tree.children[0], cond)
+        self._same_type(tree.children[1], "_?_:_", then, other)
         if isinstance(cond, Const):
             if cond.value is True:
                 return then
@@ -215,6 +229,8 @@ class Compiler:
             return self.compile(tree.children[0])
         left = self.compile(tree.children[0])
         right = self.compile(tree.children[1])
+        for side, side_tree in ((left, tree.children[0]), (right, tree.children[1])):
+            self._expect_bool(side_tree, side)
         decisive = is_or  # the value that decides the result on its own
         if isinstance(left, Const) and left.value is decisive:
             return left
@@ -276,6 +292,19 @@ class Compiler:
 
         return and_
 
+    def _expect_bool(self, tree: Any, n: Node) -> None:
+        """The checker's "expected type 'bool'" for a literal operand of a logical operator or condition."""
+        t = self.static_type(n)
+        if t is not None and t not in ("bool", "dyn"):
+            raise self.error(tree, f"expected type 'bool' but found '{t}'")
+
+    def _same_type(self, tree: Any, name: str, *nodes: Node) -> None:
+        """Operands whose literal types differ match no overload of `name` (cel-go's checker)."""
+        types = [self.static_type(n) for n in nodes]
+        known = [t for t in types if t is not None and t not in ("dyn", "null_type")]
+        if len(set(known)) > 1 and len(known) == len(types):
+            raise self.error(tree, f"found no matching overload for '{name}' applied to '({', '.join(known)})'")
+
     def _bool_check(self, n: Node, name: str) -> Node:
         if isinstance(n, Const):
             if type(n.value) is bool:
@@ -300,8 +329,10 @@ class Compiler:
         left = self.compile(op_tree.children[0])
         right = self.compile(right_tree)
         if op == "relation_eq":
+            self._same_type(tree, "_==_", left, right)
             return self._equality(left, right, negate=False)
         if op == "relation_ne":
+            self._same_type(tree, "_!=_", left, right)
             return self._equality(left, right, negate=True)
         if op == "relation_in":
             folded = self.fold(stdlib.contains, left, right)
@@ -368,13 +399,13 @@ class Compiler:
             return folded
         if isinstance(right, Const) and type(right.value) in (int, float):
             c = right.value
+            ct = type(c)
             lf = as_fn(left)
             if op == "relation_ge":
 
                 def ge_c(a: dict[str, Any]) -> bool:
                     v = lf(a)
-                    tv = type(v)
-                    if tv is int or tv is float:
+                    if type(v) is ct:  # same type: Python's operator is CEL's
                         return v >= c  # type: ignore[no-any-return]
                     return generic(v, c)
 
@@ -383,8 +414,7 @@ class Compiler:
 
                 def gt_c(a: dict[str, Any]) -> bool:
                     v = lf(a)
-                    tv = type(v)
-                    if tv is int or tv is float:
+                    if type(v) is ct:  # same type: Python's operator is CEL's
                         return v > c  # type: ignore[no-any-return]
                     return generic(v, c)
 
@@ -393,8 +423,7 @@ class Compiler:
 
                 def le_c(a: dict[str, Any]) -> bool:
                     v = lf(a)
-                    tv = type(v)
-                    if tv is int or tv is float:
+                    if type(v) is ct:  # same type: Python's operator is CEL's
                         return v <= c  # type: ignore[no-any-return]
                     return generic(v, c)
 
@@ -402,8 +431,7 @@ class Compiler:
 
             def lt_c(a: dict[str, Any]) -> bool:
                 v = lf(a)
-                tv = type(v)
-                if tv is int or tv is float:
+                if type(v) is ct:  # same type: Python's operator is CEL's
                     return v < c  # type: ignore[no-any-return]
                 return generic(v, c)
 
@@ -484,12 +512,12 @@ class Compiler:
         if qualified is not None and qualified not in self.scope:
             head = qualified.split(".", 1)[0]
             if head not in self.variables and head not in self.scope:
-                if qualified in TYPE_IDENTS:
-                    return Const(TYPE_IDENTS[qualified])
+                if qualified in self.type_idents:
+                    return Const(self.type_idents[qualified])
                 raise self.error(tree, f"undeclared reference to '{qualified}'")
         path = self._path(tree)
         if path is not None:
-            return self._path_fn(path)
+            return self._variable_path(path)
         target = self.compile(target_tree)
         folded = self.fold(lambda o: stdlib.select(o, field), target)
         if folded is not None:
@@ -512,7 +540,7 @@ class Compiler:
         target_tree, key_tree = tree.children
         path = self._path(tree)
         if path is not None:
-            return self._path_fn(path)
+            return self._variable_path(path)
         target = self.compile(target_tree)
         key = self.compile(key_tree)
         folded = self.fold(stdlib.index, target, key)
@@ -552,6 +580,32 @@ class Compiler:
                 keys.reverse()
                 return keys
             return None
+
+    def _variable_path(self, path: list[str]) -> Fn:
+        fn = self._path_fn(path)
+        if self.dyn_variables and path[0] not in self.scope:
+            self.dyn_nodes.add(id(fn))
+        return fn
+
+    def static_type(self, n: Node) -> str | None:
+        """The checker's type for a literal or a dyn-typed node; None when this compiler cannot tell."""
+        if isinstance(n, Const):
+            if type(n.value) in (list, dict) and not n.value:
+                return None  # an empty literal's element type is free: it unifies with anything
+            return _literal_type_name(n.value)
+        return "dyn" if id(n) in self.dyn_nodes else None
+
+    def homogeneous(self, tree: Any, nodes: list[Node]) -> None:
+        """Kubernetes' HomogeneousAggregateLiterals: literal elements (keys, values) share one exact type."""
+        first: str | None = None
+        for n in nodes:
+            t = self.static_type(n)
+            if t is None:
+                continue
+            if first is None:
+                first = t
+            elif t != first:
+                raise self.error(tree, f"expected type '{first}' but found '{t}'")
 
     def _path_fn(self, path: list[str]) -> Fn:
         self.nodes += len(path) - 1
@@ -647,7 +701,7 @@ class Compiler:
             head = qualified.split(".", 1)[0]
             if head not in self.variables and head not in self.scope:
                 full = f"{qualified}.{name}"
-                if full == "cel.bind":
+                if full == "cel.bind" and self.bindings:
                     return macros.bind(self, tree, arg_trees)
                 if full in self.registry.globals:
                     return self._global_call(tree, full, arg_trees)
@@ -705,12 +759,26 @@ class Compiler:
         if not fitting:
             shown = ", ".join("dyn" if c is _UNKNOWN else _literal_type_name(c) for c in consts)
             raise self.error(tree, f"found no matching overload for '{name}' applied to '({shown})'")
+        if name in _REGEX_FUNCTIONS and len(args) == 2 and isinstance(args[1], Const) and type(args[1].value) is str:
+            try:  # Kubernetes validates regex literals at compile time (ValidateRegexLiterals)
+                stdlib.compile_regex(args[1].value)
+            except CelRuntimeError as e:
+                raise self.error(tree, e.message) from None
         dispatch = Dispatcher(name, fitting)
-        if all(isinstance(n, Const) for n in args) and not name.startswith(("optional.none",)):
+        if name == "dyn":  # dyn() hides its argument's type from the checker, so never fold through it
+            (inner,) = args
+            f_inner = as_fn(inner)
+            dyn_node: Fn = lambda a: f_inner(a)  # noqa: E731 - a distinct closure marks the node as dyn-typed
+            self.dyn_nodes.add(id(dyn_node))
+            return dyn_node
+        if all(isinstance(n, Const) for n in args):
             try:
                 return Const(dispatch(*(n.value for n in args)))  # type: ignore[union-attr]
-            except CelRuntimeError:
-                pass
+            except CelRuntimeError as e:
+                # cel-go folds constant conversions when the program is built (and validates duration and
+                # timestamp literals), so Kubernetes rejects e.g. int(1e99) or duration('x') up front.
+                if name in _FOLDED_AT_COMPILE:
+                    raise self.error(tree, e.message) from None
         fns = [as_fn(n) for n in args]
         if self.track_cost:
             return self._costed_call(dispatch, fns)
@@ -763,9 +831,9 @@ class Compiler:
     def _c_ident(self, tree: Tree) -> Node:  # type: ignore[type-arg]
         name = str(tree.children[0])
         if name in self.scope or name in self.variables:
-            return self._path_fn([name])
-        if name in TYPE_IDENTS:
-            return Const(TYPE_IDENTS[name])
+            return self._variable_path([name])
+        if name in self.type_idents:
+            return Const(self.type_idents[name])
         raise self.error(tree, f"undeclared reference to '{name}'")
 
     def _c_dot_ident(self, tree: Tree) -> Node:  # type: ignore[type-arg]
@@ -787,6 +855,7 @@ class Compiler:
                     elems.append((True, self.compile(inner)))
                 else:
                     elems.append((False, self.compile(t)))
+        self.homogeneous(tree, [n for opt, n in elems if not opt])
         if not any(opt for opt, _ in elems) and all(isinstance(n, Const) for _, n in elems):
             # Shared constant: runtime code never mutates lists (Program.evaluate copies a constant result).
             return Const([n.value for _, n in elems])  # type: ignore[union-attr]
@@ -820,6 +889,8 @@ class Compiler:
                 if isinstance(key, Const) and type(key.value) not in (str, int, Uint, bool):
                     raise self.error(kids[i], f"unsupported map key type '{type_name(key.value)}'")
                 entries.append((inner is not None, key, self.compile(kids[i + 1])))
+        self.homogeneous(tree, [k for _, k, _ in entries])
+        self.homogeneous(tree, [v for opt, _, v in entries if not opt])
         parts = [(opt, as_fn(k), as_fn(v)) for opt, k, v in entries]
         constant = all(isinstance(k, Const) and isinstance(v, Const) and not opt for opt, k, v in entries)
 
@@ -889,6 +960,23 @@ class Compiler:
 
 
 _UNKNOWN: Final = object()
+
+
+def _library_types(registry: FunctionRegistry) -> dict[str, CelType]:
+    """Type identifiers for the library classes the registry's overloads name (`net.IP`, `kubernetes.Quantity`)."""
+    found: dict[str, CelType] = {}
+    for table in (registry.globals, registry.members):
+        for overloads in table.values():
+            for ov in overloads:
+                for t in ov.arg_types:
+                    name = getattr(t, "cel_type_name", None)
+                    if isinstance(name, str):
+                        found[name] = CelType(name)
+    return found
+
+
+_REGEX_FUNCTIONS: Final = frozenset({"matches", "find", "findAll"})
+_FOLDED_AT_COMPILE: Final = frozenset({"int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp"})
 
 
 def _accepts_one(expected: type, value: Any) -> bool:

@@ -117,6 +117,8 @@ class Environment:
         self.variables = variables
         self.registry = registry if registry is not None else stdlib.REGISTRY.merged(_library_registries())
         self.bool_result = bool_result
+        self.dyn_variables = True  # admission variables are dyn; DRA's device is a declared object type
+        self.bindings = False  # cel.bind (ext.Bindings) is in DRA's environment only
         self._cache: dict[str, Program] = {}
 
     @classmethod
@@ -128,23 +130,33 @@ class Environment:
         return env
 
     @classmethod
-    def dra_selector(cls) -> Environment:
-        """The DRA device selector environment with the `device` variable (shared instance, shared cache)."""
-        env = cls._shared.get("dra-selector")
+    def dra_selector(cls, require_bool: bool = True) -> Environment:
+        """The DRA device selector environment with the `device` variable (shared instance, shared cache).
+
+        `require_bool=False` gives the same environment without the selector's bool-result check (for
+        exploring values, as `gpudra cel eval --device` does).
+        """
+        name = "dra-selector" if require_bool else "dra-values"
+        env = cls._shared.get(name)
         if env is None:
             # DRA compiles selectors as StoredExpressions: every library, including lists' `includes`.
             registry = stdlib.REGISTRY.merged(_library_registries("INCLUDES_REGISTRY"))
-            env = cls._shared["dra-selector"] = cls("dra-selector", DRA_VARIABLES, registry, bool_result=True)
+            env = cls._shared[name] = cls(name, DRA_VARIABLES, registry, bool_result=require_bool)
+            env.dyn_variables = False
+            env.bindings = True
         return env
 
     def with_variables(self, *names: str) -> Environment:
         """A new environment with extra declared variables (own cache)."""
-        return Environment(
+        env = Environment(
             f"{self.name}+{','.join(names)}",
             self.variables | frozenset(names),
             self.registry,
             bool_result=self.bool_result,
         )
+        env.dyn_variables = self.dyn_variables
+        env.bindings = self.bindings
+        return env
 
     def compile(self, expression: str) -> Program:
         """Compile (cached); raises `CelCompileError` naming the position and what is wrong."""
@@ -155,16 +167,27 @@ class Environment:
             raise CelCompileError(f"expression must be a string, got {type(expression).__name__}")
         tree = parse(expression)
         tracked = _has_loops(tree)
-        compiler = Compiler(expression, self.variables, self.registry, tracked)
+        compiler = Compiler(
+            expression,
+            self.variables,
+            self.registry,
+            tracked,
+            dyn_variables=self.dyn_variables,
+            bindings=self.bindings,
+        )
         try:
             node = compiler.compile(tree)
         except RecursionError:
             raise CelCompileError("expression nesting too deep", expression=expression) from None
-        if self.bool_result and isinstance(node, Const) and type(node.value) is not bool:
-            raise CelCompileError(
-                f"must evaluate to bool or the unknown type, not {stdlib.type_of(node.value).name}",
-                expression=expression,
-            )
+        if self.bool_result:
+            result_type = stdlib.type_of(node.value).name if isinstance(node, Const) else None
+            if isinstance(node, Const) and type(node.value) is bool:
+                result_type = None
+            result_type = result_type or _device_path_type(compiler, tree)
+            if result_type is not None:
+                raise CelCompileError(
+                    f"must evaluate to bool or the unknown type, not {result_type}", expression=expression
+                )
         program = Program(expression, as_fn(node), max(compiler.nodes, 1), tracked, isinstance(node, Const))
         if len(self._cache) >= _CACHE_SIZE:
             self._cache.clear()
@@ -186,3 +209,23 @@ def _has_loops(tree: Any) -> bool:
         if sub.data == "member_dot_arg" and str(sub.children[1]) in (*MACROS, "bind"):
             return True
     return False
+
+
+def _device_path_type(compiler: Compiler, tree: Any) -> str | None:
+    """The declared non-bool type of a whole expression that is a plain `device.…` path (DRA's device type)."""
+    node = tree
+    while node.data not in ("member_dot", "member_index") and len(node.children) == 1:
+        child = node.children[0]
+        if not hasattr(child, "data"):
+            return None
+        node = child
+    path = compiler._path(node) if node.data in ("member_dot", "member_index") else None
+    if not path or path[0] != "device":
+        return None
+    if len(path) == 2 and path[1] == "driver":
+        return "string"
+    if len(path) == 4 and path[1] == "capacity":
+        return "kubernetes.Quantity"
+    if len(path) in (2, 3) and path[1] in ("attributes", "capacity"):
+        return "map"
+    return None

@@ -73,7 +73,7 @@ def eval_expression(
     try:
         activation = dict(_parse_var(v) for v in variables)
         if device is not None:
-            env = Environment.dra_selector()
+            env = Environment.dra_selector(require_bool=False)
             activation["device"] = device_value(driver, _load_device(device))
         else:
             env = Environment.admission()

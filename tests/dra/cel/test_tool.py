@@ -75,7 +75,7 @@ def test_bad_var_and_bad_device(tmp_path: Path) -> None:
         ("1u", "1u"),
         ("2.0", "2.0"),
         ("'a\"b'", '"a\\"b"'),
-        ("[1, null, true]", "[1, null, true]"),
+        ("[dyn(1), dyn(null), dyn(true)]", "[1, null, true]"),
         ("{'k': duration('90s')}", '{"k": duration("90s")}'),
         ("quantity('1.5Gi')", 'quantity("1536Mi")'),
         ("optional.of(1)", "optional.of(1)"),
