@@ -81,13 +81,15 @@ def _request_ref(errs: Errors, ref: str, path: Path, names: _RequestNames) -> No
 
 
 def _allocation_mode(errs: Errors, mode: str | None, count: int | None, path: Path) -> None:
-    # The API server defaults an empty mode to ExactCount and an ExactCount count to 1 before validating.
+    # The API server defaults before it validates: an empty mode to ExactCount, and then a zero (= unset) count to
+    # 1 (SetDefaults_ExactDeviceRequest), so only a negative count reaches the "greater than zero" rule.
     mode = mode or "ExactCount"
+    count = count or 0
     if mode == "All":
-        if count:
+        if count != 0:
             errs.invalid(path.child("count"), count, "must not be specified when allocationMode is 'All'")
     elif mode == "ExactCount":
-        if count is not None and count <= 0:
+        if count < 0:
             errs.invalid(path.child("count"), count, "must be greater than zero")
     else:
         errs.not_supported(path.child("allocationMode"), mode, ["All", "ExactCount"])

@@ -238,3 +238,13 @@ def test_timestamps_from_plain_pyyaml_become_text() -> None:
     out = ResourceSlice.from_k8s(doc).to_k8s()
     assert out["metadata"]["creationTimestamp"] == "2026-05-04T10:11:12Z"
     assert out["spec"]["devices"][0]["taints"][0]["timeAdded"] == "2026-05-04T10:00:00Z"
+
+
+def test_public_names_are_sorted_and_exist() -> None:
+    import dra.documents
+    import dra.model
+    import dra.quantity
+
+    for module in (dra.model, dra.documents, dra.quantity):
+        assert module.__all__ == sorted(module.__all__)
+        assert all(hasattr(module, name) for name in module.__all__)

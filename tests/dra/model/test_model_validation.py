@@ -120,9 +120,9 @@ CLAIM_CASES: list[tuple[str, Callable[[Doc], object], tuple[str, str]]] = [
         ("spec.devices.requests[0].name", f'Invalid value: "GPU": {LABEL_MSG}'),
     ),
     (
-        "count zero",
-        lambda d: _req(d)["exactly"].update(count=0),
-        ("spec.devices.requests[0].exactly.count", "Invalid value: 0: must be greater than zero"),
+        "negative count",
+        lambda d: _req(d)["exactly"].update(count=-2),
+        ("spec.devices.requests[0].exactly.count", "Invalid value: -2: must be greater than zero"),
     ),
     (
         "count with All",
@@ -590,6 +590,12 @@ def test_bare_bases_and_fixtures_are_valid() -> None:
     for obj in load_objects(*sorted(FIXTURES.glob("*.yaml"))):
         model = obj if isinstance(obj, K8sModel) else Pod.from_k8s(obj)
         assert model.validation_errors() == []
+
+
+def test_zero_count_is_defaulted_not_rejected() -> None:
+    # SetDefaults_ExactDeviceRequest turns count 0 (= unset in Go) into 1 before validation runs.
+    assert _errors(_with(claim, lambda d: _req(d)["exactly"].update(count=0))) == []
+    assert _errors(_with(claim, lambda d: _req(d)["exactly"].update(allocationMode="All", count=0))) == []
 
 
 def test_subrequest_references() -> None:
