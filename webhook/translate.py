@@ -61,6 +61,15 @@ class Translation:
         }
 
 
+def _copy(data: Any) -> Any:
+    """A deep copy of JSON data (several times faster than `copy.deepcopy`, which tracks shared references)."""
+    if type(data) is dict:
+        return {k: _copy(v) for k, v in data.items()}
+    if type(data) is list:
+        return [_copy(v) for v in data]
+    return data if type(data) in (str, int, float, bool) or data is None else copy.deepcopy(data)
+
+
 def pointer(*parts: str | int) -> str:
     """An RFC 6901 JSON pointer: `~` becomes `~0` and `/` becomes `~1` in each part."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
@@ -81,7 +90,7 @@ def claim_template(claim: Mapping[str, Any], namespace: str) -> dict[str, Any]:
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": template_name(claim), "namespace": namespace, "labels": dict(MANAGED_BY)},
-        "spec": {"spec": copy.deepcopy(dict(claim))},
+        "spec": {"spec": _copy(dict(claim))},
     }
 
 
@@ -153,7 +162,7 @@ def _patch(pod: Mapping[str, Any], decision: Decision, template: str) -> list[di
 
 def translate(pod: Mapping[str, Any], decision: Decision) -> Translation:
     """Apply `decision` to `pod`: enforce → template + patch; audit → the would-be claim in warnings only."""
-    original = copy.deepcopy(dict(pod))
+    original = _copy(dict(pod))
     warnings = list(decision.warnings)
     if not decision.allowed or decision.claim is None or not decision.containers:
         return Translation(original, warnings=tuple(warnings))
@@ -168,5 +177,5 @@ def translate(pod: Mapping[str, Any], decision: Decision) -> Translation:
         )
         return Translation(original, warnings=tuple(warnings), audit_annotations={WOULD_TRANSLATE_ANNOTATION: summary})
     ops = _patch(original, decision, name)
-    mutated = copy.deepcopy(jsonpatch.apply_patch(original, ops, in_place=False))
+    mutated = jsonpatch.apply_patch(_copy(original), _copy(ops), in_place=True)
     return Translation(mutated, (template,), tuple(ops), tuple(warnings))

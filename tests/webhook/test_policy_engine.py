@@ -299,6 +299,11 @@ def test_an_unreadable_legacy_count_is_invalid_input(value: Any) -> None:
     )
 
 
+def test_a_zero_count_asks_for_nothing() -> None:
+    decision = load_policies().evaluate(_pod(0))
+    assert decision.allowed and decision.claim is None and decision.containers == ()
+
+
 def test_quantity_strings_count_as_devices() -> None:
     decision = load_policies().evaluate(_pod("2"))
     assert decision.containers[0].replaces == {"nvidia.com/gpu": 2}

@@ -163,12 +163,18 @@ def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
     for name in in_limits:
         # Limits win: for extended resources Kubernetes requires requests == limits when both are set.
         legacy[name] = _count(limits[name], f"{where}.resources.limits[{name}]")
+    # A count of 0 asks for nothing: it is left in place and no DRA request is made for it.
+    legacy = {name: legacy[name] for name in sorted(legacy) if legacy[name]}
+    in_requests = tuple(n for n in in_requests if n in legacy)
+    in_limits = tuple(n for n in in_limits if n in legacy)
+    if not (legacy or claims):
+        return None
     return ContainerFacts(
         name=str(container.get("name", "")),
         kind=kind,
         index=index,
         sidecar=kind == "initContainers" and container.get("restartPolicy") == "Always",
-        legacy={name: legacy[name] for name in sorted(legacy)},
+        legacy=legacy,
         in_requests=in_requests,
         in_limits=in_limits,
         claims=tuple(str(c.get("name", "")) for c in claims if isinstance(c, dict)),
