@@ -1,7 +1,7 @@
 """cel-go `ext.Strings` at version 2, as Kubernetes loads it (`ext.Strings(StringsVersion(2))`).
 
 Indices count Unicode code points. v2 has `format` (cel-go's pre-v4 formatter with its en-US locale output:
-`%f` groups thousands, `%e` prints `1.000000 × 10⁰⁰`, infinities print `∞`), `strings.quote` and the lenient
+`%f` groups thousands, `%e` prints `1.000000×10⁰⁰`, infinities print `∞`), `strings.quote` and the lenient
 `join`; `reverse` (v3) and the cel-spec formatter (v4) are not part of it.
 """
 
@@ -366,7 +366,7 @@ def _format_scientific(value: Any, width: int) -> str:
         mantissa, _, exponent = f"{number + 0.0:.{_DEFAULT_PRECISION}e}".partition("e")
         exp = int(exponent)
         digits = f"{'-' if exp < 0 else ''}{abs(exp):02d}"
-        special = f"{mantissa}\u202f×\u202f10{digits.translate(_SUPERSCRIPT)}"
+        special = f"{mantissa}×10{digits.translate(_SUPERSCRIPT)}"
     return special.rjust(width)
 
 
