@@ -201,7 +201,7 @@ class ClusterState:
             parts=parts,
             started=now,
             nvlink_ok=nvlink_ok,
-            requested_milli=pod.num_gpu * pod.gpu_milli,
+            requested_milli=sum(min(pod.gpu_milli, p.milli) for p in parts),  # demand a slice actually serves
             held_milli=sum(p.milli for p in parts),
             needed_vram=sum(min(pod.vram_mib, p.vram) for p in parts),
             held_vram=sum(p.vram for p in parts),

@@ -48,9 +48,14 @@ class Strategy:
 
     name = "base"
     device_order = "first"  # how GPUs are picked inside a node: first | nvlink | pack
+    node_score = "least-allocated"  # kube-scheduler's default; most-allocated packs (NodeResourcesFit)
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, *, node_score: str | None = None) -> None:
         self.seed = seed
+        if node_score is not None:
+            if node_score not in ("least-allocated", "most-allocated"):
+                raise ValueError(f"node_score must be least-allocated or most-allocated (got {node_score!r})")
+            self.node_score = node_score
         self._demands: dict[tuple[Any, ...], tuple[int, Demand | None]] = {}
         self._cache: dict[tuple[int, int], Answer] = {}
 
@@ -61,8 +66,9 @@ class Strategy:
         raise NotImplementedError
 
     def score(self, state: ClusterState, node: NodeState, sig: Sig, demand: Demand, parts: tuple[Part, ...]) -> float:
-        """Higher is better; default: kube-scheduler's LeastAllocated over CPU and memory."""
-        return least_allocated(node, demand)
+        """Higher is better; default: kube-scheduler's LeastAllocated (or MostAllocated) over CPU and memory."""
+        spread = least_allocated(node, demand)
+        return spread if self.node_score == "least-allocated" else -spread
 
     def _demand(self, pod: SimPod) -> tuple[int, Demand | None]:
         key = pod.shape

@@ -52,8 +52,8 @@ def _gpu_residual(node: NodeState, sig: Sig, parts: tuple[Part, ...]) -> float:
 class RandomFit(ShareStrategy):
     name = "random"
 
-    def __init__(self, seed: int = 0) -> None:
-        super().__init__(seed)
+    def __init__(self, seed: int = 0, *, node_score: str | None = None) -> None:
+        super().__init__(seed, node_score=node_score)
         self.rng = random.Random(seed)
 
     def choose(self, state: ClusterState, pod: SimPod) -> tuple[int, tuple[Part, ...]] | None:
@@ -148,8 +148,10 @@ class Fgd(ShareStrategy):
 
     name = "fgd"
 
-    def __init__(self, seed: int = 0, typical: tuple[TypicalPod, ...] | None = None) -> None:
-        super().__init__(seed)
+    def __init__(
+        self, seed: int = 0, *, typical: tuple[TypicalPod, ...] | None = None, node_score: str | None = None
+    ) -> None:
+        super().__init__(seed, node_score=node_score)
         self.typical: tuple[TypicalPod, ...] = typical or ()
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:

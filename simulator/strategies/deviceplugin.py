@@ -70,8 +70,9 @@ class DevicePlugin(_ByCount):
         drain_seconds: float = 600.0,
         min_layout_age: float = 3600.0,
         drain_max_pods: int = 4,
+        node_score: str | None = None,
     ) -> None:
-        super().__init__(seed)
+        super().__init__(seed, node_score=node_score)
         self.drain_seconds = drain_seconds
         self.min_layout_age = min_layout_age  # an operator does not flip a node's layout back and forth
         self.drain_max_pods = drain_max_pods  # nor drain a node that runs many pods for one waiting pod

@@ -78,6 +78,7 @@ def generate(config: GeneratorConfig, total_gpus: int, *, vram: VramModel | None
     pods: list[SimPod] = []
     for number, (job, gpus, milli, duration) in enumerate(drafts):
         name = f"{job.name}-{number:05d}"
+        vram_mib = vram.demand(milli, job.name, name)
         cpu = job.cpu_milli_per_gpu * gpus
         mem = job.memory_mib_per_gpu * gpus
         pods.append(
@@ -87,11 +88,11 @@ def generate(config: GeneratorConfig, total_gpus: int, *, vram: VramModel | None
                 memory_mib=mem,
                 num_gpu=gpus,
                 gpu_milli=milli,
-                vram_mib=vram.demand(milli, job.name, name),
+                vram_mib=vram_mib,
                 arrival=round(arrival, 3),
                 duration=round(duration, 3),
                 workload_class=job.name,
-                pod=legacy_pod(name, cpu, mem, gpus, job.name),
+                pod=legacy_pod(name, cpu, mem, gpus, job.name, vram_mib=vram_mib if milli < 1000 else None),
                 source=f"generator(seed={config.seed})#{number}",
             )
         )
@@ -100,21 +101,29 @@ def generate(config: GeneratorConfig, total_gpus: int, *, vram: VramModel | None
     return work
 
 
-def legacy_pod(name: str, cpu_milli: int, memory_mib: int, gpus: int, workload_class: str) -> dict[str, Any]:
-    """A device-plugin era Pod asking for `gpus` whole GPUs, as users write it today."""
+def legacy_pod(
+    name: str, cpu_milli: int, memory_mib: int, gpus: int, workload_class: str, *, vram_mib: int | None = None
+) -> dict[str, Any]:
+    """A device-plugin era Pod asking for `gpus` whole GPUs, as users write it today.
+
+    Fractional jobs say how much memory they need (`gpudra.io/vram`, read by the right-size policy); LLM
+    serving pods run vLLM with `--tensor-parallel-size`, training pods are Ray workers (the multi-gpu policy).
+    """
     resources: dict[str, Any] = {"cpu": f"{cpu_milli}m", "memory": f"{memory_mib}Mi"}
-    limits = {"nvidia.com/gpu": str(gpus)} if gpus else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"gpudra.io/workload-class": workload_class}},
-        "spec": {
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.example/app:1",
-                    "resources": {"requests": resources, "limits": limits},
-                }
-            ]
-        },
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": "registry.example/app:1",
+        "resources": {"requests": resources, "limits": {"nvidia.com/gpu": str(gpus)} if gpus else {}},
     }
+    labels = {"gpudra.io/workload-class": workload_class}
+    annotations: dict[str, str] = {}
+    if vram_mib is not None:
+        annotations["gpudra.io/vram"] = f"{vram_mib}Mi"
+    if workload_class == "llm-serving":
+        container["args"] = ["--model", "/models/llm", "--tensor-parallel-size", str(gpus)]
+    if workload_class == "training":
+        labels["ray.io/node-type"] = "worker"
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container]}}
