@@ -156,7 +156,7 @@ def go_times(oracle: str, sc: dict[str, Any], classes: list[dict[str, Any]], rep
         "allocatedClaims": sc.get("allocated", []),
         "claims": sc["claims"],
         "node": sc["node"],
-        "features": {"DRAListTypeAttributes": True},
+        "features": {"DRAListTypeAttributes": True, "DRAFractionalCapacityRange": True},
         "repeat": repeat,
     }
     proc = subprocess.run([oracle], input=json.dumps(payload), capture_output=True, text=True, timeout=600)

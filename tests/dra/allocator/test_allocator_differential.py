@@ -22,7 +22,7 @@ from tests.dra.allocator._generate import case
 CASES = int(os.environ.get("GPUDRA_DIFF_CASES", "2000"))
 BATCH = 200
 # The gates our FeatureSet.latest() turns on beyond the 1.37 defaults (the rest are on or GA there).
-LATEST_GATES = {"DRAListTypeAttributes": True}
+LATEST_GATES = {"DRAListTypeAttributes": True, "DRAFractionalCapacityRange": True}
 
 
 def call_oracle(oracle: Any, payload: dict[str, Any]) -> dict[str, Any]:
