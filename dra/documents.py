@@ -59,28 +59,31 @@ for _cls in (_Loader, _PyLoader):
     _cls.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp_as_text)
 
 _SAFE_DEPTH = 200
+_MAX_DEPTH = 1000
 
 
-def _may_nest_deeply(text: str) -> bool:
-    """A cheap over-estimate of YAML nesting: libyaml recurses in C and crashes the process past some depth."""
+def _nesting_estimate(text: str) -> int:
+    """A cheap over-estimate of YAML nesting depth (flow brackets, or `- - -` on one line).
+
+    libyaml recurses in C and crashes the process on very deep input, so such input goes to the pure-Python parser,
+    and input deeper than any Kubernetes object is rejected before parsing.
+    """
+    deepest = 0
     if text.count("[") + text.count("{") > _SAFE_DEPTH:
-        depth = deepest = 0
+        depth = 0
         for ch in text:
             if ch in "[{":
                 depth += 1
                 deepest = max(deepest, depth)
             elif ch in "]}" and depth:
                 depth -= 1
-        if deepest > _SAFE_DEPTH:
-            return True
     if text.count("- ") > _SAFE_DEPTH:
         for line in text.splitlines():
             rest, dashes = line.lstrip(), 0
             while rest.startswith("- ") or rest.startswith("-\t"):
                 rest, dashes = rest[2:].lstrip(), dashes + 1
-            if dashes > 32:
-                return True
-    return False
+            deepest = max(deepest, dashes * (_SAFE_DEPTH // 32))
+    return deepest
 
 
 class Document(NamedTuple):
@@ -124,7 +127,10 @@ def _yaml_error(err: yaml.YAMLError, name: str) -> InputError:
 
 
 def _yaml_documents(text: str, name: str) -> Iterator[tuple[Any, yaml.Node]]:
-    loader = _PyLoader(text) if _may_nest_deeply(text) else _Loader(text)
+    depth = _nesting_estimate(text)
+    if depth > _MAX_DEPTH:
+        raise InputError(f"invalid YAML: nested too deeply (more than {_MAX_DEPTH} levels)", source=name)
+    loader = _PyLoader(text) if depth > _SAFE_DEPTH else _Loader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -208,8 +214,8 @@ def read_documents(source: Source) -> list[Document]:
     if stripped.startswith(("{", "[")):
         try:
             return list(_json_documents(text, name))
-        except InputError:
-            if name.endswith(".json"):
+        except InputError as err:
+            if name.endswith(".json") or "nested too deeply" in err.message:
                 raise
             # Flow-style YAML also starts with a brace; fall through to the YAML reader.
     documents: list[Document] = []

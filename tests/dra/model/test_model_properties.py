@@ -70,7 +70,7 @@ def slices(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @given(slices())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 def test_generated_slices_round_trip_and_validate(doc: dict[str, Any]) -> None:
     model = ResourceSlice.from_k8s(doc)
     assert model.to_k8s() == doc
@@ -97,7 +97,7 @@ requests = st.builds(
 
 
 @given(st.lists(requests, max_size=4))
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 def test_generated_claims_round_trip_and_validate(reqs: list[dict[str, Any]]) -> None:
     doc = {
         "apiVersion": "resource.k8s.io/v1",
