@@ -130,43 +130,45 @@ def _count(value: Any, where: str) -> int:
     return int(number)
 
 
-def _mapping(value: Any, where: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InputError(f"{where}: expected a mapping (got {type(value).__name__})")
-    return value
+_EMPTY: dict[str, Any] = {}  # shared, never mutated
 
 
-_EMPTY: dict[str, Any] = {}
+def _bad(where: str, what: str, value: Any) -> InputError:
+    return InputError(f"{where}: expected {what} (got {type(value).__name__})")
 
 
 def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
-    where = f"spec.{kind}[{index}]"
-    container = _mapping(container, where)
+    # The hot path allocates nothing for containers without GPU resources; field paths are built on error only.
+    if type(container) is not dict:
+        raise _bad(f"spec.{kind}[{index}]", "a mapping", container)
     resources = container.get("resources")
     if not resources:
         return None
-    resources = _mapping(resources, f"{where}.resources")
-    requests = _mapping(resources.get("requests"), f"{where}.resources.requests") or _EMPTY
-    limits = _mapping(resources.get("limits"), f"{where}.resources.limits") or _EMPTY
-    claims = resources.get("claims") or []
-    in_requests = tuple(sorted(n for n in requests if is_legacy_resource(n)))
-    in_limits = tuple(sorted(n for n in limits if is_legacy_resource(n)))
+    if type(resources) is not dict:
+        raise _bad(f"spec.{kind}[{index}].resources", "a mapping", resources)
+    requests = resources.get("requests") or _EMPTY
+    limits = resources.get("limits") or _EMPTY
+    claims = resources.get("claims") or ()
+    for part, values in (("requests", requests), ("limits", limits)):
+        if type(values) is not dict:
+            raise _bad(f"spec.{kind}[{index}].resources.{part}", "a mapping", values)
+    in_requests = [n for n in requests if n == LEGACY_GPU or n.startswith(MIG_PREFIX)]
+    in_limits = [n for n in limits if n == LEGACY_GPU or n.startswith(MIG_PREFIX)]
     if not (in_requests or in_limits or claims):
         return None
-    if not isinstance(claims, list):
-        raise InputError(f"{where}.resources.claims: expected a list (got {type(claims).__name__})")
+    if type(claims) is not list and claims != ():
+        raise _bad(f"spec.{kind}[{index}].resources.claims", "a list", claims)
+    where = f"spec.{kind}[{index}].resources"
     legacy: dict[str, int] = {}
     for name in in_requests:
-        legacy[name] = _count(requests[name], f"{where}.resources.requests[{name}]")
+        if is_legacy_resource(name):
+            legacy[name] = _count(requests[name], f"{where}.requests[{name}]")
     for name in in_limits:
         # Limits win: for extended resources Kubernetes requires requests == limits when both are set.
-        legacy[name] = _count(limits[name], f"{where}.resources.limits[{name}]")
+        if is_legacy_resource(name):
+            legacy[name] = _count(limits[name], f"{where}.limits[{name}]")
     # A count of 0 asks for nothing: it is left in place and no DRA request is made for it.
     legacy = {name: legacy[name] for name in sorted(legacy) if legacy[name]}
-    in_requests = tuple(n for n in in_requests if n in legacy)
-    in_limits = tuple(n for n in in_limits if n in legacy)
     if not (legacy or claims):
         return None
     return ContainerFacts(
@@ -175,15 +177,17 @@ def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
         index=index,
         sidecar=kind == "initContainers" and container.get("restartPolicy") == "Always",
         legacy=legacy,
-        in_requests=in_requests,
-        in_limits=in_limits,
+        in_requests=tuple(sorted(n for n in in_requests if n in legacy)),
+        in_limits=tuple(sorted(n for n in in_limits if n in legacy)),
         claims=tuple(str(c.get("name", "")) for c in claims if isinstance(c, dict)),
     )
 
 
 def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
     """Read the GPU facts of `pod` (Kubernetes JSON form); raises `InputError` naming the bad field."""
-    spec = _mapping(pod.get("spec"), "spec")
+    spec = pod.get("spec") or _EMPTY
+    if type(spec) is not dict:
+        raise _bad("spec", "a mapping", spec)
     found: list[ContainerFacts] = []
     for kind in CONTAINER_KINDS:
         entries = spec.get(kind) or []
