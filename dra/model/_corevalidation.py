@@ -58,7 +58,7 @@ def validate_node_name(errs: Errors, name: str, path: Path) -> None:
 def _validate_labels(errs: Errors, labels: dict[str, str] | None, path: Path) -> None:
     for key, value in (labels or {}).items():
         validate_label_name(errs, key, path)
-        validate_label_value(errs, value, path.key(key))
+        validate_label_value(errs, value, path)  # upstream reports values at the map, not the key
 
 
 def _validate_annotations(errs: Errors, annotations: dict[str, str] | None, path: Path) -> None:
