@@ -16,9 +16,9 @@ from dra.cel.json import from_json, to_json
 from dra.cel.values import CelType, Duration, Optional, Timestamp, Uint
 
 __all__ = [
-    "DEFAULT_COST_LIMIT",
     "CelType",
     "CostMeter",
+    "DEFAULT_COST_LIMIT",
     "Duration",
     "Environment",
     "FunctionRegistry",

@@ -569,7 +569,7 @@ class Compiler:
                 lit = _single_literal(node.children[1])
                 if lit is None or lit.type not in ("STRING_LIT", "MLSTRING_LIT"):
                     return None
-                keys.append(_string_literal(lit.value))
+                keys.append(_IndexKey(_string_literal(lit.value)))
                 node = node.children[0]
                 continue
             if node.data == "primary" and isinstance(node.children[0], Tree) and node.children[0].data == "ident":
@@ -617,7 +617,7 @@ class Compiler:
             except KeyError:
                 raise CelRuntimeError(f"no such attribute: {root}") from None
             for k in path[1:]:
-                v = stdlib.select(v, k)
+                v = stdlib.index(v, str(k)) if type(k) is _IndexKey else stdlib.select(v, k)
             return v
 
         if len(path) == 1:
@@ -960,6 +960,12 @@ class Compiler:
 
 
 _UNKNOWN: Final = object()
+
+
+class _IndexKey(str):
+    """A path key written as `["k"]` (index) rather than `.k` (selection): same lookup, other error text."""
+
+    __slots__ = ()
 
 
 def _library_types(registry: FunctionRegistry) -> dict[str, CelType]:
