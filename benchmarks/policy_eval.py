@@ -9,6 +9,7 @@ Prints one JSON object. Baselines measured in the same run: a one-policy set who
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import statistics
@@ -155,7 +156,9 @@ def _celpy_rate(expressions: list[str], device: dict[str, Any]) -> dict[str, Any
         import celpy
     except ImportError:
         return {"available": False}
-    activation = {"device": celpy.json_to_cel(_plain_device(device))}
+    from celpy.adapter import json_to_cel
+
+    activation = {"device": json_to_cel(_plain_device(device))}
     rates: dict[str, Any] = {}
     env = celpy.Environment()
     for text in expressions:
@@ -165,7 +168,7 @@ def _celpy_rate(expressions: list[str], device: dict[str, Any]) -> dict[str, Any
         except Exception as exc:  # celpy lacks quantity() and semver(): report, do not fake
             rates[text] = {"error": f"{type(exc).__name__}: {exc}"[:120]}
             continue
-        per = _per_call(lambda p=program: p.evaluate(activation), 300)
+        per = _per_call(functools.partial(program.evaluate, activation), 300)
         rates[text] = {"evals_per_s": 1 / per}
     return {"available": True, "runner": "InterpretedRunner", "expressions": rates}
 
@@ -208,7 +211,7 @@ def main() -> None:
     for text in SELECTORS:
         program = env.compile(text)
         assert type(program.evaluate(activation)) is bool, text
-        per = _per_call(lambda p=program: p.evaluate(activation), 20_000)
+        per = _per_call(functools.partial(program.evaluate, activation), 20_000)
         selectors[text] = {"evals_per_s": 1 / per, "us": per * 1e6}
     mean_rate = statistics.fmean(s["evals_per_s"] for s in selectors.values())
     celpy = _celpy_rate(SELECTORS, device)
