@@ -8,6 +8,7 @@ ListTypeAttributes) is kept apart in `INCLUDES_REGISTRY` so an environment can o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from dra.cel._functions import FunctionRegistry
@@ -189,23 +190,17 @@ def _sort_by_keys(values: list[Any], keys: list[Any]) -> list[Any]:
         raise CelRuntimeError("list elements must be comparable")
     if any(type(k) is not key_type for k in keys):
         raise CelRuntimeError("list elements must have the same type")
-    # Stable sort; Go's sort.Slice is stable only up to 12 elements (insertion sort), so ties in longer
-    # lists may order differently from upstream.
-    order = sorted(range(len(values)), key=lambda i: _SortKey(keys, i))
+    order = list(range(len(values)))
+
+    def less(i: int, j: int) -> bool:
+        return _order(keys[order[i]], keys[order[j]]) == -1
+
+    def swap(i: int, j: int) -> None:
+        order[i], order[j] = order[j], order[i]
+
+    # cel-go sorts the index list with Go's sort.Slice, which is not stable; ties come out in its order.
+    _go_sort_slice(len(order), less, swap)
     return [values[i] for i in order]
-
-
-class _SortKey:
-    """Orders indices by their keys with cel-go `Compare == -1` as the less-than (NaN never less)."""
-
-    __slots__ = ("index", "keys")
-
-    def __init__(self, keys: list[Any], index: int) -> None:
-        self.keys = keys
-        self.index = index
-
-    def __lt__(self, other: _SortKey) -> bool:
-        return _order(self.keys[self.index], self.keys[other.index]) == -1
 
 
 @REGISTRY.member("sort", list)
@@ -250,3 +245,205 @@ def optional_unwrap(values: list[Any]) -> list[Any]:
 @REGISTRY.member("unwrapOpt", list)
 def unwrap_opt(values: list[Any]) -> list[Any]:
     return _unwrap(values)
+
+
+# ------------------------------------------------------------------ Go's sort.Slice (pattern-defeating quicksort)
+# The algorithm of Go's sort/zsortfunc.go (pdqsort_func and helpers), so that sort() and sortBy() put equal keys
+# in the same order as upstream. `less(i, j)` and `swap(i, j)` work on positions, as Go's lessSwap does.
+
+_Less = Callable[[int, int], bool]
+_Swap = Callable[[int, int], None]
+_INCREASING, _DECREASING, _UNKNOWN = 1, 2, 0
+_MASK64: Final = 2**64 - 1
+
+
+def _go_sort_slice(n: int, less: _Less, swap: _Swap) -> None:
+    _pdqsort(less, swap, 0, n, n.bit_length())
+
+
+def _insertion_sort(less: _Less, swap: _Swap, a: int, b: int) -> None:
+    for i in range(a + 1, b):
+        j = i
+        while j > a and less(j, j - 1):
+            swap(j, j - 1)
+            j -= 1
+
+
+def _sift_down(less: _Less, swap: _Swap, lo: int, hi: int, first: int) -> None:
+    root = lo
+    while True:
+        child = 2 * root + 1
+        if child >= hi:
+            return
+        if child + 1 < hi and less(first + child, first + child + 1):
+            child += 1
+        if not less(first + root, first + child):
+            return
+        swap(first + root, first + child)
+        root = child
+
+
+def _heap_sort(less: _Less, swap: _Swap, a: int, b: int) -> None:
+    hi = b - a
+    for i in range((hi - 1) // 2, -1, -1):
+        _sift_down(less, swap, i, hi, a)
+    for i in range(hi - 1, -1, -1):
+        swap(a, a + i)
+        _sift_down(less, swap, 0, i, a)
+
+
+def _pdqsort(less: _Less, swap: _Swap, a: int, b: int, limit: int) -> None:
+    was_balanced = True
+    was_partitioned = True
+    while True:
+        length = b - a
+        if length <= 12:
+            _insertion_sort(less, swap, a, b)
+            return
+        if limit == 0:
+            _heap_sort(less, swap, a, b)
+            return
+        if not was_balanced:
+            _break_patterns(swap, a, b)
+            limit -= 1
+        pivot, hint = _choose_pivot(less, a, b)
+        if hint == _DECREASING:
+            _reverse_range(swap, a, b)
+            pivot = (b - 1) - (pivot - a)
+            hint = _INCREASING
+        if was_balanced and was_partitioned and hint == _INCREASING and _partial_insertion_sort(less, swap, a, b):
+            return
+        if a > 0 and not less(a - 1, pivot):
+            a = _partition_equal(less, swap, a, b, pivot)
+            continue
+        mid, was_partitioned = _partition(less, swap, a, b, pivot)
+        left, right = mid - a, b - mid
+        threshold = length // 8
+        if left < right:
+            was_balanced = left >= threshold
+            _pdqsort(less, swap, a, mid, limit)
+            a = mid + 1
+        else:
+            was_balanced = right >= threshold
+            _pdqsort(less, swap, mid + 1, b, limit)
+            b = mid
+
+
+def _partition(less: _Less, swap: _Swap, a: int, b: int, pivot: int) -> tuple[int, bool]:
+    swap(a, pivot)
+    i, j = a + 1, b - 1
+    while i <= j and less(i, a):
+        i += 1
+    while i <= j and not less(j, a):
+        j -= 1
+    if i > j:
+        swap(j, a)
+        return j, True
+    swap(i, j)
+    i += 1
+    j -= 1
+    while True:
+        while i <= j and less(i, a):
+            i += 1
+        while i <= j and not less(j, a):
+            j -= 1
+        if i > j:
+            break
+        swap(i, j)
+        i += 1
+        j -= 1
+    swap(j, a)
+    return j, False
+
+
+def _partition_equal(less: _Less, swap: _Swap, a: int, b: int, pivot: int) -> int:
+    swap(a, pivot)
+    i, j = a + 1, b - 1
+    while True:
+        while i <= j and not less(a, i):
+            i += 1
+        while i <= j and less(a, j):
+            j -= 1
+        if i > j:
+            return i
+        swap(i, j)
+        i += 1
+        j -= 1
+
+
+def _partial_insertion_sort(less: _Less, swap: _Swap, a: int, b: int) -> bool:
+    i = a + 1
+    for _ in range(5):
+        while i < b and not less(i, i - 1):
+            i += 1
+        if i == b:
+            return True
+        if b - a < 50:
+            return False
+        swap(i, i - 1)
+        if i - a >= 2:
+            for j in range(i - 1, 0, -1):
+                if not less(j, j - 1):
+                    break
+                swap(j, j - 1)
+        if b - i >= 2:
+            for j in range(i + 1, b):
+                if not less(j, j - 1):
+                    break
+                swap(j, j - 1)
+    return False
+
+
+def _break_patterns(swap: _Swap, a: int, b: int) -> None:
+    length = b - a
+    if length < 8:
+        return
+    state = length  # Go's xorshift, seeded with the length
+    modulus = 1 << length.bit_length()
+    mid = a + (length // 4) * 2
+    for idx in range(mid - 1, mid + 2):
+        state ^= (state << 13) & _MASK64
+        state ^= state >> 7
+        state ^= (state << 17) & _MASK64
+        other = state & (modulus - 1)
+        if other >= length:
+            other -= length
+        swap(idx, a + other)
+
+
+def _choose_pivot(less: _Less, a: int, b: int) -> tuple[int, int]:
+    n = b - a
+    swaps = [0]
+    i, j, k = a + n // 4, a + n // 4 * 2, a + n // 4 * 3
+    if n >= 8:
+        if n >= 50:
+            i = _median(less, i - 1, i, i + 1, swaps)
+            j = _median(less, j - 1, j, j + 1, swaps)
+            k = _median(less, k - 1, k, k + 1, swaps)
+        j = _median(less, i, j, k, swaps)
+    if swaps[0] == 0:
+        return j, _INCREASING
+    if swaps[0] == 12:
+        return j, _DECREASING
+    return j, _UNKNOWN
+
+
+def _median(less: _Less, a: int, b: int, c: int, swaps: list[int]) -> int:
+    if less(b, a):
+        swaps[0] += 1
+        a, b = b, a
+    if less(c, b):
+        swaps[0] += 1
+        b, c = c, b
+    if less(b, a):
+        swaps[0] += 1
+        a, b = b, a
+    return b
+
+
+def _reverse_range(swap: _Swap, a: int, b: int) -> None:
+    i, j = a, b - 1
+    while i < j:
+        swap(i, j)
+        i += 1
+        j -= 1

@@ -163,3 +163,25 @@ def test_unwrap_keeps_present_values() -> None:
     assert member("unwrapOpt", []) == []
     with pytest.raises(CelRuntimeError, match="^value 2 is not optional$"):
         member("unwrapOpt", [Optional.of(1), 2])
+
+
+@pytest.mark.parametrize(
+    ("n", "modulus", "expected"),
+    [
+        # Go's sort.Slice (pdqsort) order for ties, as the Kubernetes v1.37.2 CEL build returns it.
+        (15, 3, [6, 0, 12, 3, 9, 10, 1, 4, 7, 13, 8, 5, 11, 2, 14]),
+        (13, 2, [8, 12, 2, 0, 4, 10, 6, 3, 7, 9, 5, 11, 1]),
+        (12, 2, [0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11]),
+    ],
+)
+def test_sort_by_orders_ties_like_go(n: int, modulus: int, expected: list[int]) -> None:
+    values = list(range(n))
+    assert member("@sortByAssociatedKeys", values, [v % modulus for v in values]) == expected
+
+
+@given(st.lists(st.integers(min_value=0, max_value=6), max_size=120))
+def test_sort_by_keys_is_a_sorted_permutation(keys: list[int]) -> None:
+    values = list(range(len(keys)))
+    out = member("@sortByAssociatedKeys", values, keys)
+    assert sorted(out) == values
+    assert [keys[i] for i in out] == sorted(keys)
