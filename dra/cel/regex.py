@@ -50,6 +50,7 @@ def compile_go_regex(pattern: str) -> Any:
     """The cached RE2 program for `pattern`; raises `GoRegexError` with Go's message."""
     compiled = _CACHE.get(pattern)
     if compiled is None:
+        _reject_c_escape(pattern)
         try:
             compiled = re2.compile(pattern, _OPTIONS)
         except re2.error as err:
@@ -60,10 +61,24 @@ def compile_go_regex(pattern: str) -> Any:
     return compiled
 
 
+def _reject_c_escape(pattern: str) -> None:
+    # RE2 (C++) accepts \C (any byte); Go's regexp does not.
+    i = 0
+    while i < len(pattern) - 1:
+        if pattern[i] == "\\":
+            if pattern[i + 1] == "C":
+                raise GoRegexError("error parsing regexp: invalid escape sequence: `\\C`")
+            i += 2
+        else:
+            i += 1
+
+
 def _go_message(err: Exception, pattern: str) -> str:
     raw = err.args[0] if err.args else ""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
     code, sep, arg = text.partition(": ")
+    if code == "trailing \\":
+        return "error parsing regexp: trailing backslash at end of expression: ``"
     if not sep:
         return f"error parsing regexp: {text}"
     if code == "invalid perl operator" and arg.startswith("(?<") and (at := pattern.find(arg)) >= 0:

@@ -262,7 +262,10 @@ def _to_string(value: Any) -> str:
         try:
             return bytes(value).decode("utf-8")
         except UnicodeDecodeError:
-            raise _FormatError(f"could not convert argument {go_quote(repr(value))} to string") from None
+            # cel-go quotes the conversion error where it meant to quote the argument.
+            raise _FormatError(
+                'could not convert argument "invalid UTF-8 in bytes, cannot convert to string" to string'
+            ) from None
     if t is CelType:
         return str(value.name)
     return str(int(value)) if t is int or t is Uint else str(value)

@@ -46,6 +46,11 @@ def test_anchors_keep_their_context_while_scanning() -> None:
         ("(?<=a)b", "Illegal regex: error parsing regexp: invalid named capture: `(?<=a)b`"),
         ("(?=a)b", "Illegal regex: error parsing regexp: invalid or unsupported Perl syntax: `(?=`"),
         ("(a", "Illegal regex: error parsing regexp: missing closing ): `(a`"),
+        ("\\", "Illegal regex: error parsing regexp: trailing backslash at end of expression: ``"),
+        ("a\\C", "Illegal regex: error parsing regexp: invalid escape sequence: `\\C`"),
+        ("a{1001}", "Illegal regex: error parsing regexp: invalid repeat count: `{1001}`"),
+        ("[z-a]", "Illegal regex: error parsing regexp: invalid character class range: `z-a`"),
+        ("*", "Illegal regex: error parsing regexp: missing argument to repetition operator: `*`"),
     ],
 )
 def test_bad_patterns_fail_with_go_messages(pattern: str, message: str) -> None:

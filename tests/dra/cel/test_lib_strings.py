@@ -217,6 +217,7 @@ def test_format(template: str, args: list[Any], expected: str) -> None:
         ("%f", [None], "fixed-point clause can only be used on doubles, was given null_type"),
         ("%e", [1], "scientific clause can only be used on doubles, was given int"),
         ("%s", [Optional.of(1)], "string clause can only be used on strings, bools, bytes, ints, doubles, maps"),
+        ("%s", [b"\xff"], 'could not convert argument "invalid UTF-8 in bytes, cannot convert to string" to string'),
     ],
 )
 def test_format_errors(template: str, args: list[Any], message: str) -> None:
