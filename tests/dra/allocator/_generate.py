@@ -67,10 +67,18 @@ def full_gpu_pool(draw: st.DrawFn, index: int) -> list[dict[str, Any]]:
             d["taints"] = [draw(st.sampled_from(TAINTS))]
         devices.append(d)
     pool = f"p{index}-full"
-    selection = draw(st.sampled_from(["node", "node", "all", "label", "label-miss", "other"]))
+    selection = draw(st.sampled_from(["node", "node", "all", "label", "label-miss", "other", "per-device"]))
     spec: dict[str, Any] = {}
     node: str | None = "node-a"
-    if selection == "all":
+    if selection == "per-device":
+        spec, node = {"perDeviceNodeSelection": True}, None
+        for d in devices:
+            where = draw(st.sampled_from(["node-a", "node-a", "node-b", "all"]))
+            if where == "all":
+                d["allNodes"] = True
+            else:
+                d["nodeName"] = where
+    elif selection == "all":
         spec, node = {"allNodes": True}, None
     elif selection in ("label", "label-miss"):
         zone = "z1" if selection == "label" else "z2"
@@ -128,6 +136,27 @@ def dynamic_mig_pool(draw: st.DrawFn, index: int) -> list[dict[str, Any]]:
         slices.append(rslice(f"{pool}-gpu-{g}", devices, pool=pool, count=gpus + 1))
     slices.insert(0, rslice(f"{pool}-counters", [], pool=pool, count=gpus + 1, counters=counter_sets))
     return slices
+
+
+@st.composite
+def static_mig_pool(draw: st.DrawFn, index: int) -> list[dict[str, Any]]:
+    """Existing MIG devices (no counters): `parentUUID` and `memorySlice<i>` capacities, as the driver publishes."""
+    layouts = [[(4, 0), (2, 4), (1, 6)], [(1, 0), (1, 1), (2, 2), (4, 4)], [(8, 0)]]
+    devices = []
+    for g in range(draw(st.integers(1, 2))):
+        for size, start in draw(st.sampled_from(layouts)):
+            capacity = {"memory": {"value": f"{10 * size}Gi"}}
+            capacity.update({f"memorySlice{i}": {"value": "1"} for i in range(start, start + size)})
+            devices.append(
+                {
+                    "name": f"gpu-{g}-mig-{size}g-{start}",
+                    "attributes": _attrs(
+                        type="mig", profile=f"{size}g", parentUUID=f"GPU-{index}-{g}", model="a", numa=g
+                    ),
+                    "capacity": capacity,
+                }
+            )
+    return [rslice(f"p{index}-static-s0", devices, pool=f"p{index}-static")]
 
 
 @st.composite
@@ -212,9 +241,9 @@ def a_claim(draw: st.DrawFn, index: int, classes: tuple[str, ...]) -> dict[str, 
 def case(draw: st.DrawFn) -> dict[str, Any]:
     """One allocation problem as the oracle reads it."""
     slices: list[dict[str, Any]] = []
-    kinds = draw(st.lists(st.sampled_from(["full", "full", "dyn", "shared"]), min_size=1, max_size=3))
+    kinds = draw(st.lists(st.sampled_from(["full", "full", "dyn", "static", "shared"]), min_size=1, max_size=3))
     for i, kind in enumerate(kinds):
-        maker = {"full": full_gpu_pool, "dyn": dynamic_mig_pool, "shared": shared_pool}[kind]
+        maker = {"full": full_gpu_pool, "dyn": dynamic_mig_pool, "static": static_mig_pool, "shared": shared_pool}[kind]
         slices.extend(draw(maker(i)))
     # Already-allocated claims: some devices of the node's slices, shared ones by shareID.
     allocated = []
@@ -238,7 +267,7 @@ def case(draw: st.DrawFn) -> dict[str, Any]:
     classes = ["any"]
     if "full" in kinds or "dyn" in kinds:
         classes += ["gpu"] * 3
-    if "dyn" in kinds:
+    if "dyn" in kinds or "static" in kinds:
         classes += ["mig"] * 2
     if "shared" in kinds:
         classes += ["shared"] * 2
