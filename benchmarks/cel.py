@@ -179,7 +179,7 @@ def main() -> None:
         rows.append(row)
 
     cache = SelectorCache()
-    key = device_key(value)
+    key = cache.key(value)
     typical = env.compile(SELECTORS[0][1])
     cache.evaluate(typical, key, value)
     hit = per_call(lambda: cache.evaluate(typical, key, value), args.seconds)

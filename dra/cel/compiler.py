@@ -792,6 +792,24 @@ class Compiler:
             return lambda a: dispatch(f0(a))
         if len(fns) == 2:
             f0, f1 = fns
+            if len(fitting) == 1:
+                # One candidate: test the exact argument types inline, fall back to full dispatch otherwise.
+                t0, t1 = fitting[0].arg_types
+                impl2 = fitting[0].impl
+
+                def call2(a: dict[str, Any]) -> Any:
+                    x = f0(a)
+                    y = f1(a)
+                    if (type(x) is t0 or t0 is object) and (type(y) is t1 or t1 is object):
+                        try:
+                            return impl2(x, y)
+                        except CelRuntimeError:
+                            raise
+                        except Exception as e:
+                            raise _rt_error(e) from None
+                    return dispatch(x, y)
+
+                return call2
             return lambda a: dispatch(f0(a), f1(a))
         return lambda a: dispatch(*[f(a) for f in fns])
 

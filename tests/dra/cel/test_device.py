@@ -79,6 +79,7 @@ def test_cache_evaluates_identical_devices_once() -> None:
     assert cache.evaluate(program, device_key(b), b) is True
     assert cache.evaluate(program, device_key(c), c) is False
     assert (cache.hits, cache.misses, len(cache)) == (1, 2, 2)
+    assert cache.key(a) == cache.key(b) != cache.key(c)
 
 
 def test_cache_keeps_bool_int_and_float_apart() -> None:
