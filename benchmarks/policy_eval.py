@@ -218,8 +218,12 @@ def main() -> None:
     celpy_rates = [v["evals_per_s"] for v in celpy.get("expressions", {}).values() if "evals_per_s" in v]
     ours_same = [selectors[k]["evals_per_s"] for k, v in celpy.get("expressions", {}).items() if "evals_per_s" in v]
 
+    sample = {"a": 1}
+    calibration = _per_call(lambda: [sample.get("a") for _ in range(100)], 20_000)
     result = {
         "benchmark": "policy_eval",
+        # A fixed pure-Python loop timed in the same run: how fast (or how shared) this machine is right now.
+        "calibration_100_dict_gets_us": calibration * 1e6,
         "pods": len(pods),
         "policies": shipped.names(),
         "decision": decision,
