@@ -7,6 +7,7 @@ we register it the same way.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from dra.cel._functions import FunctionRegistry
 from dra.errors import CelRuntimeError, QuantityError
@@ -17,12 +18,22 @@ __all__ = ["REGISTRY"]
 REGISTRY = FunctionRegistry()
 
 
+# resource.ParseQuantity's errors (ErrFormatWrong, ErrNumeric, ErrSuffix); CEL shows them bare.
+_PARSE_ERRORS: Final = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+    "unable to parse numeric part of quantity",
+    "unable to parse quantity's suffix",
+)
+
+
 @REGISTRY.function("quantity", str)
 def quantity(text: str) -> Quantity:
     try:
         return Quantity.parse(text)
     except QuantityError as err:
-        raise CelRuntimeError(str(err)) from None
+        message = str(err)
+        upstream = next((m for m in _PARSE_ERRORS if m in message), message)
+        raise CelRuntimeError(upstream) from None
 
 
 @REGISTRY.function("isQuantity", str)

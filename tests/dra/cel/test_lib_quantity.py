@@ -24,11 +24,17 @@ def member(name: str, receiver: object, *args: object) -> object:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("10Mo", "quantities must match the regular expression"), ("10Mm", "unable to parse quantity's suffix")],
+    [
+        ("10Mo", "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+        ("", "quantities must match the regular expression"),
+        ("10Mm", "unable to parse quantity's suffix"),
+        ("1Ki2", "unable to parse quantity's suffix"),
+    ],
 )
 def test_parse_errors_carry_upstream_text(text: str, message: str) -> None:
-    with pytest.raises(CelRuntimeError, match=message):
+    with pytest.raises(CelRuntimeError) as err:
         q(text)
+    assert err.value.message.startswith(message)
     assert REGISTRY.call_global("isQuantity", (text,)) is False
 
 
