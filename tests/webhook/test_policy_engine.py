@@ -325,3 +325,19 @@ def test_claim_model_round_trips_through_dra_model() -> None:
     decision = load_policies().evaluate(_pod(2))
     model = decision.claim_model()
     assert model.to_k8s() == decision.claim
+
+
+def test_right_size_can_leave_out_the_shared_alternative() -> None:
+    from webhook.policy import shipped_policies_dir
+
+    text = (
+        (shipped_policies_dir() / "right-size.yaml")
+        .read_text()
+        .replace("offerSharedGPU: true", "offerSharedGPU: false")
+    )
+    pod = _pod(1, annotations={"gpudra.io/vram": "8Gi"})
+    names = [s["name"] for s in _set(text).evaluate(pod).claim["devices"]["requests"][0]["firstAvailable"]]  # type: ignore[index]
+    shipped = load_policies().evaluate(pod).claim
+    assert shipped is not None
+    assert "shared" in [s["name"] for s in shipped["devices"]["requests"][0]["firstAvailable"]]
+    assert "shared" not in names and names[-1] == "whole"
