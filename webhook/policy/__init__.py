@@ -4,7 +4,8 @@
 `run_tests(*paths)` runs policy test files (`gpudra policy test`). The file format is in docs/policy-authoring.md.
 """
 
-from .engine import MODE_LABEL, ContainerRequest, Decision, PolicySet, Violation
+from .decision import ContainerRequest, Decision, Violation
+from .engine import MODE_LABEL, PolicySet
 from .facts import LEGACY_GPU, MIG_PREFIX, PodFacts, is_legacy_resource, pod_facts
 from .loader import CompiledPolicy, load_policies, load_policy_text, shipped_policies_dir
 from .model import API_VERSION, KIND, GPUClaimPolicy

@@ -6,7 +6,6 @@ The policy writes selectors as CEL text and names subrequests in `constraints[].
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from collections.abc import Mapping
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra.errors import CelCompileError, ModelValidationError, PolicyError
+from dra.model import ResourceClaimSpec
 
 from . import _cel
 from ._eval import Failed, run
@@ -221,18 +221,7 @@ def _validate_claim(claim: Mapping[str, Any]) -> list[str]:
     if len(devices.get("config", [])) > _MAX_CONSTRAINTS:
         problems.append(f"devices.config: at most {_MAX_CONSTRAINTS} (got {len(devices['config'])})")
     try:
-        spec_class = importlib.import_module("dra.model").ResourceClaimSpec
-    except (ImportError, AttributeError):  # the object model not there yet: the size checks above still hold
-        return problems
-    try:
-        parsed = spec_class.from_k8s(dict(claim))
-        validate = getattr(parsed, "validate_k8s", None)  # validation lands after the model itself
-        if callable(validate):
-            validate()
+        ResourceClaimSpec.from_k8s(dict(claim)).validate_k8s()
     except ModelValidationError as exc:
         problems.extend(f"{path}: {message}" for path, message in exc.errors)
-    except ValueError as exc:
-        problems.append(str(exc))
-    except ImportError:  # dra.model's validation module not there yet
-        pass
     return problems

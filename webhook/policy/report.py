@@ -17,7 +17,8 @@ import yaml
 
 from dra.errors import InputError
 
-from .engine import Decision, PolicySet
+from .decision import Decision
+from .engine import PolicySet
 from .loader import load_policies, policy_files, shipped_policies_dir
 from .testing import run_tests
 

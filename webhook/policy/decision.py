@@ -1,0 +1,131 @@
+"""What the engine decides about one pod: `Decision`, its `Violation`s and `ContainerRequest`s.
+
+Plain frozen data with `to_json()`, shared by the webhook (AdmissionReview answers), the CLI (`explain`) and the
+simulator. Variable values are kept as CEL values and shown as JSON when read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra.model import ResourceClaimSpec
+
+from . import _cel
+
+__all__ = ["ContainerRequest", "Decision", "JsonView", "Violation"]
+
+
+class JsonView(Mapping[str, Any]):
+    """CEL values shown as JSON, converted only when read (most decisions never show their variables)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = values
+
+    def __getitem__(self, key: str) -> Any:
+        return _cel.to_json(self._values[key])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A failed validation (or a policy that could not be evaluated), with where it is written."""
+
+    policy: str
+    message: str
+    reason: str
+    mode: str
+    where: str
+    expression: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "policy": self.policy,
+            "message": self.message,
+            "reason": self.reason,
+            "mode": self.mode,
+            "where": self.where,
+            "expression": self.expression,
+        }
+
+
+@dataclass(frozen=True)
+class ContainerRequest:
+    """One container whose legacy resources the claim replaces, and the request that stands in for them."""
+
+    container: str
+    kind: str
+    index: int
+    request: str
+    replaces: Mapping[str, int]
+    variables: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "container": self.container,
+            "kind": self.kind,
+            "index": self.index,
+            "request": self.request,
+            "replaces": dict(self.replaces),
+            "variables": dict(self.variables),
+        }
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Everything the webhook, the CLI and the simulator need to know about one pod."""
+
+    allowed: bool
+    message: str = ""
+    reason: str = ""
+    policy: str | None = None
+    mode: str | None = None
+    namespace: str = "default"
+    matched: tuple[str, ...] = ()
+    shadowed: tuple[str, ...] = ()
+    variables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    claim: Mapping[str, Any] | None = None
+    containers: tuple[ContainerRequest, ...] = ()
+    violations: tuple[Violation, ...] = ()
+    warnings: tuple[str, ...] = ()
+    audit: tuple[str, ...] = ()
+
+    @property
+    def mutates(self) -> bool:
+        """True when the pod should be rewritten (an allowed, enforced claim)."""
+        return self.allowed and self.mode == "enforce" and self.claim is not None
+
+    def claim_model(self) -> ResourceClaimSpec | None:
+        """The claim as a `dra.model.ResourceClaimSpec` (None when there is no claim)."""
+        if self.claim is None:
+            return None
+        return ResourceClaimSpec.from_k8s(dict(self.claim))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "allowed": self.allowed,
+            "message": self.message,
+            "reason": self.reason,
+            "policy": self.policy,
+            "mode": self.mode,
+            "namespace": self.namespace,
+            "matched": list(self.matched),
+            "shadowed": list(self.shadowed),
+            "variables": {k: dict(v) for k, v in self.variables.items()},
+            "claim": self.claim,
+            "containers": [c.to_json() for c in self.containers],
+            "violations": [v.to_json() for v in self.violations],
+            "warnings": list(self.warnings),
+            "audit": list(self.audit),
+        }
