@@ -153,3 +153,15 @@ def test_variable_references_are_checked_at_load_time() -> None:
     assert errors[0].startswith("pol.yaml:9:31:") and "matchConditions run before variables" in errors[0]
     assert "variables.b is defined later" in errors[1]
     assert "no variable named 'zz' (visible here: a, b)" in errors[2]
+
+
+def test_positions_inside_a_literal_block_scalar() -> None:
+    from webhook.policy._yaml import load_located
+
+    [doc] = load_located("a:\n  b: |\n    first line\n      second\n  c: 1\n")
+    positions = doc.positions
+    assert positions.at(("a", "b")) == (2, 6)
+    assert positions.offset(("a", "b"), 0) == (3, 5)
+    assert positions.offset(("a", "b"), len("first line\n") + 2) == (4, 7)
+    assert positions.at(("a", "c")) == (5, 6)
+    assert positions.at(("a", "missing", 3)) == (2, 3), "an unknown path falls back to its nearest parent"

@@ -55,15 +55,18 @@ class Positions:
     def _in_block(self, span: _Span, offset: int) -> tuple[int, int]:
         # Block scalars start on the line after the indicator; literal keeps newlines, folded joins lines
         # with one space. Either way each source line contributes len(stripped) + 1 characters.
+        # The block's indentation is its first content line's; deeper indentation is part of the text.
         remaining = offset
+        base: int | None = None
         for index in range(span.line, min(span.end_line, len(self.source_lines))):
-            raw = self.source_lines[index]
-            text = raw.strip()
-            if not text:
+            raw = self.source_lines[index].rstrip()
+            if not raw.strip():
                 continue
-            indent = len(raw) - len(raw.lstrip())
+            if base is None:
+                base = len(raw) - len(raw.lstrip())
+            text = raw[base:]
             if remaining <= len(text):
-                return index + 1, indent + remaining + 1
+                return index + 1, base + remaining + 1
             remaining -= len(text) + 1
         return span.line, span.column
 
