@@ -132,9 +132,13 @@ class Attr:
     kind: str
     value: Any
     is_list: bool = False
+    values: frozenset[Any] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", frozenset(self.value) if self.is_list else frozenset((self.value,)))
 
     def as_set(self) -> frozenset[Any]:
-        return frozenset(self.value) if self.is_list else frozenset((self.value,))
+        return self.values
 
 
 _ATTR_KINDS = (("int", False), ("bool", False), ("string", False), ("version", False))
@@ -211,6 +215,7 @@ class SliceDevice:
     binding_conditions: tuple[str, ...] | None
     binding_failure_conditions: tuple[str, ...] | None
     cel_value: Any = None  # the CEL `device` variable, built on first selector evaluation
+    plain_capacity: bool = True  # no capacity has a requestPolicy (the capacity check has a fast path)
 
 
 @dataclass(slots=True, eq=False)
@@ -246,11 +251,13 @@ def _device(raw: dict[str, Any]) -> SliceDevice:
     taints = tuple((t.get("key", ""), t.get("value", ""), t.get("effect", "")) for t in raw.get("taints") or [])
     bc = raw.get("bindingConditions")
     bfc = raw.get("bindingFailureConditions")
+    capacity = {n: _capacity(c or {}) for n, c in (raw.get("capacity") or {}).items()}
     return SliceDevice(
         name=raw.get("name", ""),
         raw=raw,
         attributes=attributes,
-        capacity={n: _capacity(c or {}) for n, c in (raw.get("capacity") or {}).items()},
+        capacity=capacity,
+        plain_capacity=not any(c.has_policy for c in capacity.values()),
         consumes=consumes,
         taints=taints,
         node_name=raw.get("nodeName") or None,

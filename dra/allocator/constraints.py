@@ -33,7 +33,7 @@ def lookup_attribute(device: SliceDevice, driver: str, name: str) -> Attr | None
 
 
 def _typed_set(attr: Attr) -> tuple[str, frozenset[Any]]:
-    return attr.kind, attr.as_set()
+    return attr.kind, attr.values
 
 
 def _intersects(a: tuple[str, frozenset[Any]], b: tuple[str, frozenset[Any]]) -> bool:

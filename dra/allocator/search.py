@@ -266,6 +266,14 @@ class Search:
         return ok
 
     def _fits(self, request: Request, cand: Candidate) -> bool:
+        # Fast path: nothing requested, no policy, nothing consumed yet: the whole device fits.
+        if (
+            request.capacity is None
+            and cand.device.plain_capacity
+            and cand.key not in self.allocated.capacity
+            and cand.key not in self.allocating_capacity
+        ):
+            return True
         return request_fits(
             request,
             cand.device.capacity,
@@ -472,15 +480,21 @@ class Search:
         admin = bool(request.admin_access)
         capacity = self.features.ConsumableCapacity
         cands = self.candidates
+        allocated = self.allocated.devices
+        allocating = self.allocating
+        matches = self.matches
         for index in range(start, len(cands)):
             cand = cands[index]
             dkey = cand.key
             if admin:
-                if ci in self.allocating.get(dkey, ()):
+                if ci in allocating.get(dkey, ()):
                     continue
-            elif dkey in self.allocated.devices or self.allocating.get(dkey):
+            elif dkey in allocated or allocating.get(dkey):
                 continue
-            if not self.selectable(key, rd, cand):
+            hit = matches.get((key, index))
+            if hit is None:
+                hit = self.selectable(key, rd, cand)
+            if not hit:
                 continue
             if capacity and not self.capacity_fits(ci, request, cand):
                 continue
