@@ -44,8 +44,16 @@ def _check_comparable(value: Any) -> None:
         raise _no_such_overload()
 
 
+def _dispatch_on_first(values: list[Any], name: str, accepted: tuple[type, ...]) -> None:
+    # Upstream's overloads are per element type (list(int), list(string), ...); at run time a dyn list is
+    # matched by its first element, so a first element of no overload's type fails the dispatch itself.
+    if values and type(values[0]) not in accepted:
+        raise CelRuntimeError(f"no such overload: {name}(list)")
+
+
 @REGISTRY.member("isSorted", list)
 def is_sorted(values: list[Any]) -> bool:
+    _dispatch_on_first(values, "isSorted", _COMPARABLE)
     prev: Any = None
     for i, value in enumerate(values):
         _check_comparable(value)
@@ -60,16 +68,18 @@ def sum_(values: list[Any]) -> Any:
     if not values:
         # Upstream returns the zero of the list's static element type; untyped at run time, we give int 0.
         return 0
-    zero = _SUM_ZERO.get(type(values[0]))
-    if zero is None:
-        raise _no_such_overload()
-    acc = zero
+    _dispatch_on_first(values, "sum", tuple(_SUM_ZERO))
+    kind = type(values[0])
+    acc = _SUM_ZERO[kind]
     for value in values:
+        if type(value) is not kind:
+            raise _no_such_overload()
         acc = add(acc, value)
     return acc
 
 
 def _extreme(values: list[Any], name: str, prefer: int) -> Any:
+    _dispatch_on_first(values, name, _COMPARABLE)
     result: Any = None
     for i, value in enumerate(values):
         _check_comparable(value)
@@ -158,6 +168,8 @@ _MAX_RANGE: Final = 10_000_000
 
 @REGISTRY.function("lists.range", int)
 def lists_range(n: int) -> list[int]:
+    if n < 0:
+        raise CelRuntimeError(f"lists.range: size must be non-negative, got {n}")
     if n > _MAX_RANGE:
         raise CelCostError(f"operation cancelled: actual cost limit exceeded (lists.range({n}) > {_MAX_RANGE})")
     return list(range(n))
@@ -226,7 +238,8 @@ def last(values: list[Any]) -> Optional:
     return Optional.of(values[-1]) if values else Optional.NONE
 
 
-def _unwrap(values: list[Any]) -> list[Any]:
+def _unwrap(values: list[Any], name: str) -> list[Any]:
+    _dispatch_on_first(values, name, (Optional,))
     out: list[Any] = []
     for value in values:
         if type(value) is not Optional:
@@ -239,12 +252,12 @@ def _unwrap(values: list[Any]) -> list[Any]:
 
 @REGISTRY.function("optional.unwrap", list)
 def optional_unwrap(values: list[Any]) -> list[Any]:
-    return _unwrap(values)
+    return _unwrap(values, "optional.unwrap")
 
 
 @REGISTRY.member("unwrapOpt", list)
 def unwrap_opt(values: list[Any]) -> list[Any]:
-    return _unwrap(values)
+    return _unwrap(values, "unwrapOpt")
 
 
 # ------------------------------------------------------------------ Go's sort.Slice (pattern-defeating quicksort)

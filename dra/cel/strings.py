@@ -180,7 +180,7 @@ def _go_value(value: Any) -> str:
     if type(value) is float:
         return format_double(value)
     if value is None:
-        return "NULL_VALUE"
+        return "0"  # types.Null is the protobuf NullValue enum, which %v prints as its number
     return str(value)
 
 

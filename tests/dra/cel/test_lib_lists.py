@@ -106,7 +106,9 @@ def test_slice_flatten_range_reverse_distinct() -> None:
     with pytest.raises(NoMatchingOverload):
         member("flatten", {})
     assert REGISTRY.call_global("lists.range", (4,)) == [0, 1, 2, 3]
-    assert REGISTRY.call_global("lists.range", (-2,)) == []
+    assert REGISTRY.call_global("lists.range", (0,)) == []
+    with pytest.raises(CelRuntimeError, match="^lists.range: size must be non-negative, got -2$"):
+        REGISTRY.call_global("lists.range", (-2,))
     assert member("reverse", [5, 1, 2, 3]) == [3, 2, 1, 5]
     assert member("distinct", [-2, 5, -2, 1, 1, 5, -2, 1]) == [-2, 5, 1]
     distinct = member("distinct", [1, 1.0, 2])
@@ -185,3 +187,23 @@ def test_sort_by_keys_is_a_sorted_permutation(keys: list[int]) -> None:
     out = member("@sortByAssociatedKeys", values, keys)
     assert sorted(out) == values
     assert [keys[i] for i in out] == sorted(keys)
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "message"),
+    [
+        # A dyn list dispatches on its first element: one of no overload's type fails the call itself...
+        ("sum", ["a"], "no such overload: sum(list)"),
+        ("min", [None, 1], "no such overload: min(list)"),
+        ("max", [[2], 1], "no such overload: max(list)"),
+        ("isSorted", [{}], "no such overload: isSorted(list)"),
+        ("unwrapOpt", [1], "no such overload: unwrapOpt(list)"),
+        # ...while a later element of another type fails inside the overload.
+        ("sum", [1, 2.5], "no such overload"),
+        ("min", [1, None], "no such overload"),
+    ],
+)
+def test_dyn_lists_dispatch_on_their_first_element(name: str, values: list[Any], message: str) -> None:
+    with pytest.raises(CelRuntimeError) as err:
+        member(name, values)
+    assert err.value.message == message

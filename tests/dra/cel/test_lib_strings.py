@@ -97,6 +97,8 @@ def test_join() -> None:
         member("join", ["a", 1])
     with pytest.raises(CelRuntimeError, match="^join: invalid input: true$"):
         member("join", [True], "-")
+    with pytest.raises(CelRuntimeError, match="^join: invalid input: 0$"):
+        member("join", ["a", None], "-")
 
 
 def test_quote() -> None:
