@@ -18,7 +18,6 @@ from dra.model._rules import (
     _fully_qualified_name,
     _opaque,
     _pool_name,
-    _qualified_name,
     _raw_extension,
     _selectors,
     _set,
@@ -42,7 +41,6 @@ from dra.model.claim import (
     ExactDeviceRequest,
     ResourceClaimSpec,
 )
-from dra.quantity import Quantity
 
 
 class _RequestNames:
@@ -80,6 +78,20 @@ def _request_ref(errs: Errors, ref: str, path: Path, names: _RequestNames) -> No
         errs.invalid(path, ref, _REQUEST_REF_MSG)
 
 
+def _defaulted(request: DeviceRequest | DeviceSubRequest) -> dict[str, Any]:
+    """A request as the API server shows a duplicate: its JSON after defaulting (allocationMode, count)."""
+    data = request.to_k8s()
+    targets = [data["exactly"]] if isinstance(data.get("exactly"), dict) else []
+    if isinstance(request, DeviceSubRequest):
+        targets = [data]
+    targets += [s for s in data.get("firstAvailable") or [] if isinstance(s, dict)]
+    for target in targets:
+        target.setdefault("allocationMode", "ExactCount")
+        if target["allocationMode"] == "ExactCount" and not target.get("count"):
+            target["count"] = 1
+    return data
+
+
 def _allocation_mode(errs: Errors, mode: str | None, count: int | None, path: Path) -> None:
     # The API server defaults before it validates: an empty mode to ExactCount, and then a zero (= unset) count to
     # 1 (SetDefaults_ExactDeviceRequest), so only a negative count reaches the "greater than zero" rule.
@@ -102,20 +114,12 @@ def _device_class_ref(errs: Errors, name: str, path: Path) -> None:
         _dns_subdomain(errs, name, path)
 
 
-def _capacity_requests(errs: Errors, requests: dict[str, Quantity] | None, path: Path) -> None:
-    for name, quantity in (requests or {}).items():
-        _qualified_name(errs, name, path)
-        if quantity.sign() < 0:
-            errs.invalid(path.key(name), str(quantity), "must be greater than or equal to zero")
-
-
 def _exact_request(errs: Errors, request: ExactDeviceRequest | DeviceSubRequest, path: Path) -> None:
     _device_class_ref(errs, request.device_class_name, path.child("deviceClassName"))
     _selectors(errs, request.selectors, path.child("selectors"))
     _allocation_mode(errs, request.allocation_mode, request.count, path)
     _tolerations(errs, request.tolerations, path.child("tolerations"))
-    if request.capacity is not None:
-        _capacity_requests(errs, request.capacity.requests, path.child("capacity", "requests"))
+    # `capacity.requests` has no create-time rules upstream (the 1.37 API server accepts bad names and negatives).
 
 
 def _sub_request(errs: Errors, sub: DeviceSubRequest, path: Path) -> None:
@@ -141,6 +145,7 @@ def _request(errs: Errors, request: DeviceRequest, path: Path) -> None:
             lambda s, p: _sub_request(errs, s, p),
             lambda s: s.name,
             path.child("firstAvailable"),
+            _defaulted,
         )
     elif request.exactly is not None:
         _exact_request(errs, request.exactly, path.child("exactly"))
@@ -166,7 +171,10 @@ def _constraint(errs: Errors, constraint: DeviceConstraint, path: Path, names: _
     elif constraint.distinct_attribute is not None:
         _fully_qualified_name(errs, constraint.distinct_attribute, path.child("distinctAttribute"))
     else:
-        errs.required(path, 'exactly one of "matchAttribute" or "distinctAttribute" is required')
+        # Upstream's text, "but multiple fields are set" included, even though none is.
+        errs.required(
+            path, 'exactly one of "matchAttribute" or "distinctAttribute" is required, but multiple fields are set'
+        )
 
 
 def _device_claim(errs: Errors, claim: DeviceClaim, path: Path) -> None:
@@ -178,6 +186,7 @@ def _device_claim(errs: Errors, claim: DeviceClaim, path: Path) -> None:
         lambda r, p: _request(errs, r, p),
         lambda r: r.name,
         path.child("requests"),
+        _defaulted,
     )
     _slice(
         errs,

@@ -90,8 +90,6 @@ def validate_object_meta(
         else:
             for msg in is_dns1123_label(meta.namespace):
                 errs.invalid(path.child("namespace"), meta.namespace, msg)
-    elif meta.namespace:
-        errs.forbidden(path.child("namespace"), "not allowed on this type")
     _validate_labels(errs, meta.labels, path.child("labels"))
     _validate_annotations(errs, meta.annotations, path.child("annotations"))
     for i, finalizer in enumerate(meta.finalizers or []):

@@ -78,15 +78,16 @@ def _set(
     check: Callable[[T, Path], None],
     key: Callable[[T], Hashable],
     path: Path,
+    shown: Callable[[T], Any] | None = None,
 ) -> None:
-    """validateSet: validateSlice plus a Duplicate error for every repeated key."""
+    """validateSet: validateSlice plus a Duplicate error for every repeated key (showing `shown(item)` if given)."""
     if not _slice(errs, items, maximum, check, path):
         return
     seen: set[Hashable] = set()
     for i, item in enumerate(items or []):
         k = key(item)
         if k in seen:
-            errs.duplicate(path.index(i), k)
+            errs.duplicate(path.index(i), shown(item) if shown is not None else k)
         seen.add(k)
 
 
@@ -144,7 +145,8 @@ def _driver_name(errs: Errors, name: str, path: Path) -> None:
 
 def _check_driver_name(errs: Errors, name: str, path: Path) -> None:
     if not name:
-        errs.required(path)
+        errs.required(path)  # the 1.37 API server reports only this for an empty name
+        return
     if len(name) > _L["DriverNameMaxLength"]:
         errs.too_long(path, _L["DriverNameMaxLength"])
     for msg in is_dns1123_subdomain(name.lower()):
@@ -204,8 +206,8 @@ def _check_qualified_name(errs: Errors, name: str, path: Path) -> None:
             errs.invalid(path, "", "the name must not be empty")
         else:
             _c_identifier(errs, parts[1], path)
-    else:
-        errs.invalid(path, name, "must not contain more than one slash")
+    # More than one slash: validation.go's TODO says such names are implicitly accepted, and the 1.37 API server
+    # indeed accepts them, so no error here either.
 
 
 def _fully_qualified_name(errs: Errors, name: str, path: Path) -> None:
@@ -263,7 +265,8 @@ def _toleration(errs: Errors, toleration: DeviceToleration, path: Path) -> None:
 
 
 def _tolerations(errs: Errors, tolerations: list[DeviceToleration] | None, path: Path) -> None:
-    _slice(errs, tolerations, _L["DeviceTolerationsMaxLength"], lambda t, p: _toleration(errs, t, p), path)
+    # No size check: validation.go has none for request tolerations, and the 1.37 API server accepts 17.
+    _slice(errs, tolerations, -1, lambda t, p: _toleration(errs, t, p), path)
 
 
 def _raw_extension(errs: Errors, value: Any, path: Path, max_length: int) -> None:
@@ -285,8 +288,8 @@ def _opaque(errs: Errors, opaque: OpaqueDeviceConfiguration | None, path: Path) 
     _raw_extension(errs, opaque.parameters, path.child("opaque", "parameters"), _L["OpaqueParametersMaxLength"])
 
 
-def _binding_parameters(errs: Errors, conditions: list[str] | None, failures: list[str] | None, path: Path) -> None:
-    conditions, failures = conditions or [], failures or []
+def _binding_parameters(errs: Errors, given: list[str] | None, given_failures: list[str] | None, path: Path) -> None:
+    conditions, failures = given or [], given_failures or []
     _slice(
         errs,
         conditions,
@@ -320,13 +323,13 @@ def _binding_parameters(errs: Errors, conditions: list[str] | None, failures: li
     if not conditions and failures:
         errs.invalid(
             path.child("bindingConditions"),
-            conditions,
+            given,
             "bindingConditions are required to use bindingFailureConditions",
         )
     if not failures and conditions:
         errs.invalid(
             path.child("bindingFailureConditions"),
-            failures,
+            given_failures,
             "bindingFailureConditions are required to use bindingConditions",
         )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra.model._base import K8sModel
 from dra.model._corevalidation import (
     validate_label_name,
     validate_label_value,
@@ -42,6 +43,11 @@ from dra.model.slice import (
 from dra.quantity import Quantity
 
 _MAX_INT64 = (1 << 63) - 1
+_ATTRIBUTE_KINDS_TEXT = "`int`, `bool`, `string`, `version`, `ints`, `bools`, `strings`, `versions`"
+
+
+def _entry(item: K8sModel) -> dict[str, Any]:
+    return item.to_k8s()
 
 
 def _attribute(errs: Errors, attribute: DeviceAttribute, path: Path) -> None:
@@ -76,7 +82,13 @@ def _attribute(errs: Errors, attribute: DeviceAttribute, path: Path) -> None:
         for i, item in enumerate(attribute.versions or []):
             _version(errs, item, path.child("versions").index(i))
     if kinds != 1:
-        errs.invalid(path, "" if not kinds else attribute, "exactly one value must be specified")
+        # The 1.37 API server reports this through declarative union validation, with these words.
+        if not kinds:
+            errs.invalid(path, "", "must specify one of: " + _ATTRIBUTE_KINDS_TEXT)
+        else:
+            errs.invalid(
+                path, "{" + ", ".join(attribute.kinds()) + "}", "must specify exactly one of: " + _ATTRIBUTE_KINDS_TEXT
+            )
 
 
 def _version(errs: Errors, value: str, path: Path) -> None:
@@ -111,7 +123,12 @@ def _request_policy(errs: Errors, capacity: Quantity, policy: CapacityRequestPol
                 found_default = True
 
         _set(
-            errs, values, _L["CapacityRequestPolicyDiscreteMaxOptions"], option, lambda q: q.scaled_value(), values_path
+            errs,
+            values,
+            _L["CapacityRequestPolicyDiscreteMaxOptions"],
+            option,
+            lambda q: str(q.scaled_value()),
+            values_path,
         )
         if not found_default:
             errs.invalid(values_path, str(policy.default), "default value is not valid according to the requestPolicy")
@@ -269,6 +286,7 @@ def _device(errs: Errors, device: Device, path: Path, per_device: bool) -> None:
         lambda c, p: _counter_consumption(errs, c, p),
         lambda c: c.counter_set,
         path.child("consumesCounters"),
+        _entry,  # declarative uniqueness (1.37) shows the whole entry
     )
     if per_device:
         chosen = []
@@ -370,6 +388,7 @@ def _slice_spec(errs: Errors, spec: ResourceSliceSpec, path: Path) -> None:
         lambda c, p: _counter_set(errs, c, p),
         lambda c: c.name,
         path.child("sharedCounters"),
+        _entry,
     )
     if spec.partition_type_attribute is not None:
         _partition_type_attribute(errs, spec, path)

@@ -61,7 +61,11 @@ def _device_class(errs: Errors, dc: DeviceClass) -> None:
     )
     name = dc.spec.extended_resource_name
     if name is not None and not _extended_resource_name(name):
-        errs.invalid(spec.child("extendedResourceName"), name, "must be a valid extended resource name")
+        errs.invalid(
+            spec.child("extendedResourceName"),
+            name,
+            "a name must be a domain-prefixed path, such as 'example.com/my-prop'",  # declarative format, 1.37
+        )
 
 
 def _resource_claim(errs: Errors, claim: ResourceClaim) -> None:

@@ -27,7 +27,13 @@ C_ID_MSG = (
     "'[A-Za-z_][A-Za-z0-9_]*')"
 )
 
+KINDS_TEXT = "`int`, `bool`, `string`, `version`, `ints`, `bools`, `strings`, `versions`"
+
 Doc = dict[str, Any]
+
+# The case tables were run against a kube-apiserver of the pinned release (dry-run creates): every rule here gave
+# the same (path, message) there, except where noted (status is not validated on create; Go renders some bad values
+# from its internal structs).
 
 
 def claim() -> Doc:
@@ -112,7 +118,11 @@ CLAIM_CASES: list[tuple[str, Callable[[Doc], object], tuple[str, str]]] = [
     (
         "duplicate request names",
         lambda d: d["spec"]["devices"]["requests"].append(copy.deepcopy(_req(d))),
-        ("spec.devices.requests[1]", 'Duplicate value: "gpu"'),
+        (
+            "spec.devices.requests[1]",
+            'Duplicate value: {"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com",'
+            '"allocationMode":"ExactCount","count":1}}',
+        ),
     ),
     (
         "request name not a DNS label",
@@ -161,11 +171,6 @@ CLAIM_CASES: list[tuple[str, Callable[[Doc], object], tuple[str, str]]] = [
         ("spec.devices.requests[0].exactly.selectors[0].cel.expression", "Too long: may not be more than 10240 bytes"),
     ),
     (
-        "too many tolerations",
-        lambda d: _req(d)["exactly"].update(tolerations=[{"key": "k", "operator": "Exists"}] * 17),
-        ("spec.devices.requests[0].exactly.tolerations", "Too many: 17: must have at most 16 items"),
-    ),
-    (
         "toleration Exists with a value",
         lambda d: _req(d)["exactly"].update(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]),
         (
@@ -182,19 +187,12 @@ CLAIM_CASES: list[tuple[str, Callable[[Doc], object], tuple[str, str]]] = [
         ),
     ),
     (
-        "negative capacity request",
-        lambda d: _req(d)["exactly"].update(capacity={"requests": {"memory": "-1Gi"}}),
-        (
-            "spec.devices.requests[0].exactly.capacity.requests[memory]",
-            'Invalid value: "-1Gi": must be greater than or equal to zero',
-        ),
-    ),
-    (
         "constraint without kind",
         lambda d: d["spec"]["devices"].update(constraints=[{"requests": ["gpu"]}]),
         (
             "spec.devices.constraints[0]",
-            'Required value: exactly one of "matchAttribute" or "distinctAttribute" is required',
+            'Required value: exactly one of "matchAttribute" or "distinctAttribute" is required, '
+            "but multiple fields are set",
         ),
     ),
     (
@@ -405,12 +403,15 @@ SLICE_CASES: list[tuple[str, Callable[[Doc], object], tuple[str, str]]] = [
     (
         "attribute with two values",
         lambda d: _dev(d).update(attributes={"a": {"int": 1, "string": "x"}}),
-        ("spec.devices[0].attributes[a]", 'Invalid value: {"int":1,"string":"x"}: exactly one value must be specified'),
+        (
+            "spec.devices[0].attributes[a]",
+            f'Invalid value: "{{int, string}}": must specify exactly one of: {KINDS_TEXT}',
+        ),
     ),
     (
         "attribute with no value",
         lambda d: _dev(d).update(attributes={"a": {}}),
-        ("spec.devices[0].attributes[a]", 'Invalid value: "": exactly one value must be specified'),
+        ("spec.devices[0].attributes[a]", f'Invalid value: "": must specify one of: {KINDS_TEXT}'),
     ),
     (
         "string attribute too long",
@@ -429,11 +430,6 @@ SLICE_CASES: list[tuple[str, Callable[[Doc], object], tuple[str, str]]] = [
         "attribute name not a C identifier",
         lambda d: _dev(d).update(attributes={"1abc": {"int": 1}}),
         ("spec.devices[0].attributes", f'Invalid value: "1abc": {C_ID_MSG}'),
-    ),
-    (
-        "attribute name with two slashes",
-        lambda d: _dev(d).update(attributes={"a.io/b/c": {"int": 1}}),
-        ("spec.devices[0].attributes", 'Invalid value: "a.io/b/c": must not contain more than one slash'),
     ),
     (
         "attribute name too long",
@@ -558,18 +554,13 @@ SLICE_CASES: list[tuple[str, Callable[[Doc], object], tuple[str, str]]] = [
         lambda d: _dev(d).update(bindingConditions=["a.io/ready"]),
         (
             "spec.devices[0].bindingFailureConditions",
-            "Invalid value: []: bindingFailureConditions are required to use bindingConditions",
+            "Invalid value: null: bindingFailureConditions are required to use bindingConditions",
         ),
     ),
     (
         "too many binding conditions",
         lambda d: _dev(d).update(bindingConditions=[f"c{i}" for i in range(5)], bindingFailureConditions=["f"]),
         ("spec.devices[0].bindingConditions", "Too many: 5: must have at most 4 items"),
-    ),
-    (
-        "cluster-scoped object with a namespace",
-        lambda d: d["metadata"].update(namespace="default"),
-        ("metadata.namespace", "Forbidden: not allowed on this type"),
     ),
 ]
 
@@ -590,6 +581,38 @@ def test_bare_bases_and_fixtures_are_valid() -> None:
     for obj in load_objects(*sorted(FIXTURES.glob("*.yaml"))):
         model = obj if isinstance(obj, K8sModel) else Pod.from_k8s(obj)
         assert model.validation_errors() == []
+
+
+ACCEPTED_BY_THE_API_SERVER: list[tuple[str, Callable[[], Doc], Callable[[Doc], object]]] = [
+    (
+        "17 request tolerations (no size check in validation.go)",
+        claim,
+        lambda d: _req(d)["exactly"].update(tolerations=[{"key": "k", "operator": "Exists"}] * 17),
+    ),
+    (
+        "capacity requests are not validated",
+        claim,
+        lambda d: _req(d)["exactly"].update(capacity={"requests": {"1bad": "-1"}}),
+    ),
+    ("attribute names with two slashes", slice_, lambda d: _dev(d).update(attributes={"a.io/b/c": {"int": 1}})),
+    (
+        "matchAttribute with two slashes",
+        claim,
+        lambda d: d["spec"]["devices"].update(constraints=[{"matchAttribute": "a.io/b/c"}]),
+    ),
+    (
+        "a namespace on a cluster-scoped object (the server drops it)",
+        slice_,
+        lambda d: d["metadata"].update(namespace="x"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "base", "change"), ACCEPTED_BY_THE_API_SERVER, ids=[c[0] for c in ACCEPTED_BY_THE_API_SERVER]
+)
+def test_accepted_as_by_the_api_server(name: str, base: Callable[[], Doc], change: Callable[[Doc], object]) -> None:
+    assert _errors(_with(base, change)) == []
 
 
 def test_zero_count_is_defaulted_not_rejected() -> None:
@@ -627,7 +650,8 @@ def test_device_class_rules() -> None:
     bad["spec"]["extendedResourceName"] = "gpu"
     bad["metadata"]["name"] = "Bad_Name"
     errors = DeviceClass.from_k8s(bad).validation_errors()
-    assert ("spec.extendedResourceName", 'Invalid value: "gpu": must be a valid extended resource name') in errors
+    message = "Invalid value: \"gpu\": a name must be a domain-prefixed path, such as 'example.com/my-prop'"
+    assert ("spec.extendedResourceName", message) in errors
     assert [p for p, _ in errors].count("metadata.name") == 1
 
 
