@@ -154,7 +154,8 @@ class Admission:
                 review.uid,
                 patch=_annotation_patch(pod, annotations),
                 warnings=warnings,
-                audit_annotations={f"{k}": v[:AUDIT_ANNOTATION_LIMIT] for k, v in annotations.items()},
+                # The API server prefixes these keys with the webhook's name, so they must not carry a prefix.
+                audit_annotations={k.rsplit("/", 1)[-1]: v[:AUDIT_ANNOTATION_LIMIT] for k, v in annotations.items()},
             )
         self._count("mutate", review, decision, "allowed")
         return allowed_response(review.uid, warnings=warnings)

@@ -151,6 +151,7 @@ def test_audit_namespace_annotates_instead_of_mutating(admission: Admission, api
     assert would["template"].startswith("gpudra-")
     assert mutated["spec"] == pod["spec"] and api.templates == {}
     assert any(w.startswith("audit:") for w in out["response"]["warnings"])
+    assert set(out["response"]["auditAnnotations"]) == {"would-translate"}
 
 
 def test_non_pod_and_non_create_reviews_are_allowed_untouched(admission: Admission) -> None:
