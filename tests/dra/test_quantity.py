@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
 import pickle
 from fractions import Fraction
+from pathlib import Path
 
 import pydantic
 import pytest
@@ -695,3 +697,19 @@ def test_ordering_agrees_with_fractions(a: Quantity, b: Quantity) -> None:
 @given(quantities)
 def test_values_are_multiples_of_a_nano(q: Quantity) -> None:
     assert (q.value * 10**9).denominator == 1
+
+
+def test_printing_matches_a_real_api_server() -> None:
+    # Recorded from kube-apiserver v1.37: it writes back each quantity with Quantity.String(). The only differences
+    # are values above the E suffix, which 1.37 prints without their magnitude (kubernetes/kubernetes#140459).
+    path = Path(__file__).parent / "model" / "fixtures" / "quantities-kube-apiserver.json"
+    recorded: dict[str, str] = json.loads(path.read_text())["quantities"]
+    assert len(recorded) > 700
+    differ = {text: (str(Quantity.parse(text)), server) for text, server in recorded.items()}
+    differ = {text: pair for text, pair in differ.items() if pair[0] != pair[1]}
+    assert differ == {
+        "1000E": ("1e21", "1"),
+        "-1000E": ("-1e21", "-1"),
+        "10000000000000000000k": ("10e21", "10"),
+        "+10000000000000000000P": ("10e33", "10"),
+    }
