@@ -6,8 +6,10 @@ No kubelet runs: a pod bound to a Node object with its ResourceClaims allocated 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -56,6 +58,12 @@ STARTUP_TIMEOUT = 90.0
 LOG_TAIL_LINES = 60
 
 
+def _die_with_parent() -> None:
+    """Linux: the component is killed if the test process dies without tearing down (e.g. SIGKILL, timeout)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -77,7 +85,12 @@ class Component:
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                self.args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
 
     def alive(self) -> bool:
@@ -116,6 +129,8 @@ class ControlPlane:
     client_key: Path
     feature_gates: dict[str, bool]
     components: dict[str, Component] = field(default_factory=dict)
+    # The scratch directory this object created (removed by stop() unless GPUDRA_KEEP_CONTROL_PLANE is set).
+    scratch: Path | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------------
     @classmethod
@@ -125,7 +140,7 @@ class ControlPlane:
         # etcd's data goes to tmpfs where there is one: fsync-free and fast.
         shm = Path("/dev/shm")
         base = Path(tempfile.mkdtemp(prefix="gpudra-cp-", dir=shm if shm.is_dir() else None))
-        workdir = workdir or base
+        workdir = workdir or base / "work"
         workdir.mkdir(parents=True, exist_ok=True)
         certs = pki.generate(workdir / "pki")
         api_port = free_port()
@@ -140,6 +155,7 @@ class ControlPlane:
             client_cert=certs.admin.cert,
             client_key=certs.admin.key,
             feature_gates=gates,
+            scratch=base,
         )
         try:
             cp._start_all(bins, certs, api_port, base)
@@ -167,7 +183,6 @@ class ControlPlane:
                 f"--initial-cluster=gpudra=http://127.0.0.1:{peer_port}",
                 "--unsafe-no-fsync",
                 "--log-level=warn",
-                "--listen-metrics-urls=",
             ],
             logs / "etcd.log",
         )
@@ -182,10 +197,18 @@ class ControlPlane:
                 f"--etcd-servers={etcd_url}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
+                # 1.37 rejects a loopback advertise address with the lease reconciler; no Endpoints needed here.
+                "--endpoint-reconciler-type=none",
                 f"--secure-port={api_port}",
                 f"--tls-cert-file={certs.serving.cert}",
                 f"--tls-private-key-file={certs.serving.key}",
                 f"--client-ca-file={certs.ca.cert}",
+                # Only to keep the aggregation-layer CA configmap complete (silences repeated errors).
+                f"--requestheader-client-ca-file={certs.ca.cert}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 f"--service-account-key-file={certs.sa_public}",
                 f"--service-account-signing-key-file={certs.sa_private}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -262,6 +285,9 @@ class ControlPlane:
             component = self.components.get(name)
             if component is not None:
                 component.stop()
+        if self.scratch is not None and not os.environ.get("GPUDRA_KEEP_CONTROL_PLANE"):
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
     # -- inspection -------------------------------------------------------------------------------------
     def logs(self, lines: int = LOG_TAIL_LINES) -> str:

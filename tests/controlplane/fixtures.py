@@ -22,12 +22,15 @@ _RUNNING: list[ControlPlane] = []
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     """etcd + kube-apiserver + kube-controller-manager + kube-scheduler with DRA on, for the whole session."""
+    problem = None
     try:
         cp = ControlPlane.start()
     except binaries.MissingBinaries as e:
-        pytest.fail(str(e), pytrace=False)
+        problem = str(e)
     except ControlPlaneError as e:
-        pytest.fail(f"control plane did not start: {e}", pytrace=False)
+        problem = f"control plane did not start: {e}"
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
     _RUNNING.append(cp)
     try:
         yield cp
@@ -51,10 +54,13 @@ def k8s_namespace(kube: Kube) -> Iterator[str]:
 
 
 def _oracle(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    problem = None
     try:
         binaries.require("oracles")
     except binaries.MissingBinaries as e:
-        pytest.fail(str(e), pytrace=False)
+        problem = str(e)
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
     return fn
 
 

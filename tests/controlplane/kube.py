@@ -141,8 +141,9 @@ class Kube:
         pods: str = "110",
         labels: dict[str, str] | None = None,
         extra_allocatable: dict[str, str] | None = None,
+        taints: builtins.list[dict[str, str]] | None = None,
     ) -> dict[str, Any]:
-        """A Ready Node with capacity = allocatable; no kubelet backs it."""
+        """A Ready, schedulable Node with capacity = allocatable and exactly `taints`; no kubelet backs it."""
         resources = {"cpu": cpu, "memory": memory, "pods": pods, **(extra_allocatable or {})}
         node = {
             "apiVersion": "v1",
@@ -171,7 +172,10 @@ class Kube:
                 | {"containerRuntimeVersion": "fake://1", "kubeProxyVersion": ""},
             }
         }
-        return self.patch("Node", name, status, subresource="status")
+        self.patch("Node", name, status, subresource="status")
+        # The TaintNodesByCondition admission plugin adds node.kubernetes.io/not-ready on create; the node
+        # lifecycle controller would lift it once Ready, but it does not run here (no kubelet heartbeats).
+        return self.patch("Node", name, {"spec": {"taints": taints or None}})
 
     def create_namespace(self, prefix: str = "e2e") -> str:
         """A fresh namespace; waits until its `default` ServiceAccount exists (pods need it at admission)."""

@@ -20,9 +20,9 @@ BUILD_SCRIPT = HERE / "build.sh"
 def kubernetes_version() -> str:
     """The pinned k8s.io/kubernetes release, read from the components' go.mod."""
     text = (GOMOD / "go.mod").read_text()
-    match = re.search(r"^require k8s\.io/kubernetes (v\d+\.\d+\.\d+\S*)$", text, re.MULTILINE)
+    match = re.search(r"^(?:require )?\s*k8s\.io/kubernetes (v\d+\.\d+\.\d+\S*)", text, re.MULTILINE)
     if match is None:
-        raise SystemExit(f"{GOMOD / 'go.mod'}: no 'require k8s.io/kubernetes vX.Y.Z' line")
+        raise SystemExit(f"{GOMOD / 'go.mod'}: no k8s.io/kubernetes requirement")
     return match.group(1)
 
 

@@ -409,6 +409,16 @@ func toJSON(v ref.Val) (any, error) {
 		return fmt.Sprint(v.ConvertToType(types.StringType).Value()), nil
 	case apiservercel.Quantity:
 		return t.Quantity.String(), nil
+	case *apiservercel.Quantity:
+		return t.Quantity.String(), nil
+	case *apiservercel.Semver:
+		return t.Version.String(), nil
+	case *apiservercel.IP:
+		return t.Addr.String(), nil
+	case *apiservercel.CIDR:
+		return t.Prefix.String(), nil
+	case *apiservercel.URL:
+		return t.URL.String(), nil
 	case apiservercel.Semver:
 		return t.Version.String(), nil
 	case apiservercel.IP:
