@@ -125,39 +125,40 @@ def as_dict(obj: Any) -> dict[str, Any]:
     raise InputError(f"expected a Kubernetes object or dict (got {type(obj).__name__})")
 
 
-@dataclass(frozen=True, slots=True)
 class Attr:
     """One device attribute: kind is int/bool/string/version; list kinds hold a tuple."""
 
-    kind: str
-    value: Any
-    is_list: bool = False
-    values: frozenset[Any] = field(init=False, compare=False)
+    __slots__ = ("kind", "value", "is_list", "values")
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "values", frozenset(self.value) if self.is_list else frozenset((self.value,)))
+    def __init__(self, kind: str, value: Any, is_list: bool = False) -> None:
+        self.kind = kind
+        self.value = value
+        self.is_list = is_list
+        self.values: frozenset[Any] = frozenset(value) if is_list else frozenset((value,))
 
     def as_set(self) -> frozenset[Any]:
         return self.values
 
+    def __repr__(self) -> str:
+        return f"Attr({self.kind!r}, {self.value!r}{', list' if self.is_list else ''})"
 
-_ATTR_KINDS = (("int", False), ("bool", False), ("string", False), ("version", False))
-_LIST_KINDS = (("ints", "int"), ("bools", "bool"), ("strings", "string"), ("versions", "version"))
+
+_SCALAR_KINDS = frozenset(("int", "bool", "string", "version"))
+_LIST_KINDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
 
 
 def _attr(raw: dict[str, Any]) -> Attr | None:
-    # Upstream's attributeAsSet checks the list forms first, then the scalars.
-    for key, kind in _LIST_KINDS:
-        values = raw.get(key)
-        if values:
-            return Attr(kind, tuple(values), True)
-    for key, _ in _ATTR_KINDS:
-        if raw.get(key) is not None:
-            return Attr(key, raw[key])
-    return None
+    # Exactly one field is set in valid input; upstream's attributeAsSet prefers the list forms.
+    found: Attr | None = None
+    for key, value in raw.items():
+        if key in _LIST_KINDS and value:
+            return Attr(_LIST_KINDS[key], tuple(value), True)
+        if found is None and key in _SCALAR_KINDS and value is not None:
+            found = Attr(key, value)
+    return found
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Capacity:
     """A device capacity with its optional requestPolicy, values exact."""
 
