@@ -14,7 +14,7 @@ from dra.cel._functions import FunctionRegistry
 from dra.cel.ip import IP, AddrParseError, go_quote, parse_ip
 from dra.errors import CelRuntimeError
 
-__all__ = ["CIDR", "REGISTRY", "PrefixParseError", "parse_cidr"]
+__all__ = ["CIDR", "PrefixParseError", "REGISTRY", "parse_cidr"]
 
 REGISTRY = FunctionRegistry()
 

@@ -17,7 +17,7 @@ from dra.cel._functions import FunctionRegistry
 from dra.cel.urls import URLError, parse_request_uri
 from dra.cel.values import Optional
 
-__all__ = ["FORMATS", "REGISTRY", "Format"]
+__all__ = ["FORMATS", "Format", "REGISTRY"]
 
 REGISTRY = FunctionRegistry()
 

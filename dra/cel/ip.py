@@ -13,7 +13,7 @@ from typing import ClassVar, Final
 from dra.cel._functions import FunctionRegistry
 from dra.errors import CelRuntimeError
 
-__all__ = ["IP", "REGISTRY", "AddrParseError", "go_quote", "parse_ip"]
+__all__ = ["AddrParseError", "IP", "REGISTRY", "go_quote", "parse_ip"]
 
 REGISTRY = FunctionRegistry()
 

@@ -1,9 +1,7 @@
-"""List functions: Kubernetes `library/lists.go` (v0), cel-go `ext.Lists` v3, and the optional library's (v2)
-`first`/`last`/`optional.unwrap`/`unwrapOpt`.
-
-`sortBy(e, key)` is a macro upstream (expanded to `@sortByAssociatedKeys`); the compiler expands it and calls
-the `@sortByAssociatedKeys` member registered here. `includes` (Kubernetes lists v1, 1.37, and DRA's
-ListTypeAttributes) is kept apart in `INCLUDES_REGISTRY` so an environment can opt in.
+"""List functions: Kubernetes `library/lists.go` (v0), cel-go `ext.Lists` v3 and the optional library's (v2)
+`first`/`last`/`optional.unwrap`/`unwrapOpt`. The `sortBy` macro (the compiler's) calls `@sortByAssociatedKeys`
+here; sorting follows Go's sort.Slice. `includes` (lists v1, Kubernetes 1.37, and DRA's ListTypeAttributes)
+is kept apart in `INCLUDES_REGISTRY` so an environment can opt in.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import re2
 from dra.cel._functions import FunctionRegistry
 from dra.errors import CelRuntimeError
 
-__all__ = ["REGISTRY", "GoRegexError", "compile_go_regex", "go_find_all"]
+__all__ = ["GoRegexError", "REGISTRY", "compile_go_regex", "go_find_all"]
 
 REGISTRY = FunctionRegistry()
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from dra.cel._functions import FunctionRegistry
+from dra.cel.ip import go_quote
 from dra.errors import CelRuntimeError
 
 __all__ = ["REGISTRY", "Semver", "SemverError"]
@@ -51,34 +52,10 @@ def _parse_uint(s: str) -> int:
 
 def _version_number(s: str, which: str) -> int:
     if not _contains_only(s, _NUMBERS):
-        raise SemverError(f"Invalid character(s) found in {which.lower()} number {_go_quote(s)}")
+        raise SemverError(f"Invalid character(s) found in {which.lower()} number {go_quote(s)}")
     if _has_leading_zeroes(s):
-        raise SemverError(f"{which} number must not contain leading zeroes {_go_quote(s)}")
+        raise SemverError(f"{which} number must not contain leading zeroes {go_quote(s)}")
     return _parse_uint(s)
-
-
-def _go_quote(s: str) -> str:
-    # Go's %q (strconv.Quote): printable runes kept, others escaped.
-    out = ['"']
-    for c in s:
-        r = ord(c)
-        if c in '"\\':
-            out.append("\\" + c)
-        elif c in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[c])
-        elif c.isprintable():
-            out.append(c)
-        elif r < 0x20 or r == 0x7F:
-            out.append(f"\\x{r:02x}")
-        elif r < 0x10000:
-            out.append(f"\\u{r:04x}")
-        else:
-            out.append(f"\\U{r:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 
 def _prerelease_identifier(s: str) -> int | str:
@@ -86,11 +63,11 @@ def _prerelease_identifier(s: str) -> int | str:
         raise SemverError("Prerelease is empty")
     if _contains_only(s, _NUMBERS):
         if _has_leading_zeroes(s):
-            raise SemverError(f"Numeric PreRelease version must not contain leading zeroes {_go_quote(s)}")
+            raise SemverError(f"Numeric PreRelease version must not contain leading zeroes {go_quote(s)}")
         return _parse_uint(s)
     if _contains_only(s, _ALPHANUM):
         return s
-    raise SemverError(f"Invalid character(s) found in prerelease {_go_quote(s)}")
+    raise SemverError(f"Invalid character(s) found in prerelease {go_quote(s)}")
 
 
 def _compare_identifiers(a: int | str, b: int | str) -> int:
@@ -153,7 +130,7 @@ class Semver:
             if not b:
                 raise SemverError("Build meta data is empty")
             if not _contains_only(b, _ALPHANUM):
-                raise SemverError(f"Invalid character(s) found in build meta data {_go_quote(b)}")
+                raise SemverError(f"Invalid character(s) found in build meta data {go_quote(b)}")
         return cls(major, minor, patch, pre_ids, tuple(build))
 
     @classmethod

@@ -1,9 +1,8 @@
 """Kubernetes CEL URL library (`library/urls.go`) and its `kubernetes.URL` value, over a port of Go `net/url`.
 
-`url(s)` needs `url.ParseRequestURI(s)` to succeed (an absolute URI or an absolute path) and then keeps
-`url.Parse(s)` (which also splits off a `#fragment`). Components, escaping and query decoding follow
-Go 1.26's rules (the Go Kubernetes is built with: bracketed hosts must be IPv6 literals, colons in a host
-are strict); error texts are Go's (`parse "x": invalid URI for request`).
+`url(s)` needs `url.ParseRequestURI(s)` (an absolute URI or path) and keeps `url.Parse(s)` (which splits off a
+`#fragment`). Rules and error texts are Go 1.26's, the Go Kubernetes is built with (bracketed hosts must be IPv6
+literals, colons in http(s) hosts are strict): `parse "x": invalid URI for request`.
 """
 
 from __future__ import annotations
