@@ -5,12 +5,15 @@ There is no kubelet: the observable result is a pod bound to a (fake, Ready) Nod
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.controlplane import nvidia
+from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, pod, wait_for
 
 pytestmark = [pytest.mark.e2e]
@@ -228,3 +231,17 @@ def test_deployment_replicas_each_get_their_own_gpu(kube: Kube, k8s_namespace: s
     pods = wait_for(all_bound, timeout=BIND_TIMEOUT, what="5 replicas bound")
     devices = [d for p in pods for d in _devices(_claim_of(kube, k8s_namespace, p))]
     assert len(devices) == 5 and len(set(devices)) == 5, devices
+
+
+def test_kubectl_kustomize_and_server_side_dry_run(control_plane: ControlPlane, kube: Kube, tmp_path: Path) -> None:
+    name = f"dry-run-{uuid.uuid4().hex[:6]}"
+    (tmp_path / "class.json").write_text(json.dumps({**nvidia.device_classes()[1], "metadata": {"name": name}}))
+    (tmp_path / "kustomization.yaml").write_text("resources: [class.json]\ncommonLabels: {app: gpudra}\n")
+    rendered = control_plane.kubectl("kustomize", str(tmp_path)).stdout
+    assert f"name: {name}" in rendered and "app: gpudra" in rendered
+    applied = control_plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", "-o", "json", "-f", "-", input=rendered
+    )
+    obj = json.loads(applied.stdout)
+    assert obj["metadata"]["labels"] == {"app": "gpudra"} and obj["metadata"]["uid"]
+    assert name not in {c["metadata"]["name"] for c in kube.list("DeviceClass")}
