@@ -45,10 +45,19 @@ def _scalar_equal(a: Attr, b: Attr) -> bool:
 
 
 class _Scoped:
-    __slots__ = ("names",)
+    __slots__ = ("names", "attribute", "_lookups")
 
-    def __init__(self, names: frozenset[str]) -> None:
+    def __init__(self, names: frozenset[str], attribute: str) -> None:
         self.names = names
+        self.attribute = attribute
+        self._lookups: dict[SliceDevice, Attr | None] = {}
+
+    def lookup(self, device: SliceDevice, driver: str) -> Attr | None:
+        try:
+            return self._lookups[device]
+        except KeyError:
+            attr = self._lookups[device] = lookup_attribute(device, driver, self.attribute)
+            return attr
 
     def applies(self, request: str, subrequest: str) -> bool:
         if not self.names:
@@ -59,11 +68,10 @@ class _Scoped:
 
 
 class MatchAttribute(_Scoped):
-    __slots__ = ("attribute", "lists", "first", "stack", "count")
+    __slots__ = ("lists", "first", "stack", "count")
 
     def __init__(self, names: frozenset[str], attribute: str, lists: bool) -> None:
-        super().__init__(names)
-        self.attribute = attribute
+        super().__init__(names, attribute)
         self.lists = lists
         self.first: Attr | None = None
         self.stack: list[tuple[str, frozenset[Any]]] = []  # the intersection after each device
@@ -72,7 +80,7 @@ class MatchAttribute(_Scoped):
     def add(self, request: str, subrequest: str, device: SliceDevice, driver: str) -> bool:
         if not self.applies(request, subrequest):
             return True
-        attr = lookup_attribute(device, driver, self.attribute)
+        attr = self.lookup(device, driver)
         if attr is None:
             return False
         if self.count == 0:
@@ -101,18 +109,17 @@ class MatchAttribute(_Scoped):
 
 
 class DistinctAttribute(_Scoped):
-    __slots__ = ("attribute", "lists", "stack")
+    __slots__ = ("lists", "stack")
 
     def __init__(self, names: frozenset[str], attribute: str, lists: bool) -> None:
-        super().__init__(names)
-        self.attribute = attribute
+        super().__init__(names, attribute)
         self.lists = lists
         self.stack: list[Attr] = []
 
     def add(self, request: str, subrequest: str, device: SliceDevice, driver: str) -> bool:
         if not self.applies(request, subrequest):
             return True
-        attr = lookup_attribute(device, driver, self.attribute)
+        attr = self.lookup(device, driver)
         if attr is None:
             return False
         if not self._distinct(attr):

@@ -108,6 +108,7 @@ class Search:
         self.data: dict[tuple[int, int, int], RequestData] = {}
         self.constraints: list[list[Constraint]] = []
         self.matches: dict[tuple[tuple[int, int, int], int], bool] = {}
+        self.flags: dict[tuple[int, int, int], list[bool | None]] = {}  # selectable per candidate, for the loop
         self.allocating: dict[DeviceKey, set[int]] = {}
         self.allocating_capacity: dict[DeviceKey, dict[str, Amount]] = {}
         self.ledger = CounterLedger()
@@ -482,7 +483,9 @@ class Search:
         cands = self.candidates
         allocated = self.allocated.devices
         allocating = self.allocating
-        matches = self.matches
+        flags = self.flags.get(key)
+        if flags is None:
+            flags = self.flags[key] = [None] * len(cands)
         for index in range(start, len(cands)):
             cand = cands[index]
             dkey = cand.key
@@ -491,9 +494,9 @@ class Search:
                     continue
             elif dkey in allocated or allocating.get(dkey):
                 continue
-            hit = matches.get((key, index))
+            hit = flags[index]
             if hit is None:
-                hit = self.selectable(key, rd, cand)
+                hit = flags[index] = self.selectable(key, rd, cand)
             if not hit:
                 continue
             if capacity and not self.capacity_fits(ci, request, cand):
