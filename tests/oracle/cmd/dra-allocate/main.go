@@ -161,8 +161,7 @@ func allocateOnce(in *input, allocFeatures structured.Features, consumable bool,
 	ctx := context.Background()
 	start := time.Now()
 	state := allocatedState(in.AllocatedClaims, consumable)
-	// Same CEL cache construction as the scheduler plugin (dynamicresources.New).
-	celCache := cel.NewCache(10, cel.Features{
+	celCache := celCacheFor(cel.Features{
 		EnableConsumableCapacity: fts.EnableDRAConsumableCapacity,
 		EnableListTypeAttributes: fts.EnableDRAListTypeAttributes,
 	})
@@ -191,6 +190,19 @@ func allocateOnce(in *input, allocFeatures structured.Features, consumable bool,
 		res.Allocations = results
 	}
 	return res
+}
+
+// celCaches are built like the scheduler plugin's (dynamicresources.New: an LRU of 10 compiled expressions)
+// and, like it, live for the whole process, one per CEL feature set.
+var celCaches = map[cel.Features]*cel.Cache{}
+
+func celCacheFor(features cel.Features) *cel.Cache {
+	if c, ok := celCaches[features]; ok {
+		return c
+	}
+	c := cel.NewCache(10, features)
+	celCaches[features] = c
+	return c
 }
 
 // featureGates returns a copy of the release's default gates with the overrides applied.
