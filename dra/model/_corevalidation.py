@@ -190,24 +190,27 @@ def validate_conditions(errs: Errors, conditions: list[Condition], path: Path) -
             errs.too_long(item.child("message"), 32768)
 
 
-def _validate_pod_claim(errs: Errors, pod_name: str, claim: PodResourceClaim, seen: set[str], path: Path) -> None:
+def _validate_pod_claim(errs: Errors, claim: PodResourceClaim, seen: set[str], path: Path) -> None:
     if not claim.name:
         errs.required(path.child("name"))
     elif claim.name in seen:
         errs.duplicate(path.child("name"), claim.name)
     else:
-        name_errors = is_dns1123_label(claim.name)
-        for msg in name_errors:
+        # No "final ResourceClaim name" check: generated claims use generateName (truncated), and the 1.37 API
+        # server accepts a 250-character pod name with a template claim.
+        for msg in is_dns1123_label(claim.name):
             errs.invalid(path.child("name"), claim.name, msg)
-        if not name_errors and pod_name and claim.resource_claim_template_name is not None:
-            final = f"{pod_name}-{claim.name}"
-            for msg in name_is_dns_subdomain(final):
-                errs.invalid(path.child("name"), final, "final ResourceClaim name: " + msg)
         seen.add(claim.name)
+    # The API server shows the claim as Go marshals its internal struct: Go field names, nil pointers as null.
+    shown = {
+        "Name": claim.name,
+        "ResourceClaimName": claim.resource_claim_name,
+        "ResourceClaimTemplateName": claim.resource_claim_template_name,
+    }
     if claim.resource_claim_name is not None and claim.resource_claim_template_name is not None:
-        errs.invalid(path, claim, "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified")
+        errs.invalid(path, shown, "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified")
     if claim.resource_claim_name is None and claim.resource_claim_template_name is None:
-        errs.invalid(path, claim, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`")
+        errs.invalid(path, shown, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`")
     if claim.resource_claim_name is not None:
         for msg in name_is_dns_subdomain(claim.resource_claim_name):
             errs.invalid(path.child("resourceClaimName"), claim.resource_claim_name, msg)
@@ -235,7 +238,7 @@ def _validate_container_claims(errs: Errors, container: Container, pod_claims: s
         if claim.name not in pod_claims:
             detail = "must be one of the names in pod.spec.resourceClaims"
             detail += ": " + ", ".join(sorted(pod_claims)) if pod_claims else " which is empty"
-            errs.not_found(item.child("name"), claim.name, detail)
+            errs.not_found(item, claim.name, detail)
 
 
 def validate_pod(errs: Errors, pod: Pod) -> None:
@@ -243,7 +246,7 @@ def validate_pod(errs: Errors, pod: Pod) -> None:
     spec = Path("spec")
     seen: set[str] = set()
     for i, claim in enumerate(pod.spec.resource_claims or []):
-        _validate_pod_claim(errs, pod.metadata.name or "", claim, seen, spec.child("resourceClaims").index(i))
+        _validate_pod_claim(errs, claim, seen, spec.child("resourceClaims").index(i))
     groups = (
         ("initContainers", pod.spec.init_containers or []),
         ("containers", pod.spec.containers),

@@ -85,3 +85,32 @@ def test_quantities_print_as_the_api_server_prints_them(kube: Kube) -> None:
     # Only values above the E suffix, whose magnitude 1.37 drops (kubernetes/kubernetes#140459); we keep it.
     assert all(ours.split("e")[0] == server for ours, server in differ.values()), differ
     assert len(differ) == 4
+
+
+def test_pod_claim_rules_as_the_api_server(kube: Kube, k8s_namespace: str) -> None:
+    import yaml
+
+    from dra.model import Pod
+
+    long_name: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p" * 250},
+        "spec": {
+            "containers": [{"name": "a", "resources": {"claims": [{"name": "gpu"}, {"name": "nope"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+        },
+    }
+    for pod in (yaml.safe_load(cases.POD), long_name):
+        pod["metadata"]["namespace"] = k8s_namespace
+        for container in pod["spec"]["containers"]:
+            container["image"] = "busybox"
+        ours = Pod.from_k8s(pod).validation_errors()
+        try:
+            kube.request("POST", f"/api/v1/namespaces/{k8s_namespace}/pods?dryRun=All", pod)
+            server: list[tuple[str, str]] = []
+        except ApiException as err:
+            causes = json.loads(err.body or "{}").get("details", {}).get("causes", [])
+            server = [(c.get("field", ""), c.get("message", "")) for c in causes]
+        dra_only = [(p, m) for p, m in server if "resourceClaims" in p or "resources.claims" in p]
+        assert sorted(dra_only) == sorted(ours)
