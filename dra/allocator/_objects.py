@@ -363,7 +363,8 @@ def _request(raw: dict[str, Any], parent: str | None, allow_admin: bool) -> Requ
         mode=mode,
         count=int(count),
         admin_access=raw.get("adminAccess") if allow_admin else None,
-        tolerations=tuple(raw.get("tolerations") or []),
+        # apiserver defaulting: an empty toleration operator means Equal (it shows in the results).
+        tolerations=tuple(t if t.get("operator") else {**t, "operator": "Equal"} for t in raw.get("tolerations") or []),
         capacity={n: _q(v) for n, v in requests.items()} if requests is not None else None,
         has_capacity=cap is not None,
         derived=bool(raw.get("derivedAttributes")),
