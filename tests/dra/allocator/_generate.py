@@ -40,6 +40,7 @@ TOLERATIONS = [
     {"key": "maint", "operator": "Exists"},
     {"key": "maint", "operator": "Equal", "value": "yes", "effect": "NoSchedule"},
     {"operator": "Exists"},
+    {"key": "maint", "value": "yes"},  # operator defaulted to Equal
 ]
 
 
