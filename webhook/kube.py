@@ -7,6 +7,8 @@ rollout and guardrails (cached briefly, since every GPU pod in a namespace asks 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -15,14 +17,23 @@ from typing import Any, Protocol, cast
 from dra.errors import GpudraError
 
 __all__ = [
+    "SPEC_DIGEST_ANNOTATION",
     "ApiServerError",
     "KubeSideEffects",
     "NamespaceCache",
     "TemplateResult",
     "TemplateWriter",
+    "spec_digest",
 ]
 
 GROUP, VERSION, PLURAL = "resource.k8s.io", "v1", "resourceclaimtemplates"
+SPEC_DIGEST_ANNOTATION = "gpudra.io/spec-digest"
+
+
+def spec_digest(template: dict[str, Any]) -> str:
+    """SHA-256 of the template's spec as gpudra built it (canonical JSON)."""
+    canonical = json.dumps(template.get("spec"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 class ApiServerError(GpudraError):
@@ -65,8 +76,12 @@ class KubeSideEffects:
 
     def ensure_template(self, namespace: str, template: dict[str, Any]) -> TemplateResult:
         name = template["metadata"]["name"]
+        digest = spec_digest(template)
         body = dict(template)
-        body["metadata"] = {**template["metadata"], "namespace": namespace}
+        metadata = dict(template["metadata"])
+        metadata["namespace"] = namespace
+        metadata["annotations"] = {**metadata.get("annotations", {}), SPEC_DIGEST_ANNOTATION: digest}
+        body["metadata"] = metadata
         try:
             self._custom.create_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, body, _request_timeout=self._timeout()
@@ -84,7 +99,9 @@ class KubeSideEffects:
             )
         except Exception as exc:
             raise ApiServerError(self._explain("read ResourceClaimTemplate", namespace, name, exc)) from exc
-        if existing.get("spec") != template.get("spec"):
+        # The stored spec carries the API server's defaults, so the digest of what gpudra sent is compared.
+        existing_digest = (existing.get("metadata", {}).get("annotations") or {}).get(SPEC_DIGEST_ANNOTATION)
+        if existing_digest != digest:
             raise ApiServerError(
                 f"ResourceClaimTemplate {namespace}/{name} exists with a different spec; "
                 "it was not created by gpudra for this request (rename or delete it)"

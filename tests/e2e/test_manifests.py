@@ -12,7 +12,6 @@ import yaml
 
 from tests.controlplane import binaries
 from tests.controlplane.cluster import ControlPlane
-from tests.controlplane.kube import Kube
 
 pytestmark = pytest.mark.e2e
 
@@ -92,13 +91,15 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
         assert {d["metadata"]["name"] for d in by_kind(docs, "DeviceClass")} == {"gpu.nvidia.com", "mig.nvidia.com"}
 
 
-def test_every_overlay_passes_a_server_side_dry_run(control_plane: ControlPlane, kube: Kube) -> None:
-    for crd in CERT_MANAGER_CRDS:
-        kube.apply(crd)
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpudra-system"}})
-    import time
-
-    time.sleep(2)  # CRDs become served asynchronously
+def test_every_overlay_passes_a_server_side_dry_run(control_plane: ControlPlane) -> None:
+    setup = [*CERT_MANAGER_CRDS, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpudra-system"}}]
+    control_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(setup))
+    control_plane.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        *[f"crd/{crd['metadata']['name']}" for crd in CERT_MANAGER_CRDS],
+    )
     for overlay in OVERLAYS:
         manifest = yaml.safe_dump_all(render(overlay))
         out = control_plane.kubectl(

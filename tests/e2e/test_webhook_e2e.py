@@ -60,7 +60,7 @@ class Webhook:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        log = (self.workdir / "serve.log").open("ab")
+        self._log = (self.workdir / "serve.log").open("ab")
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -78,7 +78,7 @@ class Webhook:
                 "--kubeconfig",
                 str(self.kubeconfig),
             ],
-            stdout=log,
+            stdout=self._log,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -102,6 +102,7 @@ class Webhook:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
             self.proc = None
+            self._log.close()
 
     def logs(self) -> str:
         path = self.workdir / "serve.log"
@@ -276,7 +277,14 @@ def test_deployment_replicas_share_one_template_and_all_bind(kube: Kube, namespa
         pods = kube.list("Pod", namespace, label_selector="app=notebooks")
         return pods if len(pods) == 5 and all(p["spec"].get("nodeName") for p in pods) else None
 
-    pods = wait_for(five_bound, timeout=90, what="5 replicas bound")
+    try:
+        pods = wait_for(five_bound, timeout=90, what="5 replicas bound")
+    except TimeoutError as exc:
+        pods = kube.list("Pod", namespace, label_selector="app=notebooks")
+        events = [kube.pod_events(namespace, p["metadata"]["name"]) for p in pods]
+        rs = kube.list("ReplicaSet", namespace)
+        rs_events = [kube.pod_events(namespace, r["metadata"]["name"]) for r in rs]
+        raise AssertionError(f"{exc}: {len(pods)} pods, events {events}, replicaset events {rs_events}") from exc
     templates = {p["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] for p in pods}
     assert len(templates) == 1 and len(kube.list("ResourceClaimTemplate", namespace)) == 1
     assert all(p["metadata"]["name"].startswith("notebooks-") for p in pods)  # generateName pods
