@@ -41,7 +41,7 @@ def simulate_command(
     seed: int,
     report: Path | None,
     as_json: bool,
-    protocol: str = "replay",
+    protocol: str = "auto",
     load: float = 1.0,
 ) -> int:
     """Run, print, write the report; returns the exit code (2 on bad input, with file:line on stderr)."""

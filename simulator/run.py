@@ -38,7 +38,7 @@ def simulate(
     policies: str | Path | None = None,
     strategies: tuple[str, ...] | list[str] = DEFAULT_STRATEGIES,
     seed: int = 0,
-    protocol: str = "replay",
+    protocol: str = "auto",
     load: float = 1.0,
     vram: VramModel | None = None,
     model_map: dict[str, str] | None = None,
@@ -58,6 +58,8 @@ def simulate(
     else:
         work = load_trace(trace, vram=vram)
     vram_model = vram or VramModel(kind="class" if work.kind == "generated" else "proportional")
+    if protocol == "auto":  # openb times are a snapshot (replayed, < 1% of the GPUs are ever busy): use FGD's
+        protocol = "fgd" if work.kind == "openb" else "replay"
     config = EngineConfig(protocol=protocol, load=load, seed=seed)
     result = SimulationResult(
         input={

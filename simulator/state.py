@@ -15,7 +15,7 @@ from .cluster import ClusterSpec, NodeSpec, nvlink_groups
 from .gputypes import MigProfile
 from .workload import SimPod
 
-__all__ = ["Allocation", "ClusterState", "GpuState", "NodeState", "Part", "Sig"]
+__all__ = ["Allocation", "ClusterState", "GpuInfo", "GpuState", "NodeState", "Part", "Sig"]
 
 Sig = tuple[Any, ...]
 PLAIN, STATIC, DYNAMIC = 0, 1, 2
@@ -113,6 +113,21 @@ class NodeState:
         self.gpus = [GpuState(code, memory, layout) for _ in self.gpus]
 
 
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    gpus: list[tuple[Any, ...]]  # GPU signatures in canonical order
+    ranges: list[range]  # canonical index ranges of the NVLink groups
+    whole_free: list[int]  # canonical indices of GPUs free as a whole
+
+
+def _whole_free(g: tuple[Any, ...]) -> bool:
+    if g[0] == PLAIN:
+        return bool(g[1] == 1000 and g[3] == 0)
+    if g[0] == DYNAMIC:
+        return not g[1] and g[2] == 0
+    return False
+
+
 def _group_key(group: list[tuple[tuple[Any, ...], int]]) -> tuple[Any, ...]:
     return (len(group), tuple(s for s, _ in group))
 
@@ -130,6 +145,8 @@ class ClusterState:
         self.sig_ids: dict[Sig, int] = {}
         self.sigs: list[Sig] = []  # class id -> signature; ids are never reused, so caches keyed by id stay valid
         self.node_sig: list[int | None] = [None] * len(self.nodes)
+        self._info: dict[int, GpuInfo] = {}
+        self.born: list[int] = []  # class ids in the order they gained their first member (again)
         self.requested_milli = 0
         self.held_milli = 0
         self.needed_vram = 0
@@ -145,7 +162,11 @@ class ClusterState:
             cid = self.sig_ids[sig] = len(self.sigs)
             self.sigs.append(sig)
         self.node_sig[node.index] = cid
-        self.classes.setdefault(cid, {})[node.index] = None
+        members = self.classes.get(cid)
+        if members is None:
+            members = self.classes[cid] = {}
+            self.born.append(cid)
+        members[node.index] = None
 
     def _unindex(self, node: NodeState) -> None:
         sig = self.node_sig[node.index]
@@ -250,6 +271,20 @@ class ClusterState:
         self.needed_vram += sign * alloc.needed_vram
         self.held_vram += sign * alloc.held_vram
         self.gpu_pods += sign * (1 if alloc.parts else 0)
+
+    def gpu_info(self, cid: int) -> GpuInfo:
+        """Class `cid`'s GPUs in canonical order, NVLink group ranges and whole-free GPUs (memoised)."""
+        info = self._info.get(cid)
+        if info is None:
+            groups = self.sigs[cid][3]
+            flat = [g for group in groups for g in group]
+            ranges, start = [], 0
+            for group in groups:
+                ranges.append(range(start, start + len(group)))
+                start += len(group)
+            whole = [i for i, g in enumerate(flat) if _whole_free(g)]
+            info = self._info[cid] = GpuInfo(flat, ranges, whole)
+        return info
 
     def representative(self, cid: int) -> NodeState:
         return self.nodes[next(iter(self.classes[cid]))]

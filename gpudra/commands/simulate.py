@@ -19,7 +19,9 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed for the generator, sampling and Random."),
         report: Path | None = typer.Option(None, "--report", help="Write HTML + PNG plots + CSV series here."),
         as_json: bool = typer.Option(False, "--json", help="Print the stable JSON summary."),
-        protocol: str = typer.Option("replay", "--protocol", help="replay (trace times) or fgd (the FGD paper's)."),
+        protocol: str = typer.Option(
+            "auto", "--protocol", help="replay (trace times), fgd (the FGD paper's) or auto (fgd for openb CSVs)."
+        ),
         load: float = typer.Option(1.0, "--load", help="fgd protocol: arrived GPU demand as a share of capacity."),
     ) -> None:
         """Compare placement strategies; with no arguments: the built-in cluster and workload."""

@@ -8,11 +8,12 @@ pod shape, never once per node.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Any
 
 from ..gputypes import MigProfile
-from ..state import DYNAMIC, PLAIN, STATIC, ClusterState, NodeState, Part, Sig
+from ..state import DYNAMIC, PLAIN, STATIC, ClusterState, GpuInfo, NodeState, Part, Sig
 from ..workload import SimPod
 
 __all__ = ["Demand", "Option", "Strategy", "fit_option", "least_allocated"]
@@ -57,7 +58,11 @@ class Strategy:
                 raise ValueError(f"node_score must be least-allocated or most-allocated (got {node_score!r})")
             self.node_score = node_score
         self._demands: dict[tuple[Any, ...], tuple[int, Demand | None]] = {}
+        self._ids: dict[Demand, int] = {}
         self._cache: dict[tuple[int, int], Answer] = {}
+        # per demand: how far into `state.born` it has looked, and the live classes it fits (with answers)
+        self._fits: dict[int, _Fits] = {}
+        self._parts: dict[tuple[int, tuple[Option, ...]], tuple[Part, ...] | None] = {}  # GPU fit, shared by demands
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
         """Called once before the run (convert MIG modes, learn the workload)."""
@@ -74,14 +79,17 @@ class Strategy:
         key = pod.shape
         found = self._demands.get(key)
         if found is None:
-            found = self._demands[key] = (len(self._demands), self.demand(pod))
+            demand = self.demand(pod)
+            # pods of different shapes that become the same demand share one id, hence one cache
+            did = self._ids.setdefault(demand, len(self._ids)) if demand is not None else -1
+            found = self._demands[key] = (did, demand)
         return found
 
     def evaluate(self, state: ClusterState, cid: int, demand: Demand) -> Answer:
-        node = state.representative(cid)
         sig = state.sigs[cid]
-        if node.free_cpu < demand.cpu or node.free_mem < demand.mem:
+        if sig[1] < demand.cpu or sig[2] < demand.mem:  # free CPU and memory are part of the signature
             return None
+        node = state.representative(cid)
         if (
             demand.models
             and node.spec.model_label not in demand.models
@@ -89,32 +97,75 @@ class Strategy:
         ):
             return None
         parts: tuple[Part, ...] | None = ()
-        for option in demand.options:
-            parts = fit_option(node, sig, option, self.device_order)
-            if parts is not None:
-                break
+        if demand.options:
+            key = (cid, demand.options)
+            parts = self._parts.get(key, _MISSING)  # type: ignore[arg-type]
+            if parts is _MISSING:
+                info = state.gpu_info(cid)
+                for option in demand.options:
+                    parts = fit_option(node, info, option, self.device_order)
+                    if parts is not None:
+                        break
+                self._parts[key] = parts
         if parts is None:
             return None
         return self.score(state, node, sig, demand, parts), parts
+
+    def candidates(self, state: ClusterState, did: int, demand: Demand) -> _Fits:
+        """The classes `demand` fits, best first (a heap; entries of classes that died are dropped lazily).
+
+        Class states never change (a node that changes moves to another class), so a class is evaluated once
+        per demand, when it is born or comes back; each call only looks at classes born since the last one.
+        """
+        fits = self._fits.get(did)
+        if fits is None:
+            fits = self._fits[did] = _Fits()
+        born = state.born
+        classes = state.classes
+        cache = self._cache
+        for position in range(fits.seen, len(born)):
+            cid = born[position]
+            if cid in fits.members or cid not in classes:
+                continue
+            key = (cid, did)
+            answer = cache.get(key, _MISSING)
+            if answer is _MISSING:
+                answer = cache[key] = self.evaluate(state, cid, demand)
+            if answer is not None:
+                fits.push(cid, answer)  # type: ignore[arg-type]
+        fits.seen = len(born)
+        heap = fits.heap
+        while heap and heap[0][2] not in classes:  # dead: it is in `born` again if it comes back
+            fits.members.discard(heapq.heappop(heap)[2])
+        return fits
 
     def choose(self, state: ClusterState, pod: SimPod) -> tuple[int, tuple[Part, ...]] | None:
         """The node and canonical parts for `pod`, or None when no node fits."""
         did, demand = self._demand(pod)
         if demand is None:
             return None
-        cache = self._cache
-        best: Answer = None
-        best_cid = -1
-        for cid in state.classes:
-            key = (cid, did)
-            answer = cache.get(key, _MISSING)
-            if answer is _MISSING:
-                answer = cache[key] = self.evaluate(state, cid, demand)
-            if answer is not None and (best is None or answer[0] > best[0]):  # type: ignore[index]
-                best, best_cid = answer, cid  # type: ignore[assignment]
-        if best is None:
+        fits = self.candidates(state, did, demand)
+        if not fits.heap:
             return None
-        return next(iter(state.classes[best_cid])), best[1]
+        _, _, cid, parts = fits.heap[0]  # best score; the earliest evaluated class wins ties
+        return next(iter(state.classes[cid])), parts
+
+
+class _Fits:
+    """Per demand: a max-heap of (score, class) and how far into `ClusterState.born` it has looked."""
+
+    __slots__ = ("seen", "heap", "members", "counter")
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.heap: list[tuple[float, int, int, tuple[Part, ...]]] = []
+        self.members: set[int] = set()
+        self.counter = 0
+
+    def push(self, cid: int, answer: tuple[float, tuple[Part, ...]]) -> None:
+        self.counter += 1
+        heapq.heappush(self.heap, (-answer[0], self.counter, cid, answer[1]))
+        self.members.add(cid)
 
 
 def least_allocated(node: NodeState, demand: Demand) -> float:
@@ -124,50 +175,24 @@ def least_allocated(node: NodeState, demand: Demand) -> float:
     return (cpu + mem) / 2
 
 
-def _gpus(sig: Sig) -> list[tuple[int, tuple[Any, ...]]]:
-    """(canonical index, GPU signature) in canonical order."""
-    flat = [g for group in sig[3] for g in group]
-    return list(enumerate(flat))
-
-
-def _group_ranges(sig: Sig) -> list[range]:
-    out, start = [], 0
-    for group in sig[3]:
-        out.append(range(start, start + len(group)))
-        start += len(group)
-    return out
-
-
-def _whole_free(g: tuple[Any, ...]) -> bool:
-    if g[0] == PLAIN:
-        return bool(g[1] == 1000 and g[3] == 0)
-    if g[0] == DYNAMIC:
-        return not g[1] and g[2] == 0
-    return False
-
-
-def fit_option(node: NodeState, sig: Sig, option: Option, order: str) -> tuple[Part, ...] | None:
-    """Parts (canonical GPU indices) satisfying `option` on a node in state `sig`, or None."""
+def fit_option(node: NodeState, info: GpuInfo, option: Option, order: str) -> tuple[Part, ...] | None:
+    """Parts (canonical GPU indices) satisfying `option` on a node whose class has GPUs `info`, or None."""
     gpu_type = node.spec.gpu
     if gpu_type is None:
         return None
-    gpus = _gpus(sig)
     memory = gpu_type.memory_mib
     if option.kind == "whole":
-        if option.vram > memory:
-            return None
-        free = [i for i, g in gpus if _whole_free(g)]
-        if len(free) < option.count:
+        free = info.whole_free
+        if option.vram > memory or len(free) < option.count:
             return None
         if option.count >= 2 and (option.nvlink or order in ("nvlink", "pack")):
-            ranges = _group_ranges(sig)
-            fits = [[i for i in free if i in r] for r in ranges]
-            fits = [f for f in fits if len(f) >= option.count]
+            fits = [f for f in ([i for i in free if i in r] for r in info.ranges) if len(f) >= option.count]
             if fits:
                 free = min(fits, key=len)  # the tightest group that holds the pod
             elif option.nvlink:
                 return None
         return tuple(Part(i, "whole", 1000, memory) for i in free[: option.count])
+    gpus = list(enumerate(info.gpus))
     if option.kind == "share":
         cands = [(g[1], i) for i, g in gpus if g[0] == PLAIN and g[1] >= option.milli and g[2] >= option.vram]
         if not cands:

@@ -8,6 +8,7 @@ as plain GPUs here. Each policy only scores nodes (and a GPU inside the node for
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -57,26 +58,21 @@ class RandomFit(ShareStrategy):
         self.rng = random.Random(seed)
 
     def choose(self, state: ClusterState, pod: SimPod) -> tuple[int, tuple[Part, ...]] | None:
+        """A node drawn uniformly among all nodes that fit."""
         did, demand = self._demand(pod)
         if demand is None:
             return None
-        feasible: list[tuple[int, tuple[Part, ...]]] = []
-        total = 0
-        for cid, members in state.classes.items():
-            key = (cid, did)
-            if key not in self._cache:
-                self._cache[key] = self.evaluate(state, cid, demand)
-            answer = self._cache[key]
-            if answer is not None:
-                feasible.append((cid, answer[1]))
-                total += len(members)
-        if not feasible:
+        fits = self.candidates(state, did, demand)
+        classes = state.classes
+        fits.members.intersection_update(classes)  # a dead class re-enters through `born`
+        if not fits.members:
             return None
-        pick = self.rng.randrange(total)
-        for cid, parts in feasible:
-            members = state.classes[cid]
+        pick = self.rng.randrange(sum(len(classes[cid]) for cid in fits.members))
+        for cid in fits.members:
+            members = classes[cid]
             if pick < len(members):
-                return list(members)[pick], parts
+                parts = self._cache[(cid, did)][1]  # type: ignore[index]
+                return next(itertools.islice(members, pick, None)), parts
             pick -= len(members)
         raise AssertionError("unreachable")
 
@@ -127,7 +123,7 @@ class GpuClustering(ShareStrategy):
         if answer is None or not demand.options or demand.options[0].kind != "share":
             return answer
         option = demand.options[0]
-        gpus = [g for group in state.sigs[cid][3] for g in group]
+        gpus = state.gpu_info(cid).gpus
         same = [
             i for i, g in enumerate(gpus) if g[0] == PLAIN and g[3] == option.milli and g[1] >= option.milli
             and g[2] >= option.vram
@@ -172,7 +168,7 @@ class Fgd(ShareStrategy):
         candidates: list[tuple[Part, ...]] = [answer[1]]
         if demand.options and demand.options[0].kind == "share":
             option = demand.options[0]
-            gpus = [g for group in sig[3] for g in group]
+            gpus = state.gpu_info(cid).gpus
             seen: set[tuple[Any, ...]] = set()
             candidates = []
             for i, g in enumerate(gpus):

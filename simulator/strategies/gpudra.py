@@ -98,7 +98,9 @@ class Gpudra(Strategy):
         key = (pod.shape, pod.workload_class, pod.namespace, id(pod.pod) if pod.pod is not None else None)
         found = self._demands.get(key)
         if found is None:
-            found = self._demands[key] = (len(self._demands), self.demand(pod))
+            demand = self.demand(pod)
+            did = self._ids.setdefault(demand, len(self._ids)) if demand is not None else -1
+            found = self._demands[key] = (did, demand)
         return found
 
     def demand(self, pod: SimPod) -> Demand | None:
