@@ -36,8 +36,8 @@ import (
 var admissionVariables = []string{"object", "oldObject", "request", "params", "namespaceObject", "variables"}
 
 type device struct {
-	Driver                   string                                                   `json:"driver"`
-	AllowMultipleAllocations *bool                                                    `json:"allowMultipleAllocations,omitempty"`
+	Driver                   string                                                    `json:"driver"`
+	AllowMultipleAllocations *bool                                                     `json:"allowMultipleAllocations,omitempty"`
 	Attributes               map[resourceapi.QualifiedName]resourceapi.DeviceAttribute `json:"attributes,omitempty"`
 	Capacity                 map[resourceapi.QualifiedName]resourceapi.DeviceCapacity  `json:"capacity,omitempty"`
 }
