@@ -31,13 +31,22 @@ def _check(summary: dict[str, object], strategies: list[str]) -> None:
 def test_simulate_json_on_openb_files(pod_csv: Path, node_csv: Path) -> None:
     result = CliRunner().invoke(
         app, ["simulate", "--cluster", str(node_csv), "--trace", str(pod_csv), "--strategies",
-              "device-plugin,dra-whole,fgd", "--json"],
+              "device-plugin,dra-whole,fgd", "--protocol", "replay", "--json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     _check(summary, ["device-plugin", "dra-whole", "fgd"])
     assert summary["input"]["workload"]["pods"] == 4 and summary["input"]["cluster"]["gpus"] == 6
     assert summary["strategies"]["fgd"]["pods_placed"] == 4
+
+
+def test_simulate_openb_defaults_to_the_fgd_protocol(pod_csv: Path, node_csv: Path) -> None:
+    args = ["simulate", "--cluster", str(node_csv), "--trace", str(pod_csv), "--strategies", "fgd", "--json"]
+    result = CliRunner().invoke(app, [*args, "--seed", "3"])
+    summary = json.loads(result.stdout)
+    assert summary["input"]["protocol"] == "fgd"
+    # sampled with replacement until the requested GPUs reach the cluster's 6 GPUs
+    assert summary["strategies"]["fgd"]["pods_total"] > 4
 
 
 def test_simulate_reports_bad_trace_line(tmp_path: Path, node_csv: Path) -> None:
