@@ -245,3 +245,11 @@ def test_kubectl_kustomize_and_server_side_dry_run(control_plane: ControlPlane, 
     obj = json.loads(applied.stdout)
     assert obj["metadata"]["labels"] == {"app": "gpudra"} and obj["metadata"]["uid"]
     assert name not in {c["metadata"]["name"] for c in kube.list("DeviceClass")}
+
+
+def test_static_mig_slice_is_accepted_and_allocated(kube: Kube, k8s_namespace: str) -> None:
+    node = _node_name("a100")
+    _setup_node(kube, node, [nvidia.static_mig_slice(node, [("4g.40gb", 0), ("2g.20gb", 4), ("1g.10gb", 6)])])
+    _mig_pod(kube, k8s_namespace, "small", "1g.10gb", node)
+    (device,) = _devices(_claim_of(kube, k8s_namespace, _wait_bound(kube, k8s_namespace, "small")))
+    assert device == "gpu-0-mig-1g10gb-19-6"

@@ -219,3 +219,15 @@ def test_admission_errors_cost_and_repeat(k8s_cel_oracle: Cel) -> None:
     assert repeated["result"] == 2 and repeated["repeat"] == 50 and repeated["ns"] >= repeated["minNs"] > 0
     batch = k8s_cel_oracle({"cases": [{"expression": "true", "env": "admission"}], "repeat": 7})
     assert batch[0]["repeat"] == 7 and batch[0]["cost"] is not None
+
+
+def test_static_mig_devices_are_plain_devices(dra_allocate_oracle: Allocate) -> None:
+    layout = [("3g.40gb", 0), ("2g.20gb", 4), ("1g.10gb", 6)]
+    mig = nvidia.static_mig_slice("node-a", layout)
+    names = [d["name"] for d in mig["spec"]["devices"]]
+    assert names == ["gpu-0-mig-1g10gb-19-6", "gpu-0-mig-2g20gb-14-4", "gpu-0-mig-3g40gb-9-0"]
+    want = "device.attributes['gpu.nvidia.com'].profile == '2g.20gb'"
+    out = dra_allocate_oracle(_problem([mig], [_claim("m", "mig.nvidia.com", want), _claim("g", "mig.nvidia.com")]))
+    assert [_devices(a) for a in out["allocations"]] == [["gpu-0-mig-2g20gb-14-4"], ["gpu-0-mig-1g10gb-19-6"]]
+    none_left = dra_allocate_oracle(_problem([mig], [_claim("all", "mig.nvidia.com", count=4)]))
+    assert none_left.get("unsatisfiable"), none_left
