@@ -1,7 +1,9 @@
 """Differential test: the upstream mode must equal the Go oracle (`dra-allocate`) on generated problems.
 
 Hypothesis generates the cases; they are sent to the oracle in batches of `BATCH`. CI runs
-`GPUDRA_DIFF_CASES` cases (default 2,000); set it higher for a longer run. A mismatch writes the case to
+`GPUDRA_DIFF_CASES` cases (default 2,000) with every feature on (`FeatureSet.latest()`, upstream's
+experimental variant) and a sixth of that with list-type attributes off (incubating, kube-scheduler 1.37's
+default); set it higher for a longer run. A mismatch writes the case to
 `$TMPDIR/allocator-diff-<n>.json` for replay with `dra-allocate < file`.
 """
 
@@ -23,6 +25,12 @@ CASES = int(os.environ.get("GPUDRA_DIFF_CASES", "2000"))
 BATCH = 200
 # The gates our FeatureSet.latest() turns on beyond the 1.37 defaults (the rest are on or GA there).
 LATEST_GATES = {"DRAListTypeAttributes": True, "DRAFractionalCapacityRange": True}
+# kube-scheduler 1.37 as shipped runs upstream's "incubating" variant: list-type attributes off.
+INCUBATING_GATES = {"DRAListTypeAttributes": False, "DRAFractionalCapacityRange": True}
+VARIANTS = {
+    "latest": (LATEST_GATES, FeatureSet.latest(), CASES),
+    "incubating": (INCUBATING_GATES, FeatureSet.parse("-DRAListTypeAttributes"), max(CASES // 6, 100)),
+}
 
 
 def call_oracle(oracle: Any, payload: dict[str, Any]) -> dict[str, Any]:
@@ -45,12 +53,12 @@ def oracle(request: pytest.FixtureRequest) -> Any:
         pytest.skip("the dra-allocate oracle fixture is not available (tests/controlplane)")
 
 
-def ours(c: dict[str, Any]) -> dict[str, Any]:
+def ours(c: dict[str, Any], features: FeatureSet) -> dict[str, Any]:
     alloc = Allocator(
         slices=c["resourceSlices"],
         classes=c["deviceClasses"],
         allocated=c["allocatedClaims"],
-        features=FeatureSet.latest(),
+        features=features,
     )
     try:
         return {"allocations": alloc.allocate(c["claims"], node=c["node"], mode="upstream")}
@@ -73,29 +81,38 @@ def normalise(out: dict[str, Any]) -> dict[str, Any]:
     return {"allocations": allocations}
 
 
-def compare(oracle: Any, batch: list[dict[str, Any]], mismatches: list[str]) -> None:
-    payload = {"cases": [dict(c, features=LATEST_GATES) for c in batch]}
+def compare(
+    oracle: Any,
+    batch: list[dict[str, Any]],
+    mismatches: list[str],
+    gates: dict[str, bool] = LATEST_GATES,
+    features: FeatureSet | None = None,
+) -> None:
+    features = features or FeatureSet.latest()
+    payload = {"cases": [dict(c, features=gates) for c in batch]}
     answers = call_oracle(oracle, payload)["results"]
     assert len(answers) == len(batch)
     for c, theirs in zip(batch, answers, strict=True):
-        features = theirs.get("features") or {}
-        for name, on in FeatureSet.latest().to_json().items():
-            assert features.get(name, on) == on, f"oracle ran with {name}={features.get(name)}"
-        mine = normalise(ours(c))
+        reported = theirs.get("features") or {}
+        for name, on in features.to_json().items():
+            assert reported.get(name, on) == on, f"oracle ran with {name}={reported.get(name)}"
+        mine = normalise(ours(c, features))
         if mine != normalise(theirs):
             path = Path(os.environ.get("TMPDIR", "/tmp")) / f"allocator-diff-{len(mismatches)}.json"
-            path.write_text(json.dumps(dict(c, features=LATEST_GATES), indent=1))
+            path.write_text(json.dumps(dict(c, features=gates), indent=1))
             mismatches.append(f"{path}: ours={json.dumps(mine)[:600]} oracle={json.dumps(normalise(theirs))[:600]}")
 
 
 @pytest.mark.oracle
-def test_upstream_mode_equals_the_go_allocator(oracle: Any) -> None:
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_upstream_mode_equals_the_go_allocator(oracle: Any, variant: str) -> None:
+    gates, features, cases = VARIANTS[variant]
     pending: list[dict[str, Any]] = []
     mismatches: list[str] = []
     seen = 0
 
     @settings(
-        max_examples=CASES,
+        max_examples=cases,
         deadline=None,
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
@@ -106,11 +123,11 @@ def test_upstream_mode_equals_the_go_allocator(oracle: Any) -> None:
         seen += 1
         pending.append(json.loads(json.dumps(c)))
         if len(pending) >= BATCH:
-            compare(oracle, pending, mismatches)
+            compare(oracle, pending, mismatches, gates, features)
             pending.clear()
 
     collect()
     if pending:
-        compare(oracle, pending, mismatches)
-    assert seen >= min(CASES, 1000), f"only {seen} cases generated"
+        compare(oracle, pending, mismatches, gates, features)
+    assert seen >= min(cases, 1000) // 2, f"only {seen} cases generated"
     assert not mismatches, f"{len(mismatches)} of {seen} cases differ:\n" + "\n".join(mismatches[:10])
