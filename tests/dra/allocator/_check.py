@@ -84,9 +84,9 @@ def check(case: dict[str, Any], allocations: list[dict[str, Any]], *, strict_dis
     for ck, total in counters.items():
         if before.get(ck, Fraction(0)) <= counter_values.get(ck, Fraction(0)):
             assert total <= counter_values.get(ck, Fraction(0)), f"counter {ck} overdrawn: {total}"
-    for (key, name), total in capacity.items():
-        cap = devices[key][1]["capacity"][name]["value"]
-        assert total <= _q(cap), f"capacity {name} of {key} overdrawn: {total} > {cap}"
+    for (device_key, name), total in capacity.items():
+        cap = devices[device_key][1]["capacity"][name]["value"]
+        assert total <= _q(cap), f"capacity {name} of {device_key} overdrawn: {total} > {cap}"
 
     for claim, allocation in zip(case["claims"], allocations, strict=True):
         results = allocation["devices"].get("results", [])

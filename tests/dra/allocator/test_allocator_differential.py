@@ -42,7 +42,8 @@ def call_oracle(oracle: Any, payload: dict[str, Any]) -> dict[str, Any]:
     else:
         proc = subprocess.run([str(oracle)], input=json.dumps(payload), capture_output=True, text=True, check=True)
         out = proc.stdout
-    return json.loads(out) if isinstance(out, (str, bytes)) else out
+    answer: dict[str, Any] = json.loads(out) if isinstance(out, (str, bytes)) else out
+    return answer
 
 
 @pytest.fixture(scope="module")

@@ -29,11 +29,11 @@ def both(claims: list[dict[str, Any]], slices: list[dict[str, Any]], **kw: Any) 
     out = []
     steps = []
     for mode in ("upstream", "scored"):
-        search, _ = alloc.search(claims, node(), mode)  # type: ignore[arg-type]
+        search, _ = alloc.search(claims, node(), mode)
         ok = search.run()
         steps.append(search.steps)
         try:
-            out.append(picked(alloc.allocate(claims, node=node(), mode=mode)) if ok else None)  # type: ignore[arg-type]
+            out.append(picked(alloc.allocate(claims, node=node(), mode=mode)) if ok else None)
         except Unsatisfiable:
             out.append(None)
     return out[0], out[1], steps[0], steps[1]
