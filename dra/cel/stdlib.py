@@ -88,7 +88,11 @@ def _map_get(m: dict[Any, Any], k: Any) -> tuple[bool, Any]:
             if type(key) is bool and key == k:
                 return True, val
         return False, None
-    if k in m:
+    try:
+        present = k in m
+    except TypeError:  # lists and maps are not map keys
+        raise CelRuntimeError(f"unsupported key type: {type_name(k)}") from None
+    if present:
         for key, val in m.items():  # numeric keys match across int/uint/double but never bool
             if key == k and type(key) is not bool:
                 return True, val
