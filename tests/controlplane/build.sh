@@ -19,12 +19,18 @@ bin="$cache/bin"
 mkdir -p "$bin"
 export GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
 ldflags="-s -w"
+# Stamp the release into the components like upstream's hack/lib/version.sh does, so /version and
+# `kubectl version` report it (a module build otherwise says v0.0.0-master).
+minor="${version#v1.}"
+minor="${minor%%.*}"
+vpkg=k8s.io/component-base/version
+k8s_ldflags="$ldflags -X $vpkg.gitVersion=$version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean"
 t_all=$(date +%s)
 
-# build NAME DIR HASH PATTERN BINARIES...: one `go build -o` per module, so packages are compiled once.
+# build NAME DIR HASH LDFLAGS PATTERN BINARIES...: one `go build -o` per module, so packages are compiled once.
 build() {
-  local name="$1" dir="$2" hash="$3" pattern="$4"
-  shift 4
+  local name="$1" dir="$2" hash="$3" flags="$4" pattern="$5"
+  shift 5
   local stamp="$cache/$name.stamp" missing=0 b
   for b in "$@"; do [ -x "$bin/$b" ] || missing=1; done
   if [ "$missing" = 0 ] && [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ]; then
@@ -35,7 +41,7 @@ build() {
   local t0 tmp
   t0=$(date +%s)
   tmp="$(mktemp -d "$cache/.build-$name.XXXXXX")"
-  (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$tmp/" "$pattern")
+  (cd "$dir" && go build -trimpath -ldflags "$flags" -o "$tmp/" "$pattern")
   # etcd's main package is the module root go.etcd.io/etcd/server/v3, which `go build` names "server".
   if [ -e "$tmp/server" ]; then mv "$tmp/server" "$tmp/etcd"; fi
   for b in "$@"; do
@@ -48,8 +54,8 @@ build() {
 }
 
 echo "build.sh: Kubernetes ${version}, $(go env GOVERSION), cache $bin"
-build components "$here/gomod" "$(hash_of components)" tool \
+build components "$here/gomod" "$(hash_of components)" "$k8s_ldflags" tool \
   etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
-build oracles "$root/tests/oracle" "$(hash_of oracles)" ./cmd/... \
+build oracles "$root/tests/oracle" "$(hash_of oracles)" "$ldflags" ./cmd/... \
   dra-allocate k8s-cel
 echo "build.sh: done in $(($(date +%s) - t_all))s"
