@@ -106,3 +106,23 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}" if value < 10 else f"{value:.0f}"
     return str(value)
+
+
+def sweep_command(config: Path) -> int:
+    """Run a sweep with a progress bar on stderr; prints where the results are (exit 2 on bad input)."""
+    from .sweep import load_sweep, run_sweep
+
+    err = Console(stderr=True)
+    try:
+        sweep = load_sweep(config)
+        with Progress(
+            TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+            transient=True, disable=not err.is_terminal,
+        ) as bar:  # fmt: skip
+            task = bar.add_task("sweep", total=len(sweep.jobs))
+            rows = run_sweep(sweep, lambda done, total: bar.update(task, completed=done))
+    except (GpudraError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=False, highlight=False)
+        return 2
+    Console().print(f"{len(rows)} runs -> {sweep.output / 'results.csv'}, {sweep.output / 'index.html'}")
+    return 0

@@ -1,0 +1,208 @@
+"""Sweeps: a grid over clusters, traces, policy directories, strategies, allocator modes and seeds.
+
+Config (YAML):
+
+    clusters: [built-in, cluster.yaml, openb_node_list_all_node.csv]
+    traces: [generated, openb_pod_list_default.csv]      # default: generated
+    policies: [null, ./policies]                          # for gpudra; null = the shipped policies
+    strategies: [device-plugin, dra-whole, gpudra, fgd]
+    modes: [scored]                                       # gpudra allocator mode(s)
+    seeds: [0, 1, 2]
+    protocol: auto                                        # replay | fgd | auto
+    load: 1.0
+    output: sweep-out                                     # results.csv, results.json, index.html, plot
+    backend: process                                      # process (all cores) | ray (if installed)
+    workers: 0                                            # 0 = all cores
+
+Every grid point is one independent job; results come back as one table (CSV and JSON) plus an HTML page.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import itertools
+import json
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dra.errors import InputError
+
+from .run import simulate
+
+__all__ = ["SweepConfig", "Job", "load_sweep", "run_job", "run_sweep"]
+
+_KEYS = {"clusters", "traces", "policies", "strategies", "modes", "seeds", "protocol", "load", "output", "backend",
+         "workers"}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    cluster: str
+    trace: str
+    policies: str | None
+    strategy: str
+    mode: str
+    seed: int
+    protocol: str
+    load: float
+
+
+@dataclass(frozen=True, slots=True)
+class SweepConfig:
+    jobs: tuple[Job, ...]
+    output: Path
+    backend: str
+    workers: int
+
+
+def _list(data: dict[str, Any], key: str, default: list[Any]) -> list[Any]:
+    value = data.get(key, default)
+    return list(value) if isinstance(value, list) else [value]
+
+
+def load_sweep(path: str | Path) -> SweepConfig:
+    """Read a sweep file; relative paths are resolved against the file's folder."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read sweep config: {exc}", source=str(path)) from exc
+    if not isinstance(data, dict):
+        raise InputError("a sweep config is a mapping", source=str(path), line=1)
+    unknown = set(data) - _KEYS
+    if unknown:
+        raise InputError(f"unknown keys {sorted(unknown)} (expected {sorted(_KEYS)})", source=str(path))
+
+    def resolve(value: Any, builtin: str) -> Any:
+        if value is None or value == builtin:
+            return value
+        candidate = Path(str(value))
+        return str(candidate if candidate.is_absolute() else (path.parent / candidate))
+
+    clusters = [resolve(c, "built-in") for c in _list(data, "clusters", ["built-in"])]
+    traces = [resolve(t, "generated") for t in _list(data, "traces", ["generated"])]
+    policies = [None if p is None else resolve(p, "") for p in _list(data, "policies", [None])]
+    strategies = [str(s) for s in _list(data, "strategies", ["device-plugin", "gpudra"])]
+    modes = [str(m) for m in _list(data, "modes", ["scored"])]
+    seeds = [int(s) for s in _list(data, "seeds", [0])]
+    protocol, load = str(data.get("protocol", "auto")), float(data.get("load", 1.0))
+    jobs = []
+    for cluster, trace, strategy, seed in itertools.product(clusters, traces, strategies, seeds):
+        variants = itertools.product(policies, modes) if strategy == "gpudra" else [(None, "scored")]
+        for policy, mode in variants:
+            jobs.append(Job(cluster, trace, policy, strategy, mode, seed, protocol, load))
+    backend = str(data.get("backend", "process"))
+    if backend not in ("process", "ray"):
+        raise InputError(f"backend must be process or ray (got {backend!r})", source=str(path))
+    output = Path(resolve(data.get("output", "sweep-out"), ""))
+    return SweepConfig(tuple(jobs), output, backend, int(data.get("workers", 0)))
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """One grid point: the job's parameters followed by its summary row."""
+    result = simulate(
+        None if job.cluster == "built-in" else job.cluster,
+        None if job.trace == "generated" else job.trace,
+        policies=job.policies,
+        strategies=[job.strategy],
+        seed=job.seed,
+        protocol=job.protocol,
+        load=job.load,
+        mode=job.mode,
+    )
+    summary = result.summary()
+    row: dict[str, Any] = {
+        "cluster": job.cluster, "trace": job.trace, "policies": job.policies or "", "strategy": job.strategy,
+        "mode": job.mode if job.strategy == "gpudra" else "", "seed": job.seed,
+        "protocol": summary["input"]["protocol"],
+    }  # fmt: skip
+    row.update(summary["strategies"][job.strategy])
+    row["wall_seconds"] = round(result.runs[job.strategy].wall_seconds, 3)
+    return row
+
+
+def _ray_map(jobs: list[Job]) -> list[dict[str, Any]]:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS") or None)
+    remote = ray.remote(run_job)
+    return list(ray.get([remote.remote(job) for job in jobs]))
+
+
+def run_sweep(config: SweepConfig, progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """Run every job (all cores, or Ray), write results.csv/results.json/index.html, return the rows."""
+    jobs = list(config.jobs)
+    rows: list[dict[str, Any]]
+    if config.backend == "ray":
+        try:
+            rows = _ray_map(jobs)
+        except ImportError as exc:
+            raise InputError("backend: ray needs the ray package (pip install 'gpudra[ray]')") from exc
+    else:
+        workers = config.workers or os.cpu_count() or 1
+        if workers == 1 or len(jobs) == 1:
+            rows = []
+            for i, job in enumerate(jobs):
+                rows.append(run_job(job))
+                if progress:
+                    progress(i + 1, len(jobs))
+        else:
+            with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+                rows = []
+                for i, row in enumerate(pool.map(run_job, jobs)):
+                    rows.append(row)
+                    if progress:
+                        progress(i + 1, len(jobs))
+    write_results(rows, config.output)
+    return rows
+
+
+def write_results(rows: list[dict[str, Any]], output: Path) -> None:
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
+    if not rows:
+        return
+    with (output / "results.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    _plot(rows, output / "allocation.png")
+    keys = list(rows[0])
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r[k]))}</td>" for k in keys) + "</tr>" for r in rows)
+    (output / "index.html").write_text(
+        "<!doctype html><html><head><meta charset='utf-8'><title>gpudra sweep</title>"
+        "<style>body{font-family:system-ui;margin:2em}td,th{border:1px solid #ccc;padding:.2em .5em}"
+        "table{border-collapse:collapse;font-size:.85em}</style></head><body><h1>gpudra sweep</h1>"
+        "<p><a href='results.csv'>results.csv</a> · <a href='results.json'>results.json</a></p>"
+        f"<img src='allocation.png' alt='allocation by strategy'><table><tr>{head}</tr>{body}</table></body></html>\n"
+    )
+
+
+def _plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups: dict[str, list[float]] = {}
+    for row in rows:
+        label = row["strategy"] + (f" ({row['mode']})" if row["mode"] else "")
+        groups.setdefault(label, []).append(float(row["gpu_allocation_ratio"]))
+    fig, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
+    names = list(groups)
+    ax.bar(names, [sum(v) / len(v) for v in groups.values()], color="#4c72b0")
+    ax.set_ylabel("mean GPU allocation ratio")
+    ax.set_ylim(0, 1)
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

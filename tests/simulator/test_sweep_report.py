@@ -1,0 +1,86 @@
+"""Sweeps (grid, table, report), the HTML report of a run, and clusters from ResourceSlice dumps."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dra.errors import InputError
+from dra.gpus import catalog, node_resource_slices, synthetic_node
+from simulator.cluster import load_cluster
+from simulator.report import SERIES_COLUMNS, write_report
+from simulator.run import simulate
+from simulator.sweep import load_sweep, run_sweep
+from simulator.traces import GeneratorConfig
+
+from .conftest import write
+
+
+def test_sweep_grid_and_outputs(tmp_path: Path, pod_csv: Path, node_csv: Path) -> None:
+    config = write(
+        tmp_path / "sweep.yaml",
+        yaml.safe_dump(
+            {
+                "clusters": [node_csv.name],
+                "traces": [pod_csv.name],
+                "strategies": ["device-plugin", "fgd", "gpudra"],
+                "modes": ["upstream", "scored"],
+                "seeds": [0, 1],
+                "protocol": "replay",
+                "output": "out",
+                "workers": 2,
+            }
+        ),
+    )
+    sweep = load_sweep(config)
+    assert len(sweep.jobs) == 2 * (1 + 1 + 2)  # seeds x (device-plugin, fgd, gpudra x two modes)
+    rows = run_sweep(sweep)
+    assert len(rows) == 8 and {r["strategy"] for r in rows} == {"device-plugin", "fgd", "gpudra"}
+    out = tmp_path / "out"
+    with (out / "results.csv").open() as handle:
+        table = list(csv.DictReader(handle))
+    assert len(table) == 8 and "gpu_allocation_ratio" in table[0]
+    assert json.loads((out / "results.json").read_text()) == rows
+    assert (out / "index.html").exists() and (out / "allocation.png").stat().st_size > 0
+
+
+def test_sweep_rejects_unknown_keys(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="unknown keys"):
+        load_sweep(write(tmp_path / "s.yaml", "stratgies: [fgd]\n"))
+
+
+def test_report_files(tmp_path: Path) -> None:
+    result = simulate(strategies=["device-plugin", "gpudra"], generator=GeneratorConfig(pods=120, seed=2))
+    index = write_report(result, tmp_path / "r")
+    assert "gpudra simulation report" in index.read_text()
+    for name in ("allocation.png", "vram_waste.png", "fragmentation.png", "pending.png"):
+        assert (tmp_path / "r" / name).stat().st_size > 1000
+    with (tmp_path / "r" / "series-gpudra.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert tuple(rows[0]) == SERIES_COLUMNS and len(rows) == len(result.runs["gpudra"].samples)
+    assert json.loads((tmp_path / "r" / "summary.json").read_text()) == result.summary()
+
+
+def test_cluster_from_resource_slices(tmp_path: Path) -> None:
+    a100 = catalog.get("A100-SXM4-80GB")
+    static = synthetic_node(a100, "node-a", 2, mig_layouts={0: [("3g.40gb", 0), ("3g.40gb", 4)],
+                                                            1: [("3g.40gb", 0), ("3g.40gb", 4)]})  # fmt: skip
+    dynamic = synthetic_node(catalog.get("H100-SXM5-80GB"), "node-b", 4)
+    plain = synthetic_node(catalog.get("L40S"), "node-c", 2)
+    slices = [
+        *node_resource_slices(static, mig_mode="static"),
+        *node_resource_slices(dynamic, mig_mode="dynamic"),
+        *node_resource_slices(plain, mig_mode="static"),
+    ]
+    path = write(tmp_path / "slices.yaml", yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": slices}))
+    spec = load_cluster(path)
+    by_name = {n.name: n for n in spec.nodes}
+    assert set(by_name) == {"node-a", "node-b", "node-c"}
+    assert by_name["node-a"].mig == "static" and [p.name for p, _ in by_name["node-a"].layout] == ["3g.40gb"] * 2
+    assert by_name["node-a"].gpu_count == 2
+    assert by_name["node-b"].mig == "dynamic" and by_name["node-b"].gpu_count == 4
+    assert by_name["node-c"].mig == "none" and by_name["node-c"].gpu_count == 2
