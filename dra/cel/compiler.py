@@ -455,6 +455,19 @@ class Compiler:
         if folded is not None:
             return folded
         lf, rf = as_fn(left), as_fn(right)
+        if f is stdlib.add and self.track_cost:
+            # Concatenation inside loops or bindings can double a string per step: charge its size.
+            def costed_add(a: dict[str, Any]) -> Any:
+                x = lf(a)
+                y = rf(a)
+                tx = type(x)
+                if (tx is str or tx is bytes or tx is list) and type(y) is tx:
+                    meter = a.get(COST_KEY)
+                    if meter is not None:
+                        meter.charge(call_cost([x, y]))
+                return stdlib.add(x, y)
+
+            return costed_add
         if f is stdlib.add and isinstance(right, Const) and type(right.value) is int:
             c = right.value
 

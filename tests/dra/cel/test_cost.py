@@ -64,3 +64,14 @@ def test_string_arguments_cost_by_size() -> None:
 
 def test_cost_error_is_a_runtime_error() -> None:
     assert issubclass(CelCostError, CelRuntimeError)
+
+
+def test_doubling_concatenation_in_bindings_stops() -> None:
+    body = "size(a60) > 0"
+    for i in range(60, 0, -1):
+        body = f"cel.bind(a{i}, a{i - 1} + a{i - 1}, {body})"
+    program = Environment.dra_selector().compile(f'cel.bind(a0, "abcdefgh", {body})')  # 2^63 bytes unchecked
+    start = time.perf_counter()
+    with pytest.raises(CelCostError):
+        program.evaluate({})
+    assert time.perf_counter() - start < 5
