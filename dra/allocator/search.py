@@ -368,12 +368,16 @@ class Search:
             if counters:
                 self.ledger.release(pool_id, device)
 
-        if f.DeviceTaints and taint_prevents(device, request):
+        if device.taints and f.DeviceTaints and taint_prevents(device, request):
             rollback()
             return None
         for con in constraints:
             if not con.add(base, sub, device, driver):
-                rollback()
+                # Cheap common case first: nothing but the constraints taken so far to undo.
+                for i in range(added - 1, -1, -1):
+                    constraints[i].remove(base, sub, device, driver)
+                if counters:
+                    self.ledger.release(pool_id, device)
                 if must:
                     raise AllocationError(
                         f"claim {self.claims[ci].ref}, request {request.name}: cannot add device {'/'.join(dkey)} "
