@@ -88,3 +88,22 @@ def test_preemption_evicts_lower_priority() -> None:
 def test_unknown_strategy() -> None:
     with pytest.raises(ValueError, match="unknown strategy"):
         make_strategy("magic")
+
+
+def test_openb_excerpt_fgd_protocol_orders_sharing_above_whole_gpus() -> None:
+    from pathlib import Path
+
+    from simulator.cluster import read_openb_nodes
+    from simulator.traces import read_openb_pods
+
+    fixtures = Path(__file__).parent / "fixtures"
+    spec = read_openb_nodes(fixtures / "openb_node_excerpt.csv")
+    pods = read_openb_pods(fixtures / "openb_pod_excerpt.csv").pods
+    config = EngineConfig(protocol="fgd", seed=0)
+    out = {
+        name: summarize(run(spec, pods, make_strategy(name), config)) for name in ("device-plugin", "fgd", "bestfit")
+    }
+    # sharing GPUs serves more of the requested demand than whole GPUs by count
+    assert out["fgd"]["gpu_allocation_ratio"] > out["device-plugin"]["gpu_allocation_ratio"]
+    assert out["bestfit"]["gpu_allocation_ratio"] > out["device-plugin"]["gpu_allocation_ratio"]
+    assert out["device-plugin"]["vram_waste_ratio"] > out["fgd"]["vram_waste_ratio"]

@@ -145,3 +145,17 @@ def test_vram_model_kinds() -> None:
     assert VramModel.from_dict({"kind": "fixed", "fixed_mib": 7}).fixed_mib == 7
     with pytest.raises(ValueError, match="kind"):
         VramModel(kind="guess")
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_real_trace_excerpt_reads_cleanly() -> None:
+    from simulator.cluster import read_openb_nodes
+
+    work = read_openb_pods(FIXTURES / "openb_pod_excerpt.csv")
+    assert len(work.pods) == 120 and work.summary()["skipped"] == 0
+    assert all(0 <= p.gpu_milli <= 1000 for p in work.pods)
+    assert any(p.is_shared for p in work.pods) and any(not p.is_gpu for p in work.pods)
+    nodes = read_openb_nodes(FIXTURES / "openb_node_excerpt.csv")
+    assert len(nodes.nodes) == 49 and all(n.gpu is not None for n in nodes.nodes)
