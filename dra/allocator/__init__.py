@@ -12,11 +12,27 @@ from typing import Any
 
 from dra.allocator._allocator import Allocator, Mode
 from dra.allocator._errors import AllocationError, Unsatisfiable
-from dra.allocator._objects import Node
+from dra.allocator._objects import Claim, Node, parse_claim
 from dra.allocator.features import FeatureSet
 from dra.allocator.requests import SelectorMatcher
 
-__all__ = ["AllocationError", "Allocator", "FeatureSet", "Mode", "Node", "SelectorMatcher", "Unsatisfiable", "allocate"]
+__all__ = [
+    "AllocationError",
+    "Allocator",
+    "Claim",
+    "FeatureSet",
+    "Mode",
+    "Node",
+    "SelectorMatcher",
+    "Unsatisfiable",
+    "allocate",
+    "prepare_claim",
+]
+
+
+def prepare_claim(claim: Any) -> Claim:
+    """Parse a ResourceClaim (or template) once; `allocate` accepts the result and skips re-parsing it."""
+    return parse_claim(claim)
 
 
 def allocate(

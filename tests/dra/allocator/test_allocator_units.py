@@ -96,3 +96,13 @@ def test_node_selector_terms() -> None:
         node_selector_matches(
             {"nodeSelectorTerms": [{"matchExpressions": [{"key": "g", "operator": "Lt", "values": ["x"]}]}]}, n
         )
+
+
+def test_public_face_is_sorted_and_prepared_claims_allocate_alike() -> None:
+    import dra.allocator as public
+    from tests.dra.allocator._cases import GPU_CLASS, claim, device, exact, node, rslice
+
+    assert public.__all__ == sorted(public.__all__)
+    alloc = public.Allocator(slices=[rslice("s", [device("gpu-0"), device("gpu-1")])], classes=[GPU_CLASS])
+    raw = claim("c", exact("r", count=2))
+    assert alloc.allocate([public.prepare_claim(raw)], node=node()) == alloc.allocate([raw], node=node())
