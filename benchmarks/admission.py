@@ -3,9 +3,12 @@
     python benchmarks/admission.py [--requests 4000] [--concurrency 32] [--through-apiserver --pods 200]
 
 Starts `gpudra serve --enable-echo` over HTTPS on loopback (one worker), drives `/echo` (an allowed
-AdmissionReview, same stack: uvicorn, FastAPI, review parsing) and `/mutate` (the shipped policies on varied GPU
-pods) with the same client, bounded in count and time, and prints JSON: p50/p99 latency and reviews/s for both,
-and the ratios. With `--through-apiserver` it also creates pods through the real kube-apiserver built by
+AdmissionReview, same stack: uvicorn, FastAPI, review parsing) and `/mutate` (the shipped policies) with the same
+client, bounded in count and time, and prints JSON: p50/p99 latency and reviews/s, and the ratios to echo, for two
+`/mutate` loads: `unique_pods` (every review a distinct pod, name and a label varied, so the webhook's decision
+cache cannot help) and `replicas` (Deployment-style generateName replicas of a few pod templates, which arrive
+identical at mutating admission and so hit the cache).
+With `--through-apiserver` it also creates pods through the real kube-apiserver built by
 tests/controlplane/build.sh, with and without the webhook registered, and reports pod-creation latency both ways.
 """
 
@@ -41,15 +44,33 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _pods() -> list[dict[str, Any]]:
+def _templates() -> list[dict[str, Any]]:
     names = ["pod-legacy-vram.yaml", "pod-legacy-1gpu.yaml", "pod-vllm-tp4.yaml", "pod-mig-legacy.yaml"]
-    pods = [yaml.safe_load((ROOT / "examples" / n).read_text()) for n in names]
-    varied = []
-    for i in range(64):
-        pod = copy.deepcopy(pods[i % len(pods)])
+    return [yaml.safe_load((ROOT / "examples" / n).read_text()) for n in names]
+
+
+def unique_pods(count: int) -> list[dict[str, Any]]:
+    """`count` pods, all different: the example shapes with a distinct name and `bench/seq` label each."""
+    templates = _templates()
+    pods = []
+    for i in range(count):
+        pod = copy.deepcopy(templates[i % len(templates)])
         pod["metadata"]["name"] = f"bench-{i}"
-        varied.append(pod)
-    return varied
+        pod["metadata"].setdefault("labels", {})["bench/seq"] = str(i)
+        pods.append(pod)
+    return pods
+
+
+def replica_pods(count: int) -> list[dict[str, Any]]:
+    """`count` pods from four Deployments: generateName, no name, identical within a Deployment."""
+    templates = _templates()
+    pods = []
+    for i in range(count):
+        pod = copy.deepcopy(templates[i % len(templates)])
+        pod["metadata"].pop("name", None)
+        pod["metadata"]["generateName"] = f"bench-deploy-{i % len(templates)}-"
+        pods.append(pod)
+    return pods
 
 
 def _review(pod: dict[str, Any], uid: str) -> bytes:
@@ -157,25 +178,40 @@ class _Server:
         self.log.close()
 
 
+def _ratios(mutate: dict[str, Any], echo: dict[str, Any]) -> dict[str, float]:
+    return {
+        "p99_mutate_over_echo": round(mutate["p99_ms"] / echo["p99_ms"], 3),
+        "p50_mutate_over_echo": round(mutate["p50_ms"] / echo["p50_ms"], 3),
+        "throughput_mutate_over_echo": round(mutate["reviews_per_s"] / echo["reviews_per_s"], 3),
+    }
+
+
 def loopback(requests: int, concurrency: int, limit_s: float) -> dict[str, Any]:
-    pods = _pods()
-    bodies = [_review(pods[i % len(pods)], f"uid-{i}") for i in range(requests)]
+    unique = [_review(pod, f"uid-u{i}") for i, pod in enumerate(unique_pods(requests))]
+    replicas = [_review(pod, f"uid-r{i}") for i, pod in enumerate(replica_pods(requests))]
+    warmup = [_review(pod, f"uid-w{i}") for i, pod in enumerate(unique_pods(300))]
     with tempfile.TemporaryDirectory() as tmp:
         server = _Server(Path(tmp))
         try:
             base = f"https://127.0.0.1:{server.port}"
-            asyncio.run(_drive(base + "/mutate", bodies[:300], concurrency, server.ctx, limit_s))  # warm-up
-            echo = asyncio.run(_drive(base + "/echo", bodies, concurrency, server.ctx, limit_s))
-            mutate = asyncio.run(_drive(base + "/mutate", bodies, concurrency, server.ctx, limit_s))
+            asyncio.run(_drive(base + "/mutate", warmup, concurrency, server.ctx, limit_s))
+            # Echo runs before and after the mutate loads, as the machine's load drifts; ratios use their mean.
+            echo_before = asyncio.run(_drive(base + "/echo", unique, concurrency, server.ctx, limit_s))
+            mutate_unique = asyncio.run(_drive(base + "/mutate", unique, concurrency, server.ctx, limit_s))
+            mutate_replicas = asyncio.run(_drive(base + "/mutate", replicas, concurrency, server.ctx, limit_s))
+            echo_after = asyncio.run(_drive(base + "/echo", unique, concurrency, server.ctx, limit_s))
         finally:
             server.stop()
+    echo = {key: round((echo_before[key] + echo_after[key]) / 2, 3) for key in ("p50_ms", "p99_ms", "reviews_per_s")}
     return {
-        "echo": echo,
-        "mutate": mutate,
-        "ratio": {
-            "p99_mutate_over_echo": round(mutate["p99_ms"] / echo["p99_ms"], 3),
-            "p50_mutate_over_echo": round(mutate["p50_ms"] / echo["p50_ms"], 3),
-            "throughput_mutate_over_echo": round(mutate["reviews_per_s"] / echo["reviews_per_s"], 3),
+        "echo": {"mean_of_runs": echo, "before": echo_before, "after": echo_after},
+        "mutate": {
+            "unique_pods": {**mutate_unique, "ratio": _ratios(mutate_unique, echo)},
+            "replicas": {**mutate_replicas, "ratio": _ratios(mutate_replicas, echo)},
+        },
+        "loads": {
+            "unique_pods": "every review a distinct pod (name and label bench/seq varied): no decision cache hits",
+            "replicas": "generateName replicas of 4 Deployments, identical pods: decision cache hits after 4",
         },
         "targets": {"p99_ratio_max": 1.5, "mutate_reviews_per_s_min": 1000},
     }

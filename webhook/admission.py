@@ -8,6 +8,9 @@ does not exist. Tested with plain dicts, without a server.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,12 +19,13 @@ from webhook.metrics import WebhookMetrics
 from webhook.policy import Decision, PolicySet
 from webhook.policy_store import PolicyStore
 from webhook.review import AdmissionDenied, BadReview, ReviewRequest, allowed_response
-from webhook.translate import pointer, translate
+from webhook.translate import Translation, pointer, translate
 
 __all__ = ["Admission", "RolloutConfig"]
 
 
 AUDIT_ANNOTATION_LIMIT = 1000
+DECISION_CACHE_SIZE = 1024
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,25 @@ def _annotation_patch(pod: dict[str, Any], values: dict[str, str]) -> list[dict[
     return [{"op": "add", "path": pointer("metadata", "annotations", k), "value": v} for k, v in values.items()]
 
 
+class _Cached:
+    """A decision and, once mutate asks for it, its translation (both pure functions of the cache key's inputs).
+
+    `pod` is the first review's object: equal, by the key, to every later one served from this entry.
+    """
+
+    __slots__ = ("pod", "decision", "_translation")
+
+    def __init__(self, pod: dict[str, Any], decision: Decision) -> None:
+        self.pod = pod
+        self.decision = decision
+        self._translation: Translation | None = None
+
+    def translation(self) -> Translation:
+        if self._translation is None:
+            self._translation = translate(self.pod, self.decision)
+        return self._translation
+
+
 class Admission:
     """`AdmissionHandler` for the FastAPI app; holds the serving policy set and the side-effect client."""
 
@@ -62,12 +85,18 @@ class Admission:
         writer: TemplateWriter | None = None,
         namespaces: NamespaceCache | None = None,
         rollout: RolloutConfig | None = None,
+        cache_size: int = DECISION_CACHE_SIZE,
     ) -> None:
         self.store = store
         self.metrics = metrics
         self.writer = writer
         self.namespaces = namespaces
         self.rollout = rollout or RolloutConfig()
+        self.cache_size = cache_size
+        # Decisions (and their translations) by a digest of every input they depend on; see `_key`.
+        self._cache: OrderedDict[bytes, _Cached] = OrderedDict()
+        self._cache_policies: PolicySet | None = None
+        self._reads_uid = False
 
     def policies_ready(self) -> tuple[bool, str]:
         status = self.store.status()
@@ -92,14 +121,43 @@ class Admission:
                 reason="ServiceUnavailable",
             ) from exc
 
-    def _decide(self, review: ReviewRequest) -> tuple[dict[str, Any], Decision] | None:
+    def _key(self, policies: PolicySet, info: dict[str, Any], pod: Any, namespace: Any) -> bytes | None:
+        """A digest of exactly what a decision reads: the pod, the namespace object and the request info (the uid
+        left out unless some policy expression could read it). Replicas of one Deployment arrive identical at
+        mutating admission, so they share one entry. None when an input is not plain JSON (then no caching)."""
+        if policies is not self._cache_policies:
+            self._cache.clear()
+            self._cache_policies = policies
+            self._reads_uid = any("uid" in source for source in policies.expression_sources())
+        if not self._reads_uid:
+            info = {k: v for k, v in info.items() if k != "uid"}
+        try:
+            text = json.dumps([pod, namespace, info], sort_keys=True, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):
+            return None
+        return hashlib.blake2b(text.encode(), digest_size=20).digest()
+
+    def _decide(self, review: ReviewRequest) -> _Cached | None:
         if not review.is_pod or review.operation != "CREATE":
             return None
         if review.object is None:
             raise BadReview("a CREATE review for a pod must carry 'request.object'")
         pod = review.object
-        decision = self.store.current.evaluate(pod, self._namespace(review), _request_info(review))
-        return pod, decision
+        namespace = self._namespace(review)
+        info = _request_info(review)
+        policies = self.store.current
+        key = self._key(policies, info, pod, namespace) if self.cache_size > 0 else None
+        if key is not None:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
+        entry = _Cached(pod, policies.evaluate(pod, namespace, info))
+        if key is not None:
+            self._cache[key] = entry
+            if len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return entry
 
     def _count(self, endpoint: str, review: ReviewRequest, decision: Decision | None, outcome: str) -> None:
         policy = decision.policy if decision is not None and decision.policy else ""
@@ -121,10 +179,10 @@ class Admission:
         if decided is None:
             self._count("mutate", review, None, "skipped")
             return allowed_response(review.uid)
-        pod, decision = decided
+        pod, decision = decided.pod, decided.decision
         if not decision.allowed:
             raise self._deny("mutate", review, decision)
-        translation = translate(pod, decision)
+        translation = decided.translation()
         warnings = list(translation.warnings)
         if translation.patch:
             if review.dry_run:
@@ -165,7 +223,7 @@ class Admission:
         if decided is None:
             self._count("validate", review, None, "skipped")
             return allowed_response(review.uid)
-        _, decision = decided
+        decision = decided.decision
         if not decision.allowed:
             raise self._deny("validate", review, decision)
         self._count("validate", review, decision, "allowed")

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import jsonpatch
@@ -40,13 +41,25 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "gpudra"}
 
 @dataclass(frozen=True)
 class Translation:
-    """The mutated pod, the templates to create, the patch that turns the pod into it, and warnings."""
+    """The templates to create, the patch that turns the pod into the mutated one, and warnings.
 
-    pod: dict[str, Any]
+    `pod` (the mutated pod) is built on first access by applying the patch to a copy of `source`: the webhook
+    only sends the patch, so it never pays for the copy.
+    """
+
+    source: Mapping[str, Any]
     templates: tuple[dict[str, Any], ...] = ()
     patch: tuple[dict[str, Any], ...] = ()
     warnings: tuple[str, ...] = ()
     audit_annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def pod(self) -> dict[str, Any]:
+        original: dict[str, Any] = _copy(dict(self.source))
+        if not self.patch:
+            return original
+        mutated: dict[str, Any] = jsonpatch.apply_patch(original, _copy(list(self.patch)), in_place=True)
+        return mutated
 
     @property
     def changed(self) -> bool:
@@ -161,11 +174,13 @@ def _patch(pod: Mapping[str, Any], decision: Decision, template: str) -> list[di
 
 
 def translate(pod: Mapping[str, Any], decision: Decision) -> Translation:
-    """Apply `decision` to `pod`: enforce → template + patch; audit → the would-be claim in warnings only."""
-    original = _copy(dict(pod))
+    """Apply `decision` to `pod`: enforce → template + patch; audit → the would-be claim in warnings only.
+
+    `pod` is read, never modified or copied here; the patch shares no objects with it.
+    """
     warnings = list(decision.warnings)
     if not decision.allowed or decision.claim is None or not decision.containers:
-        return Translation(original, warnings=tuple(warnings))
+        return Translation(pod, warnings=tuple(warnings))
     template = claim_template(decision.claim, decision.namespace)
     name = template["metadata"]["name"]
     if decision.mode != "enforce":
@@ -175,7 +190,6 @@ def translate(pod: Mapping[str, Any], decision: Decision) -> Translation:
             f"audit: GPUClaimPolicy '{decision.policy}' would replace the legacy GPU resources of "
             f"{containers} with ResourceClaimTemplate {name}: {summary}"
         )
-        return Translation(original, warnings=tuple(warnings), audit_annotations={WOULD_TRANSLATE_ANNOTATION: summary})
-    ops = _patch(original, decision, name)
-    mutated = jsonpatch.apply_patch(_copy(original), _copy(ops), in_place=True)
-    return Translation(mutated, (template,), tuple(ops), tuple(warnings))
+        return Translation(pod, warnings=tuple(warnings), audit_annotations={WOULD_TRANSLATE_ANNOTATION: summary})
+    ops = _patch(pod, decision, name)
+    return Translation(pod, (template,), tuple(ops), tuple(warnings))

@@ -177,3 +177,110 @@ def test_namespace_objects_are_cached(admission: Admission, api: RecordingApiSer
     for uid in ("a", "b", "c"):
         admission.mutate(parse_review(review_body(pod, namespace=pod["metadata"].get("namespace", "team-a"), uid=uid)))
     assert api.namespace_reads == 1
+
+
+def _fresh_admission(api: RecordingApiServer) -> Admission:
+    store: PolicyStore[PolicySet] = PolicyStore(shipped_policies_dir(), load_policies)
+    return Admission(store, WebhookMetrics(), writer=api, namespaces=NamespaceCache(api), cache_size=0)
+
+
+def _answer(admission: Admission, body: bytes) -> dict[str, Any]:
+    try:
+        return admission.mutate(parse_review(body))
+    except AdmissionDenied as denial:
+        return {"denied": denial.message, "code": denial.code, "warnings": denial.warnings}
+
+
+def _replica(vram: str = "8Gi") -> dict[str, Any]:
+    pod = example("pod-legacy-vram.yaml")
+    pod["metadata"].pop("name", None)
+    pod["metadata"]["generateName"] = "web-"
+    pod["metadata"]["annotations"]["gpudra.io/vram"] = vram
+    return pod
+
+
+def test_identical_replicas_share_one_cached_decision(
+    admission: Admission, api: RecordingApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+    evaluate = PolicySet.evaluate
+    monkeypatch.setattr(PolicySet, "evaluate", lambda self, *a, **k: calls.append(1) or evaluate(self, *a, **k))
+    first = admission.mutate(parse_review(review_body(_replica(), uid="u-1")))
+    second = admission.mutate(parse_review(review_body(_replica(), uid="u-2")))
+    assert len(calls) == 1
+    assert second["response"]["uid"] == "u-2" and first["response"]["uid"] == "u-1"
+    assert decoded_patch(first) == decoded_patch(second)
+    assert len(api.templates) == 1
+    # Side effects still run per review: the second one finds the template there.
+    assert admission.metrics.templates_created.labels("existing")._value.get() == 1
+
+
+def test_any_input_change_misses_the_cache(
+    admission: Admission, api: RecordingApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+    evaluate = PolicySet.evaluate
+    monkeypatch.setattr(PolicySet, "evaluate", lambda self, *a, **k: calls.append(1) or evaluate(self, *a, **k))
+    admission.mutate(parse_review(review_body(_replica())))
+    variants = [
+        review_body(_replica("20Gi")),  # the pod
+        review_body(_replica(), namespace="team-b"),  # the namespace (and its object)
+        review_body(_replica(), dry_run=True),  # the request info
+    ]
+    for n, body in enumerate(variants, start=2):
+        admission.mutate(parse_review(body))
+        assert len(calls) == n
+    api.namespaces["team-a"] = {"metadata": {"name": "team-a", "labels": {"gpudra.io/mode": "audit"}}}
+    admission.namespaces = NamespaceCache(api)  # a changed namespace object, same name
+    audited = admission.mutate(parse_review(review_body(_replica())))
+    assert len(calls) == 5 and "auditAnnotations" in audited["response"]
+
+
+def test_the_cache_is_invisible_in_the_answers() -> None:
+    namespaces = {"team-a": example("namespace-team-a.yaml"), "team-b": example("namespace-audit.yaml")}
+    cached_api, fresh_api = RecordingApiServer(dict(namespaces)), RecordingApiServer(dict(namespaces))
+    store: PolicyStore[PolicySet] = PolicyStore(shipped_policies_dir(), load_policies)
+    cached = Admission(store, WebhookMetrics(), writer=cached_api, namespaces=NamespaceCache(cached_api), cache_size=3)
+    fresh = _fresh_admission(fresh_api)
+    pods = [_replica(v) for v in ("8Gi", "20Gi", "bogus")] + [
+        example("pod-vllm-tp4.yaml"),
+        example("pod-legacy-1gpu.yaml"),
+    ]
+    too_many = example("pod-legacy-1gpu.yaml")
+    too_many["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 64
+    pods.append(too_many)
+    import random
+
+    rng = random.Random(5)
+    for i in range(120):
+        pod = copy.deepcopy(rng.choice(pods))
+        body = review_body(
+            pod, namespace=rng.choice(["team-a", "team-b", "other"]), dry_run=rng.random() < 0.2, uid=f"u-{i}"
+        )
+        assert _answer(cached, body) == _answer(fresh, body)
+    assert len(cached._cache) <= 3
+    assert cached_api.templates == fresh_api.templates
+
+
+def test_a_policy_reading_the_uid_keeps_it_in_the_key(tmp_path: Path) -> None:
+    (tmp_path / "uid.yaml").write_text(
+        """\
+apiVersion: gpudra.io/v1alpha1
+kind: GPUClaimPolicy
+metadata: {name: uid}
+spec:
+  matchConditions:
+  - {name: legacy, expression: gpu.legacy}
+  validations:
+  - expression: "false"
+    messageExpression: "'review ' + request.uid"
+"""
+    )
+    store: PolicyStore[PolicySet] = PolicyStore(tmp_path, load_policies)
+    admission = Admission(store, WebhookMetrics())
+    messages = []
+    for uid in ("u-1", "u-2"):
+        with pytest.raises(AdmissionDenied) as denied:
+            admission.mutate(parse_review(review_body(_replica(), uid=uid)))
+        messages.append(denied.value.message)
+    assert "review u-1" in messages[0] and "review u-2" in messages[1]

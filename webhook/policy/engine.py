@@ -14,6 +14,7 @@ from typing import Any
 from dra.errors import CelError, CelRuntimeError, InputError, PolicyError
 
 from . import _cel
+from ._deps import closure, reads
 from ._eval import Failed, check, run
 from .decision import ContainerRequest, Decision, JsonView, Violation
 from .facts import PodFacts, pod_facts
@@ -24,6 +25,59 @@ __all__ = ["MODE_LABEL", "PolicySet"]
 MODE_LABEL = "gpudra.io/mode"
 _MODES = ("enforce", "audit", "off")
 _INTERNAL = "InternalError"
+# Memo tables are dropped whole when they reach this size (a pod decision never depends on what is in them).
+_MEMO_MAX = 4096
+# Inputs whose values `PodFacts.key` (gpu), the container's legacy counts and the policy itself (params) pin down.
+_FACT_ROOTS = frozenset({"gpu", "params"})
+_CLAIM_ROOTS = frozenset({"gpu", "params", "legacy"})
+
+
+def _json_copy(data: Any) -> Any:
+    if type(data) is dict:
+        return {k: _json_copy(v) for k, v in data.items()}
+    if type(data) is list:
+        return [_json_copy(v) for v in data]
+    return data
+
+
+def _leaves(node: Any) -> list[CompiledExpr]:
+    if isinstance(node, CompiledExpr):
+        return [node]
+    if isinstance(node, dict):
+        return [leaf for value in node.values() for leaf in _leaves(value)]
+    if isinstance(node, list):
+        return [leaf for value in node for leaf in _leaves(value)]
+    return []
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What of a policy can be memoized, decided once per policy from its expressions' sources.
+
+    `fact_conditions`: how many leading matchConditions read only `gpu` and `params`, so their outcome is a
+    function of the pod's GPU facts. `claim_from_facts`: the claim (tree and the variables it reads, transitively)
+    reads only `gpu`, `legacy` and `params`, so a container's request is a function of those and its name.
+    """
+
+    fact_conditions: int
+    claim_from_facts: bool
+
+    @classmethod
+    def of(cls, policy: CompiledPolicy) -> _Plan:
+        count = 0
+        for _name, condition in policy.match_conditions:
+            roots, names = reads(condition.source)
+            if names or not roots <= _FACT_ROOTS:
+                break
+            count += 1
+        from_facts = False
+        if policy.claim is not None:
+            claim_vars = {name: expr.source for name, expr in policy.claim.variables}
+            pod_vars = {name: expr.source for name, expr in policy.variables}
+            sources = [leaf.source for leaf in _leaves(policy.claim.tree)]
+            found = closure(sources, [claim_vars, pod_vars])
+            from_facts = found is not None and found <= _CLAIM_ROOTS
+        return cls(count, from_facts)
 
 
 def _verdict(violation: Violation, audit: bool = False) -> str:
@@ -148,6 +202,16 @@ class PolicySet:
     policies: tuple[CompiledPolicy, ...]
     errors: tuple[PolicyError, ...] = ()
     all_variables: bool = False
+    _plans: dict[int, _Plan] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Memo tables (see `_Plan`): GPU facts key → `gpu` value; (policy, facts) → leading conditions' outcome;
+    # (policy, facts, container name, legacy) → built request and the container's claim variables.
+    _gpu_memo: dict[Any, dict[str, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _match_memo: dict[Any, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _claim_memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for policy in self.policies:
+            self._plans[id(policy)] = _Plan.of(policy)
 
     @classmethod
     def of(cls, policies: Sequence[CompiledPolicy], errors: Sequence[PolicyError] = ()) -> PolicySet:
@@ -157,6 +221,25 @@ class PolicySet:
     def explaining(self) -> PolicySet:
         """The same policies, evaluating every variable (not only those read) so a decision shows them all."""
         return PolicySet(self.policies, self.errors, all_variables=True)
+
+    def expression_sources(self) -> list[str]:
+        """The source of every CEL expression in the set (for conservative dependency checks by callers)."""
+        out: list[str] = []
+        for policy in self.policies:
+            out.extend(c.source for _n, c in policy.match_conditions)
+            out.extend(v.source for _n, v in policy.variables)
+            for rule in (*policy.validations, *policy.warnings):
+                out.append(rule.expression.source)
+                if rule.message_expression is not None:
+                    out.append(rule.message_expression.source)
+            if policy.claim is not None:
+                out.extend(v.source for _n, v in policy.claim.variables)
+                out.extend(leaf.source for leaf in _leaves(policy.claim.tree))
+        return out
+
+    def memo_sizes(self) -> dict[str, int]:
+        """Entries in the memo tables (for tests and benchmarks)."""
+        return {"gpu": len(self._gpu_memo), "match": len(self._match_memo), "claim": len(self._claim_memo)}
 
     def names(self) -> list[str]:
         return [p.name for p in self.policies]
@@ -179,12 +262,18 @@ class PolicySet:
             return Decision(False, f"pod cannot be read: {exc}", "Invalid", namespace=ns_name)
         # JSON data already is CEL runtime data (`dra.cel.from_json` is a deep copy that only changes ints beyond
         # int64, which Kubernetes objects do not hold), and CEL never mutates its input: no copies are made.
+        key = facts.key
+        gpu = self._gpu_memo.get(key)
+        if gpu is None:
+            if len(self._gpu_memo) >= _MEMO_MAX:
+                self._gpu_memo.clear()
+            gpu = self._gpu_memo[key] = facts.to_cel()
         base = {
             "object": pod,
             "oldObject": None,
             "request": request,
             "namespaceObject": namespace,
-            "gpu": facts.to_cel(),
+            "gpu": gpu,
         }
         ns_mode = _namespace_mode(namespace)
         state = _Run()
@@ -209,7 +298,20 @@ class PolicySet:
     ) -> None:
         activation = dict(base)
         activation["params"] = policy.params
-        for _name, condition in policy.match_conditions:
+        plan = self._plans.get(id(policy)) or _Plan.of(policy)
+        conditions = policy.match_conditions
+        if plan.fact_conditions:
+            memo_key = (id(policy), facts.key)
+            matched = self._match_memo.get(memo_key)
+            if matched is None:
+                matched = all(check(c, activation) for _n, c in conditions[: plan.fact_conditions])
+                if len(self._match_memo) >= _MEMO_MAX:
+                    self._match_memo.clear()
+                self._match_memo[memo_key] = matched
+            if not matched:
+                return
+            conditions = conditions[plan.fact_conditions :]
+        for _name, condition in conditions:
             if not check(condition, activation):
                 return
         if policy.claim is not None and state.chosen is not None:
@@ -243,21 +345,33 @@ class PolicySet:
         facts: PodFacts,
         state: _Run,
     ) -> None:
-        from ._claim import build_request
+        from ._claim import BuiltRequest, build_request
 
         assert policy.claim is not None
         requests: list[dict[str, Any]] = []
         constraints: list[dict[str, Any]] = []
         config: list[dict[str, Any]] = []
+        memoize = not self.all_variables and self._plans.get(id(policy), _Plan(0, False)).claim_from_facts
         for container in facts.legacy_containers:
-            local = dict(activation)
-            local["container"] = pod["spec"][container.kind][container.index]
-            local["legacy"] = dict(container.legacy)
-            own = _Variables(policy.claim.variables, local, parent=activation["variables"])
-            local["variables"] = own
-            if self.all_variables:
-                own.force()
-            built = build_request(policy.claim.tree, local, container.name, policy)
+            memo_key = (id(policy), facts.key, container.name, tuple(container.legacy.items()))
+            hit = self._claim_memo.get(memo_key) if memoize else None
+            if hit is not None:
+                built, own = hit
+            else:
+                local = dict(activation)
+                local["container"] = pod["spec"][container.kind][container.index]
+                local["legacy"] = dict(container.legacy)
+                own = _Variables(policy.claim.variables, local, parent=activation["variables"])
+                local["variables"] = own
+                if self.all_variables:
+                    own.force()
+                built = build_request(policy.claim.tree, local, container.name, policy)
+                if memoize:
+                    if len(self._claim_memo) >= _MEMO_MAX:
+                        self._claim_memo.clear()
+                    self._claim_memo[memo_key] = (built, own)
+            if memoize:  # the memo's objects are shared: hand out copies
+                built = BuiltRequest(_json_copy(built.request), _json_copy(built.constraints), _json_copy(built.config))
             requests.append(built.request)
             constraints.extend(built.constraints)
             config.extend(built.config)

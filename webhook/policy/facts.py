@@ -56,6 +56,20 @@ class ContainerFacts:
         return sum(self.legacy.values())
 
     @property
+    def key(self) -> tuple[Any, ...]:
+        """Hashable and equal exactly when two containers' facts are equal."""
+        return (
+            self.name,
+            self.kind,
+            self.index,
+            self.sidecar,
+            tuple(self.legacy.items()),
+            self.in_requests,
+            self.in_limits,
+            self.claims,
+        )
+
+    @property
     def requests_only(self) -> list[str]:
         return sorted(set(self.in_requests) - set(self.in_limits))
 
@@ -79,6 +93,11 @@ class PodFacts:
 
     containers: tuple[ContainerFacts, ...]
     pod_claims: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Hashable and equal exactly when two pods' GPU facts (hence their `gpu` CEL values) are equal."""
+        return (tuple(c.key for c in self.containers), self.pod_claims)
 
     @property
     def legacy_containers(self) -> tuple[ContainerFacts, ...]:

@@ -1,0 +1,128 @@
+"""The engine's memo tables are invisible: a decision is the same whether it was memoized or computed afresh."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from webhook.policy import PolicySet, load_policies, load_policy_text
+from webhook.policy._deps import ALL_VARIABLES, closure, reads
+from webhook.policy.engine import _Plan
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from policy_eval import generate_pods  # noqa: E402
+
+SHIPPED = load_policies()
+
+
+def _fresh(pod: dict[str, Any], namespace: dict[str, Any] | None) -> Any:
+    return PolicySet.of(SHIPPED.policies).evaluate(pod, namespace)  # a new set: empty memo tables
+
+
+def _same(a: Any, b: Any) -> None:
+    assert a.to_json() == b.to_json()
+    assert a.claim == b.claim
+    assert [dict(c.variables) for c in a.containers] == [dict(c.variables) for c in b.containers]
+
+
+def test_reads_finds_roots_and_variables() -> None:
+    assert reads("gpu.legacy || gpu.dra") == (frozenset({"gpu"}), frozenset())
+    assert reads("variables.a + variables . b + legacy['x']") == (frozenset({"legacy"}), frozenset({"a", "b"}))
+    # An identifier inside a string literal counts: the answer may only over-approximate.
+    assert reads("gpu.total > 1 ? 'object' : ''")[0] == frozenset({"gpu", "object"})
+    assert ALL_VARIABLES in reads("variables['a']")[1]
+
+
+def test_closure_follows_variables_through_levels() -> None:
+    claim_vars = {"count": "legacy['n']", "t": "variables.attr"}
+    pod_vars = {"attr": "object.metadata.name", "g": "gpu.total"}
+    assert closure(["variables.count"], [claim_vars, pod_vars]) == frozenset({"legacy"})
+    assert closure(["variables.t"], [claim_vars, pod_vars]) == frozenset({"object"})
+    assert closure(["variables.g + variables.count"], [claim_vars, pod_vars]) == frozenset({"gpu", "legacy"})
+    assert closure(["variables['count']"], [claim_vars, pod_vars]) is None
+    # A pod-level variable cannot see claim-level names: `variables.count` there is not the claim's count.
+    assert closure(["variables.x"], [claim_vars, {"x": "variables.count"}]) == frozenset()
+
+
+def test_plans_of_the_shipped_policies() -> None:
+    plans = {p.name: _Plan.of(p) for p in SHIPPED.policies}
+    assert plans["whole-gpu"] == _Plan(fact_conditions=1, claim_from_facts=True)
+    assert plans["guardrails"].fact_conditions == 1 and not plans["guardrails"].claim_from_facts
+    assert plans["right-size"] == _Plan(fact_conditions=1, claim_from_facts=False)  # reads annotations
+    assert plans["multi-gpu"] == _Plan(fact_conditions=1, claim_from_facts=False)  # reads the namespace
+
+
+def test_memoized_decisions_equal_fresh_ones_on_varied_pods() -> None:
+    policies = PolicySet.of(SHIPPED.policies)
+    pods = generate_pods(400, seed=11)
+    for pod, namespace in pods + pods:  # the second round is served from the memo tables
+        _same(policies.evaluate(pod, namespace), _fresh(pod, namespace))
+    sizes = policies.memo_sizes()
+    assert sizes["gpu"] > 1 and sizes["match"] > 1 and sizes["claim"] > 1
+
+
+def test_memoized_claims_are_copies() -> None:
+    policies = PolicySet.of(SHIPPED.policies)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 2}}}]},
+    }
+    first = policies.evaluate(pod, None)
+    assert first.policy == "whole-gpu" and first.claim is not None
+    first.claim["devices"]["requests"][0]["exactly"]["count"] = 99
+    second = policies.evaluate(pod, None)
+    assert second.claim is not None and second.claim["devices"]["requests"][0]["exactly"]["count"] == 2
+    assert policies.memo_sizes()["claim"] == 1
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_change_in_gpu_facts_changes_the_memoized_outcome(seed: int) -> None:
+    policies = PolicySet.of(SHIPPED.policies)
+    rng = random.Random(seed)
+    for _ in range(30):
+        gpus = rng.choice([0, 1, 2, 3])
+        resource = rng.choice(["nvidia.com/gpu", "nvidia.com/mig-1g.10gb"])
+        name = rng.choice(["a", "b"])
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": name, "image": "i", "resources": {"limits": {resource: gpus}}}]},
+        }
+        _same(policies.evaluate(pod, None), _fresh(pod, None))
+
+
+def test_a_policy_reading_other_inputs_is_not_memoized() -> None:
+    text = """\
+apiVersion: gpudra.io/v1alpha1
+kind: GPUClaimPolicy
+metadata: {name: by-name}
+spec:
+  matchConditions:
+  - {name: legacy, expression: "gpu.legacy && object.metadata.name != 'skip'"}
+  claim:
+    deviceClassName: {expression: "container.name == 'big' ? 'big.example.com' : 'gpu.nvidia.com'"}
+    count: {expression: "legacy['nvidia.com/gpu']"}
+"""
+    policies_list, errors = load_policy_text(text, "t.yaml")
+    assert errors == []
+    policies = PolicySet.of(policies_list)
+    assert _Plan.of(policies.policies[0]) == _Plan(fact_conditions=0, claim_from_facts=False)
+
+    def pod(name: str, container: str) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name},
+            "spec": {"containers": [{"name": container, "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+        }
+
+    assert policies.evaluate(pod("p", "big")).claim["devices"]["requests"][0]["exactly"]["deviceClassName"] == (
+        "big.example.com"
+    )
+    assert policies.evaluate(pod("skip", "big")).policy is None
+    assert policies.memo_sizes()["claim"] == 0
