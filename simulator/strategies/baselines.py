@@ -149,6 +149,7 @@ class Fgd(ShareStrategy):
     ) -> None:
         super().__init__(seed, node_score=node_score)
         self.typical: tuple[TypicalPod, ...] = typical or ()
+        self.tie_weight = 1e-3  # milli of fragmentation per unit of free GPU share: only breaks ties
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
         super().prepare(state, pods)
@@ -181,8 +182,10 @@ class Fgd(ShareStrategy):
             for part in parts:
                 after[part.gpu] -= part.milli
             delta = frag_amount(after_cpu, tuple(sorted(after)), label, self.typical) - before
-            if best is None or -delta > best[0]:
-                best = (-delta, parts)
+            # ties (common: many nodes whose fragmentation moves alike) go to the fuller node, as packing would
+            score = -delta - self.tie_weight * sum(after) / max(1000, 1000 * len(after))
+            if best is None or score > best[0]:
+                best = (score, parts)
         return best
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simulator.engine import EngineConfig, fgd_sample, run
+from simulator.frag import typical_pods
 from simulator.metrics import summarize
 from simulator.strategies import STRATEGY_NAMES, make_strategy
 
@@ -107,3 +108,12 @@ def test_openb_excerpt_fgd_protocol_orders_sharing_above_whole_gpus() -> None:
     assert out["fgd"]["gpu_allocation_ratio"] > out["device-plugin"]["gpu_allocation_ratio"]
     assert out["bestfit"]["gpu_allocation_ratio"] > out["device-plugin"]["gpu_allocation_ratio"]
     assert out["device-plugin"]["vram_waste_ratio"] > out["fgd"]["vram_waste_ratio"]
+
+
+def test_fgd_breaks_ties_towards_the_fuller_node() -> None:
+    # Whichever node takes the second whole-GPU pod, fragmentation grows alike (the workload has no 2-GPU
+    # shape); FGD then packs onto the busy node, which leaves a whole node for the 2-GPU pod that follows.
+    spec = cluster(node("a", "V100M32", 2), node("b", "V100M32", 2))
+    pods = [pod("first", at=0), pod("second", at=1), pod("pair", gpus=2, at=2)]
+    out = summarize(run(spec, pods, make_strategy("fgd", typical=typical_pods(pods[:2]))))
+    assert out["pods_placed"] == 3 and out["unallocated_gpus"] == pytest.approx(0.0)
