@@ -496,6 +496,14 @@ class Compiler:
             self.nodes -= 1
             return self.compile(tree.children[0])
         op, operand_tree = tree.children
+        # cel-go's parser drops an even run of the same prefix operator (`!!x` is x, `--x` is x).
+        run, inner = 1, operand_tree
+        while inner.data == "unary" and len(inner.children) == 2 and inner.children[0].data == op.data:
+            run, inner = run + 1, inner.children[1]
+        if run % 2 == 0 and not (inner.data == "unary" and len(inner.children) == 2):
+            return self.compile(inner)
+        if run % 2 == 1 and run > 1 and not (inner.data == "unary" and len(inner.children) == 2):
+            operand_tree = inner
         if op.data == "unary_neg":
             # Fold `-9223372036854775808`: the positive literal alone would overflow.
             lit = _single_literal(operand_tree)
@@ -1042,11 +1050,11 @@ def _opt_select(o: Any, field: str) -> Optional:
         if not o.has_value():
             return o
         o = o.value()
-    if isinstance(o, dict):
-        if field in o:
-            return Optional.of(o[field])
-        return Optional.NONE
-    raise CelRuntimeError(f"type '{type_name(o)}' does not support field selection (field '{field}')")
+    if isinstance(o, dict) and field in o:
+        return Optional.of(o[field])
+    if type(o) is list:  # cel-go treats `l.?f` as an index with a string
+        raise CelRuntimeError("unsupported index type 'string' in list")
+    return Optional.NONE  # cel-go: an optional selection on a value without that field (or without fields)
 
 
 def _opt_index(o: Any, key: Any) -> Optional:

@@ -69,7 +69,13 @@ def cel_equal(x: Any, y: Any) -> bool:
         return bool(x == y)
     if isinstance(x, dict) and isinstance(y, dict):
         return _map_equal(x, y)
+    # cel-go: a library type (Quantity, Semver, IP, ...) compared with another type has no overload.
+    if tx.__module__ not in _CORE_MODULES or ty.__module__ not in _CORE_MODULES:
+        raise no_overload("_==_", x, y)
     return False
+
+
+_CORE_MODULES: Final = frozenset({"builtins", __name__.rsplit(".", 1)[0] + ".values", "dra.cel.device"})
 
 
 def _map_equal(x: dict[Any, Any], y: dict[Any, Any]) -> bool:
@@ -90,8 +96,8 @@ def _map_get(m: dict[Any, Any], k: Any) -> tuple[bool, Any]:
         return False, None
     try:
         present = k in m
-    except TypeError:  # lists and maps are not map keys
-        raise CelRuntimeError(f"unsupported key type: {type_name(k)}") from None
+    except TypeError:  # lists and maps are never map keys, so never found (as cel-go answers `in`)
+        return False, None
     if present:
         for key, val in m.items():  # numeric keys match across int/uint/double but never bool
             if key == k and type(key) is not bool:
@@ -322,7 +328,16 @@ def contains(elem: Any, container: Any) -> bool:
                     return True
             if te is str:
                 return False
-        return any(cel_equal(elem, x) for x in container)
+        first_error: CelRuntimeError | None = None
+        for x in container:  # as cel-go: an element that cannot be compared only matters if none matches
+            try:
+                if cel_equal(elem, x):
+                    return True
+            except CelRuntimeError as e:
+                first_error = first_error or e
+        if first_error is not None:
+            raise first_error
+        return False
     if isinstance(container, dict):
         if type(elem) is str:
             return elem in container
@@ -527,6 +542,11 @@ def _int_string(v: str) -> int:
         return _int_conv(int(v, 10))
     except ValueError:
         raise CelRuntimeError(f"cannot convert string '{v}' to int") from None
+
+
+@fn("int", Duration)
+def _int_duration(v: Duration) -> int:
+    return v.nanos
 
 
 @fn("int", Timestamp)
