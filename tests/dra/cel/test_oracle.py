@@ -8,9 +8,11 @@ compile time (cel-go's type checker) a cel-spec case that the spec runs unchecke
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import random
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -110,3 +112,68 @@ def test_vectors_agree_with_go_oracle(oracle: Oracle) -> None:
         else:
             disagreements.append(line)
     assert not disagreements, "\n".join(disagreements + ["-- tolerated (checker stricter than cel-spec):"] + tolerated)
+
+
+_ATOMS = [
+    "1", "-1", "0", "1u", "1.5", '"a"', "b'x'", "true", "false", "null", "[]", "{}", "[1,2]", '{"a": 1}', "object",
+    "object.a", "object.l", 'duration("1s")', 'timestamp("2020-01-01T00:00:00Z")', 'quantity("1Gi")',
+    "optional.of(1)", "optional.none()", "dyn(1)", 'dyn("a")', "dyn([1])", "9223372036854775807",
+]  # fmt: skip
+_BINARY = ["+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "in", "&&", "||"]
+_CALLS = ["int", "uint", "double", "string", "bytes", "bool", "type", "dyn", "size", "duration", "quantity"]
+_METHODS = ["contains", "startsWith", "matches", "orValue", "compareTo", "isGreaterThan", "add", "sum", "value"]
+
+
+def random_expression(rng: random.Random, depth: int = 0) -> str:
+    """A random, mostly ill-typed expression over every operator kind (for differential fuzzing)."""
+    r = rng.random()
+    sub = functools.partial(random_expression, rng, depth + 1)
+    if depth > 3 or r < 0.3:
+        return rng.choice(_ATOMS)
+    if r < 0.6:
+        return f"({sub()} {rng.choice(_BINARY)} {sub()})"
+    if r < 0.65:
+        return f"!{sub()}"
+    if r < 0.7:
+        return f"-{sub()}"
+    if r < 0.75:
+        return f"{sub()}[{sub()}]"
+    if r < 0.8:
+        return f"{rng.choice(_CALLS)}({sub()})"
+    if r < 0.85:
+        return f"{sub()}.{rng.choice(_METHODS)}({sub()})"
+    if r < 0.9:
+        return f"{sub()}.?a"
+    if r < 0.95:
+        return f"[{sub()}, {sub()}].exists(x, x {rng.choice(_BINARY)} {sub()})"
+    return f"({sub()} ? {sub()} : {sub()})"
+
+
+@pytest.mark.oracle
+def test_random_expressions_agree_with_go_oracle(oracle: Oracle) -> None:
+    """Differential fuzzing: cel-go may reject more at compile time (its type checker); otherwise we agree."""
+    from dra.cel import Environment, from_json, to_json
+    from dra.errors import CelCompileError, CelRuntimeError
+
+    rng = random.Random(20261202)
+    expressions = sorted({random_expression(rng) for _ in range(1500)})
+    obj = {"a": 1, "l": [1, "x"]}
+    results = oracle([{"expression": e, "env": "admission", "variables": {"object": obj}} for e in expressions])
+    env = Environment.admission()
+    disagreements = []
+    for expr, theirs in zip(expressions, results, strict=True):
+        try:
+            ours: tuple[str, Any] = ("result", to_json(env.evaluate(expr, {"object": from_json(obj)})))
+        except CelCompileError as e:
+            ours = ("compile", str(e))
+        except CelRuntimeError as e:
+            ours = ("eval", str(e))
+        stage = theirs.get("stage") if theirs.get("error") is not None else "result"
+        if stage == "output" or (stage == "compile" and ours[0] != "compile"):
+            continue
+        same_value = ours[0] != "result" or loose_equal(as_oracle_json(ours[1]), theirs.get("result"))
+        if ours[0] != stage or not same_value:
+            disagreements.append(
+                f"{expr!r}: ours {ours}, oracle {stage} {theirs.get('error') or theirs.get('result')!r}"
+            )
+    assert not disagreements, "\n".join(disagreements)
