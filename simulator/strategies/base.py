@@ -62,7 +62,9 @@ class Strategy:
         self._cache: dict[tuple[int, int], Answer] = {}
         # per demand: how far into `state.born` it has looked, and the live classes it fits (with answers)
         self._fits: dict[int, _Fits] = {}
-        self._parts: dict[tuple[int, tuple[Option, ...]], tuple[Part, ...] | None] = {}  # GPU fit, shared by demands
+        self._parts: dict[tuple[int, int], tuple[Part, ...] | None] = {}  # GPU fit by (class, options id)
+        self._option_ids: dict[tuple[Option, ...], int] = {}
+        self._option_of: dict[int, int] = {}
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
         """Called once before the run (convert MIG modes, learn the workload)."""
@@ -98,7 +100,10 @@ class Strategy:
             return None
         parts: tuple[Part, ...] | None = ()
         if demand.options:
-            key = (cid, demand.options)
+            opt = self._option_of.get(id(demand))  # demands live as long as the strategy: ids are stable
+            if opt is None:
+                opt = self._option_of[id(demand)] = self._option_ids.setdefault(demand.options, len(self._option_ids))
+            key = (cid, opt)
             parts = self._parts.get(key, _MISSING)  # type: ignore[arg-type]
             if parts is _MISSING:
                 info = state.gpu_info(cid)
