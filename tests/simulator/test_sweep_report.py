@@ -84,3 +84,25 @@ def test_cluster_from_resource_slices(tmp_path: Path) -> None:
     assert by_name["node-a"].gpu_count == 2
     assert by_name["node-b"].mig == "dynamic" and by_name["node-b"].gpu_count == 4
     assert by_name["node-c"].mig == "none" and by_name["node-c"].gpu_count == 2
+
+
+def test_sweep_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gpudra.cli import app
+
+    config = write(
+        tmp_path / "s.yaml",
+        "strategies: [fgd]\nseeds: [0]\ntraces: [" + str(write(tmp_path / "p.csv", _POD_ROWS)) + "]\n"
+        "clusters: ["
+        + str(write(tmp_path / "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn,8000,65536,2,T4\n"))
+        + "]\nworkers: 1\noutput: res\n",
+    )
+    result = CliRunner().invoke(app, ["sweep", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "1 runs" in result.stdout and (tmp_path / "res" / "results.csv").exists()
+    bad = CliRunner().invoke(app, ["sweep", str(write(tmp_path / "b.yaml", "backend: mpi\n"))])
+    assert bad.exit_code == 2 and "backend" in bad.stderr
+
+
+_POD_ROWS = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1000,1024,1,500\nb,1000,1024,1,1000\n"
