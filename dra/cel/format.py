@@ -13,6 +13,7 @@ from typing import ClassVar, Final
 
 import re2
 
+from dra._names import is_dns1123_subdomain, is_label_value, is_qualified_name
 from dra.cel._functions import FunctionRegistry
 from dra.cel.urls import URLError, parse_request_uri
 from dra.cel.values import Optional
@@ -106,57 +107,12 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
-def is_dns1123_subdomain(value: str, unit: str = "characters") -> list[str]:
-    errs = []
-    if _byte_len(value) > 253:
-        errs.append(_max_len(253, unit))
-    if not _DNS1123_SUBDOMAIN_RE.search(value):
-        errs.append(_regex_error(_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
 def is_dns1035_label(value: str) -> list[str]:
     errs = []
     if _byte_len(value) > 63:
         errs.append(_max_len(63, "characters"))
     if not _DNS1035_LABEL_RE.search(value):
         errs.append(_regex_error(_DNS1035_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
-    return errs
-
-
-def is_qualified_name(value: str) -> list[str]:
-    """apimachinery `content.IsLabelKey` (what `validation.IsQualifiedName` is)."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs += ["prefix part " + m for m in is_dns1123_subdomain(prefix, "bytes")]
-    else:
-        return [
-            "a valid label key "
-            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif _byte_len(name) > 63:
-        errs.append("name part " + _max_len(63, "bytes"))
-    if not _LABEL_KEY_RE.search(name):
-        errs.append("name part " + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def is_label_value(value: str) -> list[str]:
-    errs = []
-    if _byte_len(value) > 63:
-        errs.append(_max_len(63, "bytes"))
-    if not _LABEL_VALUE_RE.search(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from dra.model._fields import Errors, Path
-from dra.model._names import (
+from dra._names import (
     is_dns1123_label,
     is_dns1123_subdomain,
     is_label_value,
     is_qualified_name,
 )
+from dra.model._fields import Errors, Path
 from dra.model.meta import Condition, NodeSelector, NodeSelectorRequirement, ObjectMeta
 from dra.model.pod import Container, Pod, PodResourceClaim
 

@@ -10,12 +10,12 @@ import json
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
+from dra._names import is_c_identifier, is_dns1123_label, is_dns1123_subdomain, is_uuid
 from dra.model._corevalidation import (
     validate_label_name,
     validate_label_value,
 )
 from dra.model._fields import Errors, Path
-from dra.model._names import is_c_identifier, is_dns1123_label, is_dns1123_subdomain, is_uuid
 from dra.model.selector import DeviceSelector, DeviceToleration, OpaqueDeviceConfiguration
 
 # Constants of k8s.io/api/resource/v1 types.go.

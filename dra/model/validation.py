@@ -7,6 +7,7 @@ out of scope; CEL selectors are compiled with `dra.cel` (the cost estimate upstr
 
 from __future__ import annotations
 
+from dra._names import is_qualified_name
 from dra.model._base import K8sModel
 from dra.model._claimvalidation import (
     _claim_spec,
@@ -20,7 +21,6 @@ from dra.model._corevalidation import (
     validate_template_object_meta,
 )
 from dra.model._fields import Errors, Path
-from dra.model._names import is_qualified_name
 from dra.model._rules import (
     _L,
     LIMITS,
