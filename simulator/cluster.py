@@ -11,6 +11,7 @@ YAML (`kind: SimCluster` optional):
         cpu: 192                   # cores (or cpu_milli:)
         memory: 2048Gi             # quantity (or memory_mib:)
         mig: dynamic               # none | dynamic | [static layout per GPU, e.g. [3g.40gb, 3g.40gb]]
+        sharing: true              # GPUs allow multiple allocations (consumable memory capacity); default true
 
 Every problem (unknown GPU model, impossible MIG layout, bad field) raises `TraceError` with the file and
 line of the pool that has it.
@@ -63,11 +64,15 @@ class NodeSpec:
     model_label: str = ""  # the model name the trace uses (gpu_spec matches it)
     mig: str = "none"
     layout: tuple[tuple[MigProfile, int], ...] = ()  # static: (profile, start) per GPU
+    sharing: bool = True  # GPUs published with allowMultipleAllocations (DRA consumable capacity)
 
     @property
     def template(self) -> tuple[Any, ...]:
         """Nodes with equal templates behave alike when equally loaded (the class index relies on it)."""
-        return (self.cpu_milli, self.memory_mib, self.gpu_count, self.gpu, self.model_label, self.mig, self.layout)
+        return (
+            self.cpu_milli, self.memory_mib, self.gpu_count, self.gpu, self.model_label, self.mig, self.layout,
+            self.sharing,
+        )  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -178,7 +183,8 @@ def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec
 
     if not isinstance(pool, dict):
         raise fail(f"must be a mapping (got {type(pool).__name__})")
-    unknown = set(pool) - {"name", "count", "gpu", "gpus", "cpu", "cpu_milli", "memory", "memory_mib", "mig"}
+    keys = {"name", "count", "gpu", "gpus", "cpu", "cpu_milli", "memory", "memory_mib", "mig", "sharing"}
+    unknown = set(pool) - keys
     if unknown:
         raise fail(f"unknown keys {sorted(unknown)}")
     name = str(pool.get("name", f"pool-{index}"))
@@ -222,7 +228,12 @@ def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec
     else:
         raise fail(f"mig must be none, dynamic or a list of profiles (got {mig_value!r})")
     label = gpu.key if gpu else ""
-    return [NodeSpec(f"{name}-{i:03d}", name, cpu, memory, gpus, gpu, label, mig, layout) for i in range(count)]
+    sharing = pool.get("sharing", True)
+    if not isinstance(sharing, bool):
+        raise fail(f"sharing must be true or false (got {sharing!r})")
+    return [
+        NodeSpec(f"{name}-{i:03d}", name, cpu, memory, gpus, gpu, label, mig, layout, sharing) for i in range(count)
+    ]
 
 
 def read_openb_nodes(path: str | Path, *, model_map: dict[str, str] | None = None) -> ClusterSpec:

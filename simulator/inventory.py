@@ -2,7 +2,8 @@
 
 Nodes are grouped by `spec.nodeName`; GPUs are the NVIDIA driver's devices: `type: gpu` whole GPUs, `type: mig`
 with a `uuid` (static MIG, its layout read from the `profile` attributes) or with `consumesCounters`
-(DynamicMIG: the node is `mig: dynamic`). The model comes from `productName` through the GPU catalog.
+(DynamicMIG: the node is `mig: dynamic`); `allowMultipleAllocations` on a device makes the node's GPUs
+shareable. The model comes from `productName` through the GPU catalog.
 ResourceSlices carry no CPU or memory: nodes get `cpu_milli`/`memory_mib` defaults, stated in the summary.
 """
 
@@ -72,13 +73,16 @@ def cluster_from_slices(
             raise TraceError(f"node {name}: {exc.args[0]}", source=source) from None
         whole = {_attr(d, "uuid") or d.get("name") for d in devices if _attr(d, "type") == "gpu"}
         dynamic = any(d.get("consumesCounters") for d in devices if _attr(d, "type") == "mig")
+        sharing = any(d.get("allowMultipleAllocations") for d in devices)
         static: dict[str, list[str]] = {}
         for d in devices:
             if _attr(d, "type") == "mig" and not d.get("consumesCounters"):
                 static.setdefault(_attr(d, "parentUUID") or "?", []).append(_attr(d, "profile") or "")
         if dynamic:
             count = len(whole) or len({str(d["name"]).split("-mig-")[0] for d in devices})
-            nodes.append(NodeSpec(name, "inventory", cpu_milli, memory_mib, count, gpu, gpu.key, "dynamic"))
+            nodes.append(
+                NodeSpec(name, "inventory", cpu_milli, memory_mib, count, gpu, gpu.key, "dynamic", (), sharing)
+            )
             continue
         count = len(whole - set(static)) + len(static)
         layout: tuple[tuple[MigProfile, int], ...] = ()
@@ -88,7 +92,7 @@ def cluster_from_slices(
                 skipped["mixed MIG layouts on one node (most common layout used for all GPUs)"] += 1
             layout = place_layout(gpu, list(common)) or ()
         mode = "static" if layout else "none"
-        nodes.append(NodeSpec(name, "inventory", cpu_milli, memory_mib, count, gpu, gpu.key, mode, layout))
+        nodes.append(NodeSpec(name, "inventory", cpu_milli, memory_mib, count, gpu, gpu.key, mode, layout, sharing))
     cluster = ClusterSpec(name=Path(source).stem, nodes=nodes, source=source, skipped=dict(skipped))
     cluster.skipped.update({f"assumed cpu_milli={cpu_milli}, memory_mib={memory_mib} per node": 0})
     return cluster

@@ -31,6 +31,7 @@ class Option:
     vram: int = 0  # VRAM needed per device (whole, mig) or held (share)
     profiles: tuple[str, ...] = ()  # mig: acceptable profiles, smallest first
     nvlink: bool = False  # all devices must share one NVLink group
+    consumable: bool = False  # share through DRA consumable capacity: only where the node's GPUs allow it
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +200,8 @@ def fit_option(node: NodeState, info: GpuInfo, option: Option, order: str) -> tu
         return tuple(Part(i, "whole", 1000, memory) for i in free[: option.count])
     gpus = list(enumerate(info.gpus))
     if option.kind == "share":
+        if option.consumable and not node.spec.sharing:
+            return None
         cands = [(g[1], i) for i, g in gpus if g[0] == PLAIN and g[1] >= option.milli and g[2] >= option.vram]
         if not cands:
             return None

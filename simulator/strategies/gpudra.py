@@ -45,7 +45,7 @@ def _alternative(req: dict[str, Any], pod: SimPod, nvlink: bool) -> Option | Non
     memory = ((req.get("capacity") or {}).get("requests") or {}).get("memory")
     if memory is not None:
         held = int(parse_quantity(str(memory)) / 2**20)
-        return Option("share", count, pod.gpu_milli, held) if count == 1 else None
+        return Option("share", count, pod.gpu_milli, held, consumable=True) if count == 1 else None
     floor = max([int(parse_quantity(m.group(1)) / 2**20) for s in selectors for m in [_MEMORY.search(s)] if m] or [0])
     return Option("whole", count, 1000, max(floor, pod.vram_mib), nvlink=nvlink and count > 1)
 
