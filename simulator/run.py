@@ -80,6 +80,9 @@ def simulate(
         strategy = make_strategy(name, seed=seed, **options)
         callback = None if progress is None else _bind(progress, name)
         result.runs[name] = run(spec, work.pods, strategy, config, callback, typical)
+        describe = getattr(strategy, "describe", None)
+        if describe is not None:  # e.g. gpudra: the policy directory, allocator mode and what the policies decided
+            result.input.setdefault("strategy_details", {})[name] = describe()
     return result
 
 
