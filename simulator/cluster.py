@@ -140,10 +140,14 @@ def _line_of(node: yaml.Node | None) -> int | None:
 
 
 def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -> ClusterSpec:
-    """A cluster YAML spec, an openb node CSV (`.csv`) or a ResourceSlice dump (YAML/JSON with ResourceSlices)."""
+    """A cluster YAML spec, an openb node CSV (`.csv`), a ResourceSlice dump, or inventory snapshot(s) (file/dir)."""
     path = Path(path)
     if path.suffix.lower() == ".csv":
         return read_openb_nodes(path, model_map=model_map)
+    if path.is_dir():  # a folder of inventory snapshots, one per node
+        from .inventory import cluster_from_snapshots
+
+        return cluster_from_snapshots(sorted(path.glob("*.json")))
     try:
         text = path.read_text()
     except OSError as exc:
@@ -156,6 +160,10 @@ def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -
         raise TraceError(
             f"invalid YAML: {exc}", source=str(path), line=None if mark is None else mark.line + 1
         ) from exc
+    if isinstance(data, dict) and data.get("schema") == "gpudra.io/inventory-snapshot/v1":
+        from .inventory import cluster_from_snapshots
+
+        return cluster_from_snapshots([path])
     if (
         isinstance(data, dict)
         and "pools" not in data

@@ -1,4 +1,4 @@
-"""Clusters from a real cluster's ResourceSlices (`kubectl get resourceslices -o yaml`, or `gpudra inventory`).
+"""Clusters from a real cluster: its ResourceSlices (`kubectl get resourceslices -o yaml`) or inventory snapshots.
 
 Nodes are grouped by `spec.nodeName`; GPUs are the NVIDIA driver's devices: `type: gpu` whole GPUs, `type: mig`
 with a `uuid` (static MIG, its layout read from the `profile` attributes) or with `consumesCounters`
@@ -19,7 +19,9 @@ from dra.errors import InputError, TraceError
 from .cluster import ClusterSpec, NodeSpec, place_layout
 from .gputypes import MigProfile, UnknownGpuModel, resolve_gpu_type
 
-__all__ = ["cluster_from_slices", "load_slices"]
+__all__ = ["SNAPSHOT_SCHEMA", "cluster_from_slices", "cluster_from_snapshots", "load_slices"]
+
+SNAPSHOT_SCHEMA = "gpudra.io/inventory-snapshot/v1"
 
 DRIVER = "gpu.nvidia.com"
 
@@ -96,3 +98,21 @@ def cluster_from_slices(
     cluster = ClusterSpec(name=Path(source).stem, nodes=nodes, source=source, skipped=dict(skipped))
     cluster.skipped.update({f"assumed cpu_milli={cpu_milli}, memory_mib={memory_mib} per node": 0})
     return cluster
+
+
+def cluster_from_snapshots(paths: list[Path], *, cpu_milli: int = 64000, memory_mib: int = 524288) -> ClusterSpec:
+    """Inventory snapshots (`gpudra inventory`, one node each) turned into the slices the driver would publish."""
+    from dra.gpus import node_resource_slices
+    from dra.inventory.snapshot import load_snapshot, node_from_snapshot
+
+    slices: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            node = node_from_snapshot(load_snapshot(path))
+        except InputError as exc:
+            raise TraceError(exc.message, source=exc.source or str(path), line=exc.line) from exc
+        except ValueError as exc:  # InventoryError: a malformed GPU record
+            raise TraceError(str(exc), source=str(path)) from exc
+        slices.extend(node_resource_slices(node, mig_mode="static"))
+    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} snapshots"
+    return cluster_from_slices(slices, source=source, cpu_milli=cpu_milli, memory_mib=memory_mib)

@@ -106,3 +106,15 @@ def test_sweep_command(tmp_path: Path) -> None:
 
 
 _POD_ROWS = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1000,1024,1,500\nb,1000,1024,1,1000\n"
+
+
+def test_cluster_from_inventory_snapshots(tmp_path: Path) -> None:
+    from dra.inventory.snapshot import save_snapshot, snapshot_from_node
+
+    for name, model in (("n1", "H100-SXM5-80GB"), ("n2", "L40S")):
+        save_snapshot(snapshot_from_node(synthetic_node(catalog.get(model), name, 4)), tmp_path / f"{name}.json")
+    one = load_cluster(tmp_path / "n1.json")
+    assert [(n.name, n.gpu_count) for n in one.nodes] == [("n1", 4)]
+    both = load_cluster(tmp_path)
+    assert {n.name: n.gpu.key for n in both.nodes if n.gpu} == {"n1": "H100-SXM5-80GB", "n2": "L40S"}
+    assert both.total_gpus == 8
