@@ -30,6 +30,7 @@ class SimPod:
     namespace: str = "default"
     priority: int = 0  # higher may preempt lower when preemption is on
     pod: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    namespace_object: dict[str, Any] | None = field(default=None, compare=False, hash=False)  # for policies
     source: str = ""
 
     @property

@@ -95,7 +95,11 @@ class Gpudra(Strategy):
         self.outcomes.clear()
 
     def _demand(self, pod: SimPod) -> tuple[int, Demand | None]:
-        key = (pod.shape, pod.workload_class, pod.namespace, id(pod.pod) if pod.pod is not None else None)
+        key = (
+            pod.shape, pod.workload_class, pod.namespace,
+            id(pod.pod) if pod.pod is not None else None,
+            id(pod.namespace_object) if pod.namespace_object is not None else None,
+        )  # fmt: skip
         found = self._demands.get(key)
         if found is None:
             demand = self.demand(pod)
@@ -110,7 +114,7 @@ class Gpudra(Strategy):
             pod.name, pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.workload_class,
             vram_mib=pod.vram_mib if pod.is_shared else None,
         )  # fmt: skip
-        decision = self.policies.evaluate(spec)
+        decision = self.policies.evaluate(spec, pod.namespace_object)
         if not decision.allowed:
             self.outcomes["denied"] += 1
             return None

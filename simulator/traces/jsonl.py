@@ -132,7 +132,8 @@ def _pod(entry: dict[str, Any], path: Path, line: int, vram: VramModel) -> SimPo
         duration=None if duration is None else float(duration),
         gpu_models=(str(product),) if product else (),
         workload_class=str(entry.get("class", "trace")),
-        namespace=str(meta.get("namespace") or "default"),
+        namespace=str(meta.get("namespace") or "default"),  # the Pod's; `namespace_object` is the Namespace
         pod=pod,
+        namespace_object=entry["namespace"] if isinstance(entry.get("namespace"), dict) else None,
         source=f"{path}:{line}",
     )

@@ -97,13 +97,22 @@ def test_jsonl_reader(tmp_path: Path) -> None:
     lines = [
         json.dumps({"pod": _pod(gpus="1"), "arrival": 5, "duration": 60, "vram_mib": 6000}),
         "",
-        json.dumps({"pod": _pod(gpus="1"), "arrival": 1, "duration": None, "gpu_milli": 250}),
+        json.dumps(
+            {
+                "pod": _pod(gpus="1"),
+                "arrival": 1,
+                "duration": None,
+                "gpu_milli": 250,
+                "namespace": {"metadata": {"name": "ml", "labels": {"team": "a"}}},
+            }
+        ),
     ]
     path = write(tmp_path / "t.jsonl", "\n".join(lines) + "\n")
     work = load_trace(path)
     assert work.kind == "jsonl"
     first, second = work.pods
     assert first.arrival == 1 and first.gpu_milli == 250 and first.duration is None
+    assert first.namespace_object == {"metadata": {"name": "ml", "labels": {"team": "a"}}}
     assert second.vram_mib == 6000 and second.namespace == "ml" and second.pod is not None
 
 
