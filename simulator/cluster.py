@@ -3,6 +3,7 @@
 YAML (`kind: SimCluster` optional):
 
     name: demo
+    device_plugin: {drain_seconds: 600, min_layout_age: 3600, drain_max_pods: 4}   # optional MIG drain knobs
     pools:
       - name: hgx
         count: 4
@@ -81,6 +82,7 @@ class ClusterSpec:
     nodes: list[NodeSpec]
     source: str = "built-in"
     skipped: dict[str, int] = field(default_factory=dict)
+    device_plugin: dict[str, float] = field(default_factory=dict)  # drain_seconds, min_layout_age, drain_max_pods
 
     @property
     def total_gpus(self) -> int:
@@ -182,7 +184,15 @@ def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -
     nodes: list[NodeSpec] = []
     for index, pool in enumerate(data["pools"]):
         nodes.extend(_pool(pool, index, str(path), _line_of(pool_nodes[index] if index < len(pool_nodes) else None)))
-    return ClusterSpec(name=str(data.get("name", path.stem)), nodes=nodes, source=str(path))
+    options = data.get("device_plugin") or {}
+    allowed = {"drain_seconds", "min_layout_age", "drain_max_pods"}
+    if not isinstance(options, dict) or set(options) - allowed:
+        raise TraceError(f"device_plugin: takes {sorted(allowed)} (got {options!r})", source=str(path))
+    try:
+        knobs = {str(k): float(v) for k, v in options.items()}
+    except (TypeError, ValueError) as exc:
+        raise TraceError(f"device_plugin: values must be numbers ({exc})", source=str(path)) from exc
+    return ClusterSpec(name=str(data.get("name", path.stem)), nodes=nodes, source=str(path), device_plugin=knobs)
 
 
 def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec]:

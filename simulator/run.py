@@ -77,6 +77,11 @@ def simulate(
     typical = typical_pods(work.pods)
     for name in strategies:
         options: dict[str, Any] = {"policies": policies, "mode": mode} if name == "gpudra" else {}
+        if name == "device-plugin" and spec.device_plugin:
+            knobs = dict(spec.device_plugin)
+            if "drain_max_pods" in knobs:
+                options["drain_max_pods"] = int(knobs.pop("drain_max_pods"))
+            options.update(knobs)
         strategy = make_strategy(name, seed=seed, **options)
         callback = None if progress is None else _bind(progress, name)
         result.runs[name] = run(spec, work.pods, strategy, config, callback, typical)

@@ -99,3 +99,18 @@ def test_nvlink_groups() -> None:
 def test_default_cluster() -> None:
     spec = default_cluster()
     assert spec.total_gpus == 80 and {n.mig for n in spec.nodes} == {"dynamic", "static", "none"}
+
+
+def test_device_plugin_drain_knobs(tmp_path: Path) -> None:
+    from simulator.run import simulate
+    from simulator.workload import SimPod, Workload
+
+    pool = "{name: h, count: 1, gpu: H100-SXM5-80GB, gpus: 1, mig: dynamic}"
+    text = f"device_plugin: {{drain_seconds: 120}}\npools:\n  - {pool}\n"
+    path = write(tmp_path / "c.yaml", text)
+    assert load_cluster(path).device_plugin == {"drain_seconds": 120.0}
+    work = Workload([SimPod("s", 1000, 1024, 1, 200, 4096, duration=50.0)], "test", "jsonl")
+    result = simulate(path, work, strategies=["device-plugin"])
+    assert result.summary()["strategies"]["device-plugin"]["drained_node_hours"] == pytest.approx(120 / 3600, abs=1e-3)
+    with pytest.raises(TraceError, match="device_plugin"):
+        load_cluster(write(tmp_path / "d.yaml", "device_plugin: {drain: 1}\npools: []\n"))
