@@ -25,6 +25,7 @@ def _fresh(pod: dict[str, Any], namespace: dict[str, Any] | None) -> Any:
 
 def _same(a: Any, b: Any) -> None:
     assert a.to_json() == b.to_json()
+    assert {k: list(v) for k, v in a.variables.items()} == {k: list(v) for k, v in b.variables.items()}  # order
     assert a.claim == b.claim
     assert [dict(c.variables) for c in a.containers] == [dict(c.variables) for c in b.containers]
 
@@ -50,10 +51,14 @@ def test_closure_follows_variables_through_levels() -> None:
 
 def test_plans_of_the_shipped_policies() -> None:
     plans = {p.name: _Plan.of(p) for p in SHIPPED.policies}
-    assert plans["whole-gpu"] == _Plan(fact_conditions=1, claim_from_facts=True)
+    assert plans["whole-gpu"].fact_conditions == 1 and plans["whole-gpu"].claim_from_facts
     assert plans["guardrails"].fact_conditions == 1 and not plans["guardrails"].claim_from_facts
-    assert plans["right-size"] == _Plan(fact_conditions=1, claim_from_facts=False)  # reads annotations
-    assert plans["multi-gpu"] == _Plan(fact_conditions=1, claim_from_facts=False)  # reads the namespace
+    assert plans["guardrails"].claim_reads is None  # no claim
+    right_size, multi_gpu = plans["right-size"], plans["multi-gpu"]
+    assert right_size.fact_conditions == 1 and not right_size.claim_from_facts  # reads annotations
+    assert right_size.claim_reads is not None and ("object", ("metadata", "annotations")) in right_size.claim_reads
+    assert multi_gpu.fact_conditions == 1 and not multi_gpu.claim_from_facts  # reads the namespace
+    assert multi_gpu.claim_reads is not None and ("namespaceObject", ("metadata", "labels")) in multi_gpu.claim_reads
 
 
 def test_memoized_decisions_equal_fresh_ones_on_varied_pods() -> None:
@@ -113,7 +118,9 @@ spec:
     policies_list, errors = load_policy_text(text, "t.yaml")
     assert errors == []
     policies = PolicySet.of(policies_list)
-    assert _Plan.of(policies.policies[0]) == _Plan(fact_conditions=0, claim_from_facts=False)
+    plan = _Plan.of(policies.policies[0])
+    assert plan.fact_conditions == 0 and not plan.claim_from_facts
+    assert plan.claim_reads is not None and ("container", ("name",)) in plan.claim_reads
 
     def pod(name: str, container: str) -> dict[str, Any]:
         return {
@@ -125,4 +132,26 @@ spec:
         "big.example.com"
     )
     assert policies.evaluate(pod("skip", "big")).policy is None
-    assert policies.memo_sizes()["claim"] == 0
+    small = policies.evaluate(pod("p", "small")).claim
+    assert small is not None and small["devices"]["requests"][0]["exactly"]["deviceClassName"] == "gpu.nvidia.com"
+    assert policies.memo_sizes()["claim"] == 2  # keyed by the container's name, which the claim reads
+
+
+def test_a_claim_memo_hit_still_lists_the_pod_variables_it_read() -> None:
+    policies = PolicySet.of(SHIPPED.policies)
+    pod = {
+        "metadata": {"name": "p", "annotations": {"gpudra.io/vram": "8Gi"}},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+    }
+    first, second = policies.evaluate(pod), policies.evaluate(pod)
+    assert first.policy == "right-size" and "migChoices" in first.variables["right-size"]
+    assert dict(second.variables["right-size"]) == dict(first.variables["right-size"])
+    assert list(second.variables["right-size"]) == list(first.variables["right-size"])
+
+
+def test_memoization_off_evaluates_everything_and_decides_the_same() -> None:
+    warm, cold = PolicySet.of(SHIPPED.policies), PolicySet.of(SHIPPED.policies, memoize=False)
+    for pod, namespace in generate_pods(150, seed=23) * 2:
+        _same(warm.evaluate(pod, namespace), cold.evaluate(pod, namespace))
+    assert cold.memo_sizes() == {"gpu": 0, "match": 0, "claim": 0, "value": 0}
+    assert warm.memo_sizes()["value"] > 0

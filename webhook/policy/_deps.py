@@ -66,3 +66,73 @@ def closure(sources: list[str], levels: list[Mapping[str, str]]) -> frozenset[st
         if not visit(source, 0):
             return None
     return frozenset(found)
+
+
+Read = tuple[str, tuple[str, ...]]
+
+
+def paths(source: str) -> tuple[frozenset[Read], frozenset[str]]:
+    """(the (root, field path) pairs the expression can read through, names of variables read).
+
+    A root read `object.metadata.annotations['x']` is `("object", ("metadata", "annotations"))`: everything the
+    expression sees of the root lies in the subtree at that path. A path stops before a method call
+    (`object.spec.containers.exists(...)` reads `("object", ("spec", "containers"))`) and at any index.
+    """
+    text = _SPACED_DOT.sub(".", source)
+    found: set[Read] = set()
+    for match in _IDENT.finditer(text):
+        name, at = match.group(), match.start()
+        if name not in ROOTS or name == "variables":
+            continue
+        if at >= 2 and text[at - 1] == "." and text[at - 2] in _OPERAND_END:
+            continue
+        path: list[str] = []
+        pos = match.end()
+        while pos < len(text) and text[pos] == ".":
+            field = _IDENT.match(text, pos + 1)
+            if field is None:
+                break
+            rest = text[field.end() :].lstrip()
+            if rest.startswith("("):
+                break
+            path.append(field.group())
+            pos = field.end()
+        found.add((name, tuple(path)))
+    return frozenset(found), reads(source)[1]
+
+
+def path_closure(sources: list[str], variables: Mapping[str, str]) -> frozenset[Read] | None:
+    """Every (root, path) the expressions in `sources` read, through the one level of `variables`; None when a
+    variable read is not statically known."""
+    found: set[Read] = set()
+    seen: set[str] = set()
+    pending = list(sources)
+    while pending:
+        reads_, names = paths(pending.pop())
+        if ALL_VARIABLES in names:
+            return None
+        found.update(reads_)
+        for name in names:
+            if name in variables and name not in seen:
+                seen.add(name)
+                pending.append(variables[name])
+    return frozenset(found)
+
+
+def path_closure_levels(sources: list[str], levels: list[Mapping[str, str]]) -> frozenset[Read] | None:
+    """`path_closure` through nested variable levels (innermost first, as `closure`)."""
+    found: set[Read] = set()
+    seen: set[tuple[int, str]] = set()
+    pending = [(source, 0) for source in sources]
+    while pending:
+        source, level = pending.pop()
+        reads_, names = paths(source)
+        if ALL_VARIABLES in names:
+            return None
+        found.update(reads_)
+        for name in names:
+            where = next((i for i in range(level, len(levels)) if name in levels[i]), None)
+            if where is not None and (where, name) not in seen:
+                seen.add((where, name))
+                pending.append((levels[where][name], where))
+    return frozenset(found)

@@ -7,7 +7,7 @@ so both agree on what counts as a legacy GPU resource (`nvidia.com/gpu`, `nvidia
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -93,11 +93,11 @@ class PodFacts:
 
     containers: tuple[ContainerFacts, ...]
     pod_claims: tuple[str, ...]
+    # Hashable and equal exactly when two pods' GPU facts (hence their `gpu` CEL values) are equal.
+    key: tuple[Any, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> tuple[Any, ...]:
-        """Hashable and equal exactly when two pods' GPU facts (hence their `gpu` CEL values) are equal."""
-        return (tuple(c.key for c in self.containers), self.pod_claims)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (tuple(c.key for c in self.containers), self.pod_claims))
 
     @property
     def legacy_containers(self) -> tuple[ContainerFacts, ...]:
