@@ -284,3 +284,13 @@ spec:
             admission.mutate(parse_review(review_body(_replica(), uid=uid)))
         messages.append(denied.value.message)
     assert "review u-1" in messages[0] and "review u-2" in messages[1]
+
+
+def test_the_same_pod_with_keys_in_another_order_gets_the_same_answer(admission: Admission) -> None:
+    pod = _replica()
+    reordered = {k: pod[k] for k in reversed(list(pod))}
+    reordered["metadata"] = {k: pod["metadata"][k] for k in reversed(list(pod["metadata"]))}
+    first = admission.mutate(parse_review(review_body(pod, uid="u-1")))
+    second = admission.mutate(parse_review(review_body(reordered, uid="u-2")))
+    assert decoded_patch(first) == decoded_patch(second)
+    assert first["response"].get("warnings") == second["response"].get("warnings")
