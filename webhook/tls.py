@@ -153,19 +153,36 @@ def write_dev_certificates(
 
 
 class ReloadingCertificate:
-    """One server SSLContext whose chain follows `cert_file`/`key_file` as they change on disk."""
+    """A server SSLContext whose certificate follows `cert_file`/`key_file` as they change on disk.
+
+    Each good pair is loaded into a fresh context; the server's context (`self.context`, handed to uvicorn) picks
+    the newest one per handshake through its SNI callback, which OpenSSL calls for every ClientHello. Swapping a
+    reference is atomic, so a handshake never sees a new certificate with an old key, and a pair that does not
+    load (a half-written rotation, a mismatched key) never replaces the one serving.
+    """
 
     def __init__(self, cert_file: Path, key_file: Path) -> None:
         self.cert_file = Path(cert_file)
         self.key_file = Path(key_file)
         self._lock = threading.Lock()
-        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
         self._digest = ""
         self.not_after: dt.datetime | None = None
         self.reloads = 0
         self.last_error: str | None = None
-        self._load()
+        self._active = self._load_context()[0]
+        self.context = self._load_context()[0]  # also serves clients for which the callback does nothing
+        self.context.sni_callback = self._select
+
+    @staticmethod
+    def _fresh_context() -> ssl.SSLContext:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        return ctx
+
+    def _select(self, conn: ssl.SSLSocket | ssl.SSLObject, server_name: str | None, base: ssl.SSLContext) -> None:
+        active = self._active
+        if active is not base:
+            conn.context = active
 
     def _read(self) -> tuple[bytes, bytes]:
         try:
@@ -173,24 +190,35 @@ class ReloadingCertificate:
         except OSError as exc:
             raise CertificateError(f"cannot read certificate files: {exc}") from exc
 
-    def _load(self) -> bool:
+    @staticmethod
+    def _digest_of(cert_pem: bytes, key_pem: bytes) -> str:
+        return hashlib.sha256(cert_pem + b"\0" + key_pem).hexdigest()
+
+    def _load_context(self) -> tuple[ssl.SSLContext, str]:
         cert_pem, key_pem = self._read()
-        digest = hashlib.sha256(cert_pem + b"\0" + key_pem).hexdigest()
-        if digest == self._digest:
-            return False
+        digest = self._digest_of(cert_pem, key_pem)
         try:
             cert = x509.load_pem_x509_certificate(cert_pem)
         except ValueError as exc:
             raise CertificateError(f"{self.cert_file}: not a PEM certificate ({exc})") from exc
+        ctx = self._fresh_context()
+        try:
+            ctx.load_cert_chain(str(self.cert_file.resolve()), str(self.key_file.resolve()))
+        except (ssl.SSLError, OSError) as exc:
+            pair = f"{self.cert_file}/{self.key_file}"
+            raise CertificateError(f"{pair}: certificate and key do not load: {exc}") from exc
+        if self._digest_of(*self._read()) != digest:
+            raise CertificateError(f"{self.cert_file}: changed while it was being loaded; trying again next time")
+        self._digest = digest
+        self.not_after = cert.not_valid_after_utc
+        return ctx, digest
+
+    def _load(self) -> bool:
+        cert_pem, key_pem = self._read()
+        if self._digest_of(cert_pem, key_pem) == self._digest:
+            return False
         with self._lock:
-            try:
-                # load_cert_chain needs paths; the resolved paths read the same bytes we hashed.
-                self.context.load_cert_chain(str(self.cert_file.resolve()), str(self.key_file.resolve()))
-            except (ssl.SSLError, OSError) as exc:
-                pair = f"{self.cert_file}/{self.key_file}"
-                raise CertificateError(f"{pair}: certificate and key do not load: {exc}") from exc
-            self._digest = digest
-            self.not_after = cert.not_valid_after_utc
+            self._active = self._load_context()[0]
         return True
 
     def reload_if_changed(self) -> bool:
