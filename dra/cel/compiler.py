@@ -144,6 +144,10 @@ class Compiler:
         self.scope: list[str] = []
         self.nodes = 0
         self.dyn_nodes: set[int] = set()  # ids of closures whose static type is dyn (dyn() calls)
+        # Inside a `format` call (receiver or arguments, at any depth) aggregate literals may mix types: cel-go's
+        # strings library exempts it from HomogeneousAggregateLiterals.
+        self.format_depth = 0
+        self.list_elements: dict[int, list[Node]] = {}  # list literal tree id -> element nodes, in format calls
         self.type_idents = dict(TYPE_IDENTS) | _library_types(registry)
 
     # -- errors --------------------------------------------------------------------------------------------
@@ -622,6 +626,8 @@ class Compiler:
 
     def homogeneous(self, tree: Any, nodes: list[Node]) -> None:
         """Kubernetes' HomogeneousAggregateLiterals: literal elements (keys, values) share one exact type."""
+        if self.format_depth:
+            return
         first: str | None = None
         for n in nodes:
             t = self.static_type(n)
@@ -746,9 +752,36 @@ class Compiler:
         overloads = self.registry.members.get(name)
         if not overloads:
             raise self.error(tree, f"undeclared reference to '{name}'")
-        receiver = self.compile(target_tree)
-        args = [self.compile(t) for t in arg_trees]
-        return self._call(tree, name, overloads, [receiver, *args])
+        if name == "format":
+            self.format_depth += 1
+            try:
+                receiver = self.compile(target_tree)
+                args = [self.compile(t) for t in arg_trees]
+            finally:
+                self.format_depth -= 1
+            self._check_format(tree, target_tree, arg_trees)
+        else:
+            receiver = self.compile(target_tree)
+            args = [self.compile(t) for t in arg_trees]
+        return self._call(tree, name, overloads, [receiver, *args], member=True)
+
+    def _check_format(self, tree: Any, target_tree: Any, arg_trees: list[Any]) -> None:
+        """cel-go's stringFormatValidator: `<string literal>.format(<list literal>)` is checked at compile time."""
+        from dra.cel import strings
+
+        lit = _single_literal(target_tree)
+        if lit is None or lit.type not in ("STRING_LIT", "MLSTRING_LIT") or len(arg_trees) != 1:
+            return
+        list_tree = _list_literal(arg_trees[0])
+        elements = self.list_elements.get(id(list_tree)) if list_tree is not None else None
+        if elements is None:
+            return
+        elem_trees = list(list_tree.children[0].children) if list_tree.children else []  # type: ignore[union-attr]
+        args = [n.value if isinstance(n, Const) else strings.UNCHECKED for n in elements]
+        failure = strings.check_format(_string_literal(lit.value), args)
+        if failure is not None:
+            index, message = failure
+            raise self.error(tree if index is None else elem_trees[index], message)
 
     def _c_ident_arg(self, tree: Tree) -> Node:  # type: ignore[type-arg]
         from dra.cel import macros
@@ -773,7 +806,7 @@ class Compiler:
         args = [self.compile(t) for t in arg_trees]
         return self._call(tree, name, overloads, args)
 
-    def _call(self, tree: Any, name: str, overloads: list[Overload], args: list[Node]) -> Node:
+    def _call(self, tree: Any, name: str, overloads: list[Overload], args: list[Node], member: bool = False) -> Node:
         candidates = [ov for ov in overloads if len(ov.arg_types) == len(args)]
         consts = [n.value if isinstance(n, Const) else _UNKNOWN for n in args]
         fitting = [
@@ -782,8 +815,9 @@ class Compiler:
             if all(c is _UNKNOWN or _accepts_one(t, c) for t, c in zip(ov.arg_types, consts, strict=True))
         ]
         if not fitting:
-            shown = ", ".join("dyn" if c is _UNKNOWN else _literal_type_name(c) for c in consts)
-            raise self.error(tree, f"found no matching overload for '{name}' applied to '({shown})'")
+            shown = ["dyn" if c is _UNKNOWN else _literal_type_name(c) for c in consts]
+            applied = f"{shown[0]}.({', '.join(shown[1:])})" if member else f"({', '.join(shown)})"
+            raise self.error(tree, f"found no matching overload for '{name}' applied to '{applied}'")
         if name in _REGEX_FUNCTIONS and len(args) == 2 and isinstance(args[1], Const) and type(args[1].value) is str:
             try:  # Kubernetes validates regex literals at compile time (ValidateRegexLiterals)
                 stdlib.compile_regex(args[1].value)
@@ -899,6 +933,8 @@ class Compiler:
                 else:
                     elems.append((False, self.compile(t)))
         self.homogeneous(tree, [n for opt, n in elems if not opt])
+        if self.format_depth and not any(opt for opt, _ in elems):
+            self.list_elements[id(tree)] = [n for _, n in elems]
         if not any(opt for opt, _ in elems) and all(isinstance(n, Const) for _, n in elems):
             # Shared constant: runtime code never mutates lists (Program.evaluate copies a constant result).
             return Const([n.value for _, n in elems])  # type: ignore[union-attr]
@@ -1086,6 +1122,18 @@ def _single_literal(tree: Any) -> Token | None:
         if node.data == "literal":
             tok = node.children[0]
             return tok if isinstance(tok, Token) else None
+        if len(node.children) != 1:
+            return None
+        node = node.children[0]
+    return None
+
+
+def _list_literal(tree: Any) -> Tree | None:  # type: ignore[type-arg]
+    """The `list_lit` tree when `tree` is nothing but a list literal (through the precedence wrappers)."""
+    node = tree
+    while isinstance(node, Tree):
+        if node.data == "list_lit":
+            return node
         if len(node.children) != 1:
             return None
         node = node.children[0]

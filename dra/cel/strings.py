@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import decimal
 import math
+from collections.abc import Iterator
 from typing import Any, Final
 
 from dra.cel._functions import FunctionRegistry
@@ -17,7 +18,9 @@ from dra.cel.stdlib import format_double, type_of
 from dra.cel.values import CelType, Duration, Timestamp, Uint
 from dra.errors import CelCostError, CelRuntimeError
 
-__all__ = ["REGISTRY", "go_trim_space"]
+__all__ = ["REGISTRY", "UNCHECKED", "check_format", "go_trim_space"]
+
+UNCHECKED: Final = object()  # check_format: an argument of a type the compiler does not know
 
 REGISTRY = FunctionRegistry()
 
@@ -426,8 +429,8 @@ def _format_octal(value: Any) -> str:
     raise _FormatError(f"octal clause can only be used on integers, was given {_type_name(value)}")
 
 
-def _clause(spec: str, value: Any) -> tuple[int, str]:
-    """Parse one clause after `%` (`.<precision>` then a verb) and format `value`; returns (chars read, text)."""
+def _parse_clause(spec: str) -> tuple[int, int | None, str]:
+    """One clause after `%` (`.<precision>` then a verb): (chars read, precision, verb)."""
     i = 0
     precision: int | None = None
     if spec[0] == ".":
@@ -447,54 +450,121 @@ def _clause(spec: str, value: Any) -> tuple[int, str]:
                 'to integer: strconv.Atoi: parsing "": invalid syntax'
             )
         precision = int(spec[1:i])
-        if precision > _MAX_PRECISION:
-            # Unbounded before strings v5 upstream; refuse output no cost budget could pay for rather than hang.
-            raise CelCostError(f"operation cancelled: actual cost limit exceeded (precision {precision})")
     verb = spec[i]
-    i += 1
-    try:
-        if verb == "s":
-            return i, _format_string(value)
-        if verb == "d":
-            return i, _format_decimal(value)
-        if verb == "f":
-            return i, _format_fixed(value, _DEFAULT_PRECISION if precision is None else precision)
-        if verb == "e":
-            return i, _format_scientific(value, _DEFAULT_PRECISION if precision is None else precision)
-        if verb == "b":
-            return i, _format_binary(value)
-        if verb in "xX":
-            return i, _format_hex(value, verb == "X")
-        if verb == "o":
-            return i, _format_octal(value)
-    except _FormatError as err:
-        raise CelRuntimeError(f"error during formatting: {err}") from None
-    raise CelRuntimeError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
+    if verb not in _CHECKED_TYPES:
+        raise CelRuntimeError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
+    return i + 1, precision, verb
 
 
-@REGISTRY.member("format", str, list)
-def format_(template: str, args: list[Any]) -> str:
-    """cel-go `parseFormatString` (strings extension before version 4)."""
-    out: list[str] = []
+def _clauses(template: str, n_args: int) -> Iterator[str | tuple[int, int | None, str]]:
+    """cel-go `parseFormatString` (strings extension before version 4): literal text, or (arg index, precision,
+    verb) per clause; raises the parse errors (`index 1 out of range`, `unexpected end of string`, ...)."""
     i = 0
     arg_index = 0
     n = len(template)
     while i < n:
         c = template[i]
         if c != "%":
-            out.append(c)
+            yield c
             i += 1
             continue
         if i + 1 < n and template[i + 1] == "%":
-            out.append("%")
+            yield "%"
             i += 2
             continue
-        if arg_index >= len(args):
+        if arg_index >= n_args:
             raise CelRuntimeError(f"index {arg_index} out of range")
         if i + 1 >= n:
             raise CelRuntimeError("unexpected end of string")
-        read, text = _clause(template[i + 1 :], args[arg_index])
-        out.append(text)
+        read, precision, verb = _parse_clause(template[i + 1 :])
+        yield arg_index, precision, verb
         i += 1 + read
         arg_index += 1
+
+
+def _format_clause(verb: str, precision: int | None, value: Any) -> str:
+    if precision is not None and precision > _MAX_PRECISION:
+        # Unbounded before strings v5 upstream; refuse output no cost budget could pay for rather than hang.
+        raise CelCostError(f"operation cancelled: actual cost limit exceeded (precision {precision})")
+    try:
+        if verb == "s":
+            return _format_string(value)
+        if verb == "d":
+            return _format_decimal(value)
+        if verb == "f":
+            return _format_fixed(value, _DEFAULT_PRECISION if precision is None else precision)
+        if verb == "e":
+            return _format_scientific(value, _DEFAULT_PRECISION if precision is None else precision)
+        if verb == "b":
+            return _format_binary(value)
+        if verb in "xX":
+            return _format_hex(value, verb == "X")
+        return _format_octal(value)
+    except _FormatError as err:
+        raise CelRuntimeError(f"error during formatting: {err}") from None
+
+
+@REGISTRY.member("format", str, list)
+def format_(template: str, args: list[Any]) -> str:
+    out: list[str] = []
+    for part in _clauses(template, len(args)):
+        if isinstance(part, str):
+            out.append(part)
+        else:
+            index, precision, verb = part
+            out.append(_format_clause(verb, precision, args[index]))
     return "".join(out)
+
+
+# Argument types cel-go's `stringFormatValidator` accepts per verb when it checks a literal format call at
+# compile time (`%f`/`%e` take strings for "NaN" and "Infinity"; `%s` looks into list and map literals).
+_CHECKED_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "s": (*_STRING_TYPES, list, dict, type(None)),
+    "d": (int, Uint),
+    "o": (int, Uint),
+    "b": (int, Uint, bool),
+    "x": (int, Uint, str, bytes),
+    "X": (int, Uint, str, bytes),
+    "f": (float, str),
+    "e": (float, str),
+}
+
+
+def _unformattable(verb: str, value: Any) -> Any:
+    """The (nested, for `%s`) value whose type the validator rejects for `verb`, else UNCHECKED."""
+    if value is UNCHECKED:
+        return UNCHECKED
+    accepted = _CHECKED_TYPES[verb]
+    if type(value) not in accepted and not (dict in accepted and isinstance(value, dict)):
+        return value
+    if verb == "s" and isinstance(value, (list, dict)):
+        items = value if isinstance(value, list) else [x for kv in value.items() for x in kv]
+        for item in items:
+            bad = _unformattable("s", item)
+            if bad is not UNCHECKED:
+                return bad
+    return UNCHECKED
+
+
+def check_format(template: str, args: list[Any]) -> tuple[int | None, str] | None:
+    """cel-go's compile-time check of `<string literal>.format(<list literal>)`: None when it passes, else
+    (index of the offending argument or None for the call itself, message). `args` holds the constant
+    arguments, UNCHECKED for those whose type the compiler does not know (they pass, as dyn does)."""
+    used = 0
+    try:
+        for part in _clauses(template, len(args)):
+            if isinstance(part, str):
+                continue
+            index, _, verb = part
+            used = index + 1
+            bad = _unformattable(verb, args[index])
+            if bad is not UNCHECKED:
+                try:
+                    _format_clause(verb, None, bad)
+                except CelRuntimeError as e:  # the runtime's text is the validator's
+                    return index, e.message
+    except CelRuntimeError as e:
+        return None, e.message
+    if len(args) > used:
+        return None, f"too many arguments supplied to string.format (expected {used}, got {len(args)})"
+    return None
