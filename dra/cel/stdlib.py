@@ -370,7 +370,8 @@ def type_of(v: Any) -> CelType:
 
 
 def format_double(f: float) -> str:
-    """Go's strconv.FormatFloat(f, 'g', -1, 64), which cel-go's string(double) uses."""
+    """Go's strconv.FormatFloat(f, 'g', -1, 64), which cel-go's string(double) and `%s` use: the shortest
+    digits that round-trip, in exponent form when the exponent is < -4 or >= 6 (the shortest 'g' uses 6)."""
     if math.isnan(f):
         return "NaN"
     if math.isinf(f):
@@ -391,7 +392,7 @@ def format_double(f: float) -> str:
         point = exp - (len(frac_part) - len(frac_part.lstrip("0")))
     digits = digits.rstrip("0") or "0"
     x = point - 1
-    if x < -4 or x >= 21:
+    if x < -4 or x >= 6:
         m = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
         return f"{sign}{m}e{'-' if x < 0 else '+'}{abs(x):02d}"
     if point <= 0:

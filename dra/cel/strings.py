@@ -7,7 +7,6 @@ Indices count Unicode code points. v2 has `format` (cel-go's pre-v4 formatter wi
 
 from __future__ import annotations
 
-import decimal
 import math
 from collections.abc import Iterator
 from typing import Any, Final
@@ -261,7 +260,7 @@ def _to_string(value: Any) -> str:
     if t is bool:
         return "true" if value else "false"
     if t is float:
-        return _go_shortest_g(value)
+        return format_double(value)
     if t is bytes:
         try:
             return bytes(value).decode("utf-8")
@@ -273,28 +272,6 @@ def _to_string(value: Any) -> str:
     if t is CelType:
         return str(value.name)
     return str(int(value)) if t is int or t is Uint else str(value)
-
-
-def _go_shortest_g(value: float) -> str:
-    """Go strconv.FormatFloat(f, 'g', -1, 64), as cel-go's string(double): %e when exp < -4 or exp >= 6."""
-    if math.isnan(value) or math.isinf(value) or value == 0:
-        return format_double(value)
-    sign, digit_tuple, raw_exponent = decimal.Decimal(repr(value)).as_tuple()
-    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
-    exponent = int(raw_exponent) + len(digit_tuple) - len(digits)
-    point = len(digits) + exponent  # position of the decimal point relative to the digits
-    x = point - 1
-    text: str
-    if x < -4 or x >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        text = f"{mantissa}e{'-' if x < 0 else '+'}{abs(x):02d}"
-    elif point <= 0:
-        text = "0." + "0" * -point + digits
-    elif point >= len(digits):
-        text = digits + "0" * (point - len(digits))
-    else:
-        text = digits[:point] + "." + digits[point:]
-    return ("-" if sign else "") + text
 
 
 def _format_decimal(value: Any) -> str:
