@@ -18,6 +18,7 @@ from dra.cel import stdlib
 from dra.cel._functions import FunctionRegistry, NoMatchingOverload, Overload, type_name
 from dra.cel.cost import COST_KEY, call_cost
 from dra.cel.parse import OPT_ELEM, OPT_INDEX, OPT_KEY, OPT_SELECT
+from dra.cel.regex import GoRegexError, compile_go_regex
 from dra.cel.values import INT64_MAX, INT64_MIN, UINT64_MAX, CelType, Optional, Uint
 from dra.errors import CelCompileError, CelCostError, CelError, CelRuntimeError
 
@@ -818,11 +819,12 @@ class Compiler:
             shown = ["dyn" if c is _UNKNOWN else _literal_type_name(c) for c in consts]
             applied = f"{shown[0]}.({', '.join(shown[1:])})" if member else f"({', '.join(shown)})"
             raise self.error(tree, f"found no matching overload for '{name}' applied to '{applied}'")
-        if name in _REGEX_FUNCTIONS and len(args) == 2 and isinstance(args[1], Const) and type(args[1].value) is str:
-            try:  # Kubernetes validates regex literals at compile time (ValidateRegexLiterals)
-                stdlib.compile_regex(args[1].value)
-            except CelRuntimeError as e:
-                raise self.error(tree, e.message) from None
+        if name in _REGEX_FUNCTIONS and len(args) >= 2 and isinstance(args[1], Const) and type(args[1].value) is str:
+            try:  # cel-go compiles constant patterns when the program is built
+                compile_go_regex(args[1].value)
+            except GoRegexError as e:
+                # The receiver-style `matches` is checked by cel-go's regex literal validator, which words it so.
+                raise self.error(tree, "invalid matches argument" if member and name == "matches" else str(e)) from None
         dispatch = Dispatcher(name, fitting)
         if name == "dyn":  # dyn() hides its argument's type from the checker, so never fold through it
             (inner,) = args

@@ -14,9 +14,8 @@ import zoneinfo
 from collections.abc import Callable
 from typing import Any, Final
 
-import re2
-
 from dra.cel._functions import FunctionRegistry, type_name
+from dra.cel.regex import GoRegexError, compile_go_regex
 from dra.cel.values import INT64_MAX, INT64_MIN, UINT64_MAX, CelType, Duration, Optional, Timestamp, Uint
 from dra.errors import CelRuntimeError
 
@@ -447,10 +446,6 @@ _both("startsWith", str, str)(lambda s, p: s.startswith(p))
 _both("endsWith", str, str)(lambda s, p: s.endswith(p))
 
 
-_QUIET = re2.Options()
-_QUIET.log_errors = False  # errors are raised to the caller, not logged to stderr by the C++ library
-
-
 class Regex:
     """An RE2 pattern with a bounded memo of `matches` answers: selectors test the same attribute strings
     (product names, profiles) on many devices, and one RE2 call through pybind costs ~10 µs."""
@@ -461,12 +456,9 @@ class Regex:
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
         try:
-            self.compiled = re2.compile(pattern, _QUIET)
-        except Exception as exc:  # re2 raises its own error type, with a bytes message
-            detail = exc.args[0] if exc.args else exc
-            if isinstance(detail, bytes):
-                detail = detail.decode("utf-8", "replace")
-            raise CelRuntimeError(f"invalid regex '{pattern}': {detail}") from None
+            self.compiled = compile_go_regex(pattern)
+        except GoRegexError as err:  # cel-go's matches reports Go's regexp error as is
+            raise CelRuntimeError(str(err)) from None
         low = getattr(self.compiled, "_regexp", None)
         self._low = low if low is not None and hasattr(low, "Match") else None
         self._memo: dict[str, bool] = {}

@@ -97,7 +97,7 @@ def test_quantifier_error_when_undecided() -> None:
         ("[1, 'a']", "expected type 'int' but found 'string'"),
         ("false && 1", "expected type 'bool' but found 'int'"),
         ("1 == 1.0", "found no matching overload for '_==_'"),
-        ("'x'.matches('(')", "invalid regex"),
+        ("'x'.matches('(')", "invalid matches argument"),
         ("duration('forever')", "invalid duration"),
         ("has(1)", "invalid argument to has"),
         ("[1].all(1, true)", "not an identifier"),
