@@ -77,7 +77,7 @@ def _rt_error(e: BaseException) -> CelRuntimeError:
     if isinstance(e, CelRuntimeError):
         return e
     if isinstance(e, NoMatchingOverload):
-        return CelRuntimeError(str(e))
+        return CelRuntimeError(f"no such overload: {e.name}({', '.join(e.args_types)})")
     if isinstance(e, CelError):
         return CelRuntimeError(e.message)
     return CelRuntimeError(str(e) or type(e).__name__)
@@ -110,7 +110,7 @@ class Dispatcher:
             if ov.accepts(args):
                 self.cache[tuple(map(type, args))] = ov.impl
                 return ov.impl
-        raise CelRuntimeError(str(NoMatchingOverload(self.name, args)))
+        raise stdlib.no_overload(self.name, *args)  # cel-go's run-time text; the checker's is at compile time
 
     def __call__(self, *args: Any) -> Any:
         impl = self.cache.get(tuple(map(type, args)))
