@@ -43,6 +43,7 @@ def simulate_command(
     as_json: bool,
     protocol: str = "auto",
     load: float = 1.0,
+    mode: str = "scored",
 ) -> int:
     """Run, print, write the report; returns the exit code (2 on bad input, with file:line on stderr)."""
     err = Console(stderr=True)
@@ -50,6 +51,9 @@ def simulate_command(
     unknown = [n for n in names if n not in STRATEGY_NAMES]
     if unknown:
         err.print(f"[red]error:[/red] unknown strategies {unknown}; known: {', '.join(STRATEGY_NAMES)}")
+        return 2
+    if mode not in ("upstream", "scored"):
+        err.print(f"[red]error:[/red] --allocator-mode must be upstream or scored (got {mode!r})")
         return 2
     try:
         with Progress(
@@ -65,7 +69,7 @@ def simulate_command(
 
             result = simulate(
                 cluster, trace, policies=policies, strategies=names, seed=seed, protocol=protocol, load=load,
-                progress=progress,
+                mode=mode, progress=progress,
             )  # fmt: skip
     except (GpudraError, OSError) as exc:
         err.print(f"[red]error:[/red] {exc}", markup=False, highlight=False)

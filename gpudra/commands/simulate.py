@@ -23,13 +23,14 @@ def register(app: typer.Typer) -> None:
             "auto", "--protocol", help="replay (trace times), fgd (the FGD paper's) or auto (fgd for openb CSVs)."
         ),
         load: float = typer.Option(1.0, "--load", help="fgd protocol: arrived GPU demand as a share of capacity."),
+        mode: str = typer.Option("scored", "--allocator-mode", help="gpudra's dra.allocator mode: upstream or scored."),
     ) -> None:
         """Compare placement strategies; with no arguments: the built-in cluster and workload."""
         from simulator.console import simulate_command
 
         code = simulate_command(
             cluster=cluster, trace=trace, policies=policies, strategies=strategies, seed=seed, report=report,
-            as_json=as_json, protocol=protocol, load=load,
+            as_json=as_json, protocol=protocol, load=load, mode=mode,
         )  # fmt: skip
         if code:
             raise typer.Exit(code)

@@ -1,69 +1,53 @@
-"""gpudra: pods go through the policy engine, and the claims it builds are placed on the node classes.
+"""gpudra: pods go through the policy engine, and `dra.allocator` places the claims it builds.
 
 Each distinct pod shape is evaluated once by `webhook.policy` (the shipped policies, or `--policies DIR`),
-which returns the DRA claim the webhook would create. The claim's request alternatives become device options
-tried in order, as the allocator walks `firstAvailable`: a MIG profile (`mig.nvidia.com`; on dynamic-MIG GPUs
-the partition is created on the fly, on static ones it must be a free slot), a shared GPU with a memory
-capacity request (consumable capacity; MPS or time-slicing), whole GPUs (`gpu.nvidia.com`), with a
-`matchAttribute` on gpudra's NVLink-group attribute or the PCIe root keeping all devices in one NVLink group.
-A pod the policies deny is never placed (counted); one they leave alone keeps its legacy request (KEP-5004).
-In `scored` mode devices inside a node are packed (fullest GPU first, tightest NVLink group); `upstream`
-takes them first-fit in device order, as kube-scheduler's allocator does.
+which returns the DRA claim the webhook would create; a pod they leave alone keeps its legacy request as the
+KEP-5004 claim for `nvidia.com/gpu`, and one they deny is never placed (counted). Nodes are ranked as the
+other strategies rank them (free CPU and memory); the allocator (`upstream` or `scored` mode) is asked on the
+best node, then the next, until one answers. Its devices (MIG partitions created on the fly on dynamic-MIG
+GPUs, memory shares of GPUs that allow multiple allocations, whole GPUs) become the pod's parts.
 """
 
 from __future__ import annotations
 
-import re
+import heapq
+import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from ..state import ClusterState
+from dra.allocator import Claim, Mode, prepare_claim
+
+from ..state import PLAIN, STATIC, ClusterState, Part
 from ..traces.generator import legacy_pod
-from ..traces.jsonl import parse_quantity
 from ..workload import SimPod
-from .base import Demand, Option, Strategy
+from .base import Answer, Demand, Option, Strategy
+from .placement import Placer
 
-__all__ = ["Gpudra", "options_from_claim"]
-
-_PROFILE = re.compile(r"profile\s*==\s*['\"]([^'\"]+)['\"]")
-_MEMORY = re.compile(r"memory\.compareTo\(quantity\(['\"]([^'\"]+)['\"]\)\)\s*>=\s*0")
-TOPOLOGY = ("gpu.gpudra.io/nvlinkGroup", "resource.kubernetes.io/pcieRoot")
+__all__ = ["ClaimDemand", "Gpudra", "legacy_claim"]
 
 
-def _selectors(req: dict[str, Any]) -> list[str]:
-    return [str((s.get("cel") or {}).get("expression", "")) for s in req.get("selectors") or []]
+@dataclass(frozen=True, slots=True)
+class ClaimDemand(Demand):
+    """A GPU pod's demand: its claim (canonical JSON) and the compute a memory share of one GPU holds."""
+
+    claim: str = ""
+    share_milli: int = 1000
 
 
-def _alternative(req: dict[str, Any], pod: SimPod, nvlink: bool) -> Option | None:
-    cls = str(req.get("deviceClassName", ""))
-    count = int(req.get("count", 1))
-    selectors = _selectors(req)
-    if cls.startswith("mig"):
-        profiles = [m.group(1) for s in selectors for m in [_PROFILE.search(s)] if m]
-        return Option("mig", count, 0, pod.vram_mib, tuple(profiles)) if profiles and count == 1 else None
-    memory = ((req.get("capacity") or {}).get("requests") or {}).get("memory")
-    if memory is not None:
-        held = int(parse_quantity(str(memory)) / 2**20)
-        return Option("share", count, pod.gpu_milli, held, consumable=True) if count == 1 else None
-    floor = max([int(parse_quantity(m.group(1)) / 2**20) for s in selectors for m in [_MEMORY.search(s)] if m] or [0])
-    return Option("whole", count, 1000, max(floor, pod.vram_mib), nvlink=nvlink and count > 1)
+def legacy_claim(gpus: int) -> dict[str, Any]:
+    """The claim kube-scheduler builds for a legacy `nvidia.com/gpu: N` request (KEP-5004 extended resource)."""
+    return {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": gpus}}]}}
 
 
-def options_from_claim(claim: dict[str, Any], pod: SimPod) -> tuple[Option, ...] | None:
-    """The device options of a one-request claim (alternatives in order), or None when it has another shape."""
-    devices = claim.get("devices") or {}
-    requests = devices.get("requests") or []
-    if len(requests) != 1:
-        return None
-    request = requests[0]
-    nvlink = any(
-        c.get("matchAttribute") in TOPOLOGY and (not c.get("requests") or request.get("name") in c["requests"])
-        for c in devices.get("constraints") or []
-    )
-    alternatives = request.get("firstAvailable") or [request.get("exactly") or {}]
-    options = [o for o in (_alternative(a, pod, nvlink) for a in alternatives) if o is not None]
-    return tuple(options) if options else None
+def _has_room(gpu: tuple[Any, ...]) -> bool:
+    """Whether a GPU (its `GpuState.sig`) can still give any device: free memory, a free slot or MIG slice."""
+    if gpu[0] == PLAIN:
+        return bool(gpu[2] > 0)
+    if gpu[0] == STATIC:
+        return 0 in gpu[1]
+    return not gpu[1] and gpu[2] != 0xFF and gpu[3] < 7
 
 
 class Gpudra(Strategy):
@@ -76,12 +60,13 @@ class Gpudra(Strategy):
         policies: str | Path | None = None,
         mode: str = "scored",
         node_score: str | None = None,
+        memoize: bool = True,
     ) -> None:
         super().__init__(seed, node_score=node_score)
         if mode not in ("upstream", "scored"):
             raise ValueError(f"mode must be upstream or scored (got {mode!r})")
         self.mode = mode
-        self.device_order = "pack" if mode == "scored" else "first"
+        self.placer = Placer(cast(Mode, mode), memoize=memoize)
         from webhook.policy import load_policies, shipped_policies_dir
 
         self.policy_dir = Path(policies) if policies else shipped_policies_dir()
@@ -89,7 +74,9 @@ class Gpudra(Strategy):
         if self.policies.errors:
             raise self.policies.errors[0]
         self.outcomes: Counter[str] = Counter()  # per distinct pod shape: which policy / what happened
-        self.denied: set[tuple[Any, ...]] = set()
+        self._claims: dict[str, Claim] = {}
+        self._hosts: dict[int, Demand] = {}  # demand id -> the same demand without devices (node ranking)
+        self._room: dict[int, bool] = {}  # class id -> some GPU can still give a device
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
         self.outcomes.clear()
@@ -118,13 +105,61 @@ class Gpudra(Strategy):
         if not decision.allowed:
             self.outcomes["denied"] += 1
             return None
-        options = options_from_claim(dict(decision.claim), pod) if decision.mutates and decision.claim else None
-        if options is None:  # untouched (no policy, audit mode) or a claim shape we do not model: legacy request
-            self.outcomes["legacy request"] += 1
-            options = (Option("whole", pod.num_gpu, 1000, pod.vram_mib),)
-        else:
+        if decision.mutates and decision.claim:
+            claim = dict(decision.claim)
             self.outcomes[f"policy {decision.policy}"] += 1
-        return Demand(pod.cpu_milli, pod.memory_mib, options, pod.gpu_models)
+        else:  # untouched (no policy, audit mode): the legacy request
+            claim = legacy_claim(pod.num_gpu)
+            self.outcomes["legacy request"] += 1
+        text = json.dumps(claim, sort_keys=True, separators=(",", ":"))
+        if text not in self._claims:
+            self._claims[text] = prepare_claim(
+                {"metadata": {"name": "claim", "namespace": pod.namespace or "default"}, "spec": claim}
+            )
+        # one option stands for "has devices"; the allocator decides which
+        options = (Option("claim", pod.num_gpu),)
+        return ClaimDemand(pod.cpu_milli, pod.memory_mib, options, pod.gpu_models, text, pod.gpu_milli)
+
+    def evaluate(self, state: ClusterState, cid: int, demand: Demand) -> Answer:
+        """CPU, memory, GPU model and a GPU with room left: which devices is the allocator's answer (`choose`)."""
+        if demand.options:
+            room = self._room.get(cid)
+            if room is None:
+                room = self._room[cid] = any(_has_room(g) for g in state.gpu_info(cid).gpus)
+            if not room:
+                return None
+        host = self._hosts.get(id(demand))
+        if host is None:
+            host = self._hosts[id(demand)] = Demand(demand.cpu, demand.mem, (), demand.models)
+        return super().evaluate(state, cid, host)
+
+    def choose(self, state: ClusterState, pod: SimPod) -> tuple[int, tuple[Part, ...]] | None:
+        did, demand = self._demand(pod)
+        if demand is None:
+            return None
+        fits = self.candidates(state, did, demand)
+        heap = fits.heap
+        while heap:
+            cid = heap[0][2]
+            if cid not in state.classes:  # died since: it is in `born` again if it comes back
+                fits.members.discard(heapq.heappop(heap)[2])
+                continue
+            node = state.representative(cid)
+            if not isinstance(demand, ClaimDemand):
+                return node.index, ()
+            parts = self.placer.place(node, demand.claim, self._claims[demand.claim], demand.share_milli)
+            if parts is not None:
+                position = {real: canonical for canonical, real in enumerate(node.canon)}
+                return node.index, tuple(
+                    Part(position[p.gpu], p.kind, p.milli, p.vram, p.profile, p.start) for p in parts
+                )
+            # the class's GPUs cannot hold the claim, now or later (class states never change): drop it for
+            # good, and keep it in `members` so that it is not evaluated again
+            heapq.heappop(heap)
+        return None
 
     def describe(self) -> dict[str, Any]:
-        return {"mode": self.mode, "policies": str(self.policy_dir), "decisions": dict(self.outcomes)}
+        return {
+            "mode": self.mode, "policies": str(self.policy_dir), "decisions": dict(self.outcomes),
+            "allocator_calls": self.placer.calls,
+        }  # fmt: skip

@@ -70,3 +70,15 @@ def test_simulate_default_run() -> None:
     assert summary["input"]["workload"]["kind"] == "generated" and summary["input"]["cluster"]["gpus"] == 80
     assert gd["vram_waste_ratio"] < dp["vram_waste_ratio"]
     assert gd["drained_node_hours"] == 0 and dp["mig_reconfigurations"] > 0
+
+
+def test_simulate_allocator_mode(pod_csv: Path, node_csv: Path) -> None:
+    args = ["simulate", "--cluster", str(node_csv), "--trace", str(pod_csv), "--strategies", "gpudra", "--json"]
+    result = CliRunner().invoke(app, [*args, "--protocol", "replay", "--allocator-mode", "upstream"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["input"]["allocator_mode"] == "upstream"
+    assert summary["input"]["strategy_details"]["gpudra"]["mode"] == "upstream"
+    assert summary["strategies"]["gpudra"]["pods_placed"] == 4
+    bad = CliRunner().invoke(app, [*args, "--allocator-mode", "fast"])
+    assert bad.exit_code == 2 and "allocator-mode" in bad.stderr

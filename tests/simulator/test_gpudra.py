@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from simulator.engine import run
 from simulator.metrics import summarize
 from simulator.strategies import make_strategy
-from simulator.strategies.gpudra import Gpudra, options_from_claim
+from simulator.strategies.gpudra import ClaimDemand, Gpudra, legacy_claim
 from simulator.traces.generator import legacy_pod
 from simulator.workload import SimPod
 
@@ -20,36 +21,29 @@ def _pod(gpus: int, milli: int, vram: int, klass: str = "trace", spec: dict[str,
     return SimPod("p", 1000, 1024, gpus, milli, vram, workload_class=klass, pod=spec)
 
 
-def test_right_size_claim_becomes_mig_then_share_then_whole() -> None:
+def test_right_size_claim_goes_to_the_allocator_as_the_policy_built_it() -> None:
     strategy = Gpudra()
     _, demand = strategy._demand(_pod(1, 250, 3072))
-    assert demand is not None
-    kinds = [o.kind for o in demand.options]
-    assert kinds[0] == "mig" and kinds[-2:] == ["share", "whole"]
-    assert demand.options[0].profiles == ("1g.5gb",)
-    assert demand.options[-2].vram == 3072 and demand.options[-2].milli == 250
+    assert isinstance(demand, ClaimDemand) and demand.share_milli == 250
+    (request,) = json.loads(demand.claim)["devices"]["requests"]
+    classes = [alt["deviceClassName"] for alt in request["firstAvailable"]]
+    assert classes[0] == "mig.nvidia.com" and classes[-1] == "gpu.nvidia.com"
     assert strategy.outcomes["policy right-size"] == 1
 
 
 def test_tensor_parallel_pod_gets_nvlink_constraint() -> None:
     spec = legacy_pod("vllm", 8000, 65536, 4, "llm-serving")
     _, demand = Gpudra()._demand(_pod(4, 1000, 60000, "llm-serving", spec))
-    assert demand is not None
-    (option,) = demand.options
-    assert (option.kind, option.count, option.nvlink, option.vram) == ("whole", 4, True, 60000)
+    assert isinstance(demand, ClaimDemand)
+    claim = json.loads(demand.claim)
+    assert claim["devices"]["constraints"] == [{"matchAttribute": "gpu.gpudra.io/nvlinkGroup", "requests": ["main"]}]
 
 
-def test_options_from_claim_shapes() -> None:
-    pod = _pod(1, 500, 2048)
-    claim = {"devices": {"requests": [{"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1}},
-                                      {"name": "b", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}  # fmt: skip
-    assert options_from_claim(claim, pod) is None  # two requests: not modelled, falls back to the legacy request
-    memory = "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"
-    whole = {"devices": {"requests": [{"name": "a", "exactly": {
-        "deviceClassName": "gpu.nvidia.com", "count": 2, "selectors": [{"cel": {"expression": memory}}],
-    }}]}}  # fmt: skip
-    (option,) = options_from_claim(whole, pod) or ()
-    assert option.kind == "whole" and option.count == 2 and option.vram == 40 * 1024 and not option.nvlink
+def test_untouched_pod_keeps_its_legacy_request(tmp_path: Path) -> None:
+    strategy = Gpudra(policies=tmp_path)  # no policy: nothing mutates
+    _, demand = strategy._demand(_pod(2, 1000, 2048))
+    assert isinstance(demand, ClaimDemand) and json.loads(demand.claim) == legacy_claim(2)
+    assert strategy.outcomes["legacy request"] == 1
 
 
 def test_denying_policy_keeps_pods_pending(tmp_path: Path) -> None:
@@ -78,4 +72,4 @@ def test_modes_and_errors() -> None:
     with pytest.raises(ValueError, match="mode"):
         Gpudra(mode="fast")
     upstream, scored = Gpudra(mode="upstream"), Gpudra(mode="scored")
-    assert (upstream.device_order, scored.device_order) == ("first", "pack")
+    assert (upstream.placer.mode, scored.placer.mode) == ("upstream", "scored")

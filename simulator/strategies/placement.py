@@ -1,0 +1,192 @@
+"""Claims placed on a simulated node by `dra.allocator`, from the node's ResourceSlices and its allocations.
+
+Each node template gets the ResourceSlices the NVIDIA driver would publish (`dra.gpus.node_resource_slices`;
+pool = node name, generated once per template). The node's current pods become one allocated claim. Answers
+are memoised by (template, the node's device usage, claim JSON): device names carry no pool, so nodes in equal
+states share one answer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, cast
+
+from dra.allocator import Allocator, Claim, Mode, Node, Unsatisfiable
+from dra.allocator.requests import SelectorMatcher, cel_selector_matcher
+from dra.gpus import DRIVER, GPUModel, catalog, device_classes, node_resource_slices, synthetic_node
+from dra.gpus.topology import NvlinkKind
+
+from ..cluster import NodeSpec
+from ..gputypes import MigProfile
+from ..state import NodeState, Part
+from ..traces.jsonl import parse_quantity
+
+__all__ = ["Placer", "Usage", "node_slices"]
+
+_MIG_NAME = re.compile(r"^gpu-(\d+)-mig-(.+)-\d+-(\d+)$")
+_GPU_NAME = re.compile(r"^gpu-(\d+)$")
+# (device name, consumed memory MiB) per device in use; -1: held exclusively
+Usage = tuple[tuple[str, int], ...]
+Result = tuple[tuple[str, int], ...]  # the allocator's answer in the same shape
+
+
+def _model(spec: NodeSpec) -> GPUModel:
+    """The catalog model of the node's GPUs; the openb trace's legacy GPUs get a minimal one from their numbers."""
+    gpu = spec.gpu
+    assert gpu is not None
+    try:
+        return catalog.get(gpu.key)
+    except (KeyError, LookupError):
+        nvlink = cast(NvlinkKind, gpu.nvlink if gpu.nvlink in ("nvswitch", "pairs", "mesh") else "none")
+        return GPUModel(gpu.key, gpu.key, gpu.memory_mib * 2**20, "Unknown", "0.0", nvlink)
+
+
+def node_slices(spec: NodeSpec, name: str) -> list[dict[str, Any]]:
+    """The ResourceSlices of node `name` built as `spec`; GPUs allow multiple allocations where sharing is on."""
+    layouts = {i: [(p.name, start) for p, start in spec.layout] for i in range(spec.gpu_count)} if spec.layout else None
+    node = synthetic_node(_model(spec), name, spec.gpu_count, mig_layouts=layouts)
+    slices = node_resource_slices(node, mig_mode="static" if spec.mig == "static" else spec.mig)  # type: ignore[arg-type]
+    if spec.sharing and spec.mig == "none":
+        for item in slices:
+            for device in item["spec"].get("devices") or []:
+                device["allowMultipleAllocations"] = True
+    return slices
+
+
+@dataclass(slots=True)
+class _Template:
+    slices: list[dict[str, Any]]
+    devices: dict[str, tuple[int, MigProfile | None, int]]  # name -> (GPU index, MIG profile, start)
+    names: dict[tuple[int, str, int], str]  # (GPU index, profile, start) -> MIG device name
+    memory: int
+    matcher: SelectorMatcher
+
+
+_POOL = "node"  # the pool (= node) name templates are generated with; answers are mapped to the real node
+_NODE = Node(_POOL)
+
+
+class Placer:
+    """Asks `dra.allocator` where a claim goes on a node; memoised by node template, device usage and claim."""
+
+    def __init__(self, mode: Mode, *, memoize: bool = True) -> None:
+        self.mode = mode
+        self.memoize = memoize
+        self.classes = device_classes()
+        self._templates: dict[tuple[Any, ...], _Template] = {}
+        self._memo: dict[tuple[Any, ...], Result | None] = {}
+        self.calls = 0  # allocator calls (memo misses)
+
+    def _template(self, spec: NodeSpec) -> _Template:
+        found = self._templates.get(spec.template)
+        if found is None:
+            assert spec.gpu is not None
+            slices = node_slices(spec, _POOL)
+            profiles = {p.name.replace(".", "").lower(): p for p in spec.gpu.mig_profiles}
+            devices: dict[str, tuple[int, MigProfile | None, int]] = {}
+            for item in slices:
+                for device in item["spec"].get("devices") or []:
+                    name = str(device["name"])
+                    whole, mig = _GPU_NAME.match(name), _MIG_NAME.match(name)
+                    if whole:
+                        devices[name] = (int(whole.group(1)), None, 0)
+                    elif mig and mig.group(2) in profiles:
+                        devices[name] = (int(mig.group(1)), profiles[mig.group(2)], int(mig.group(3)))
+            names = {(i, p.name, s): n for n, (i, p, s) in devices.items() if p is not None}
+            found = self._templates[spec.template] = _Template(
+                slices, devices, names, spec.gpu.memory_mib, _memo_matcher(cel_selector_matcher())
+            )
+        return found
+
+    def usage(self, node: NodeState) -> Usage:
+        """The node's devices in use, pool-free and in a canonical order."""
+        tmpl = self._template(node.spec)
+        used: dict[str, int] = {}
+        for alloc in node.pods.values():
+            for part in alloc.parts:
+                if part.kind == "mig":
+                    assert part.profile is not None
+                    used[tmpl.names[(part.gpu, part.profile.name, part.start)]] = -1
+                elif part.kind == "share":
+                    name = f"gpu-{part.gpu}"
+                    used[name] = used.get(name, 0) + part.vram
+                else:
+                    used[f"gpu-{part.gpu}"] = -1
+        return tuple(sorted(used.items()))
+
+    def place(self, node: NodeState, claim_key: str, claim: Claim, share_milli: int) -> tuple[Part, ...] | None:
+        """The parts (real GPU indices) the allocator gives `claim` on `node`, or None when it cannot."""
+        if node.spec.gpu is None:
+            return None
+        tmpl = self._template(node.spec)
+        usage = self.usage(node)
+        key = (node.spec.template, usage, claim_key)
+        result = self._memo.get(key, ()) if self.memoize else ()
+        if result == ():
+            result = self._allocate(tmpl, usage, claim)
+            if self.memoize:
+                self._memo[key] = result
+        if result is None:
+            return None
+        parts = []
+        for name, memory in result:
+            gpu, profile, start = tmpl.devices[name]
+            if profile is not None:
+                parts.append(Part(gpu, "mig", profile.compute_milli, profile.memory_mib, profile, start))
+            elif 0 <= memory < tmpl.memory:  # a share of all the memory is the whole GPU
+                parts.append(Part(gpu, "share", share_milli, memory))
+            else:
+                parts.append(Part(gpu, "whole", 1000, tmpl.memory))
+        return tuple(parts)
+
+    def _allocate(self, tmpl: _Template, usage: Usage, claim: Claim) -> Result | None:
+        self.calls += 1
+        results = []
+        for k, (name, memory) in enumerate(usage):
+            entry: dict[str, Any] = {"request": "r", "driver": DRIVER, "pool": _POOL, "device": name}
+            if memory >= 0:
+                entry |= {"shareID": f"share-{k}", "consumedCapacity": {"memory": f"{memory}Mi"}}
+            results.append(entry)
+        in_use = {
+            "metadata": {"name": "in-use", "namespace": "default"},
+            "spec": {"devices": {"requests": []}},
+            "status": {"allocation": {"devices": {"results": results}}},
+        }
+        allocator = Allocator(
+            slices=tmpl.slices,
+            classes=self.classes,
+            allocated=[in_use] if results else [],
+            selector_matcher=tmpl.matcher,
+        )
+        try:
+            (allocation,) = allocator.allocate([claim], node=_NODE, mode=self.mode)
+        except Unsatisfiable:
+            return None
+        answer = []
+        for r in allocation["devices"]["results"]:
+            consumed = (r.get("consumedCapacity") or {}).get("memory")
+            memory = -1 if consumed is None else math.ceil(parse_quantity(str(consumed)) / 2**20)
+            answer.append((str(r["device"]), memory))
+        return tuple(answer)
+
+
+def _memo_matcher(matcher: SelectorMatcher) -> SelectorMatcher:
+    """`matcher` memoised by (device name, expression) across the allocators of one template's slices."""
+    memo: dict[tuple[str, str], bool | Exception] = {}
+
+    def matches(driver: str, device: Any, expression: str) -> bool:
+        key = (device.name, expression)
+        hit = memo.get(key)
+        if hit is None:
+            try:
+                hit = matcher(driver, device, expression)
+            except Exception as err:  # noqa: BLE001 - the allocator's SelectorCache re-raises what the matcher raised
+                hit = err
+            memo[key] = hit
+        if isinstance(hit, Exception):
+            raise hit
+        return hit
+
+    return matches
