@@ -84,7 +84,9 @@ def _rt_error(e: BaseException) -> CelRuntimeError:
 
 
 def _literal_type_name(v: Any) -> str:
-    """Type names as cel-go's checker prints them for literal arguments."""
+    """Type names as cel-go's checker prints them for literal arguments (null's type prints as `null`)."""
+    if v is None:
+        return "null"
     if type(v) is list:
         kinds = {_literal_type_name(x) for x in v}
         return f"list({kinds.pop() if len(kinds) == 1 else 'dyn'})"
@@ -310,7 +312,7 @@ class Compiler:
     def _same_type(self, tree: Any, name: str, *nodes: Node) -> None:
         """Operands whose literal types differ match no overload of `name` (cel-go's checker)."""
         types = [self.static_type(n) for n in nodes]
-        known = [t for t in types if t is not None and t not in ("dyn", "null_type")]
+        known = [t for t in types if t is not None and t not in ("dyn", "null")]
         if len(set(known)) > 1 and len(known) == len(types):
             raise self.error(tree, f"found no matching overload for '{name}' applied to '({', '.join(known)})'")
 
@@ -815,7 +817,7 @@ class Compiler:
             for ov in candidates
             if all(c is _UNKNOWN or _accepts_one(t, c) for t, c in zip(ov.arg_types, consts, strict=True))
         ]
-        if not fitting:
+        if not fitting or (name in _SAME_ELEMENT and len(args) == 2 and not self._elements_unify(name, args)):
             shown = ["dyn" if c is _UNKNOWN else _literal_type_name(c) for c in consts]
             applied = f"{shown[0]}.({', '.join(shown[1:])})" if member else f"({', '.join(shown)})"
             raise self.error(tree, f"found no matching overload for '{name}' applied to '{applied}'")
@@ -873,6 +875,19 @@ class Compiler:
                 return call2
             return lambda a: dispatch(f0(a), f1(a))
         return lambda a: dispatch(*[f(a) for f in fns])
+
+    def _elements_unify(self, name: str, args: list[Node]) -> bool:
+        """The checker's type parameter A in `list(A).indexOf(A)` and `sets.contains(list(A), list(A))`: false
+        only when both literal types are known, free of dyn, and differ."""
+        first, second = (self.static_type(n) for n in args)
+        if first is None or second is None or not first.startswith("list("):
+            return True
+        element = first[len("list(") : -1]
+        if name.startswith("sets."):
+            if not second.startswith("list("):
+                return True
+            second = second[len("list(") : -1]
+        return "dyn" in element or "dyn" in second or element == second
 
     def _costed_call(self, dispatch: Dispatcher, fns: list[Fn]) -> Fn:
         def costed(a: dict[str, Any]) -> Any:
@@ -1067,6 +1082,7 @@ def _library_types(registry: FunctionRegistry) -> dict[str, CelType]:
 
 
 _REGEX_FUNCTIONS: Final = frozenset({"matches", "find", "findAll"})
+_SAME_ELEMENT: Final = frozenset({"indexOf", "lastIndexOf", "sets.contains", "sets.equivalent", "sets.intersects"})
 _FOLDED_AT_COMPILE: Final = frozenset({"int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp"})
 
 
@@ -1213,6 +1229,8 @@ def _unescape(body: str, as_bytes: bool) -> bytes | str:
         elif e in "xX":
             emit_byte(int(body[i + 2 : i + 4], 16))
             i += 4
+        elif e in "uU" and as_bytes:  # cel-go's unescape allows \u and \U only in strings
+            raise ValueError("unable to unescape string")
         elif e == "u":
             emit_char(_code_point(body[i + 2 : i + 6]))
             i += 6
