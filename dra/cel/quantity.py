@@ -117,4 +117,4 @@ def is_less_than(q: Quantity, other: Quantity) -> bool:
 
 @REGISTRY.member("compareTo", Quantity, Quantity)
 def compare_to(q: Quantity, other: Quantity) -> int:
-    return (q > other) - (q < other)
+    return q.compare(other)  # one exact comparison (Quantity.Cmp), not `>` then `<`
