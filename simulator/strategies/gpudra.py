@@ -50,6 +50,11 @@ def _has_room(gpu: tuple[Any, ...]) -> bool:
     return not gpu[1] and gpu[2] != 0xFF and gpu[3] < 7
 
 
+def _device_shape(groups: tuple[tuple[tuple[Any, ...], ...], ...]) -> tuple[Any, ...]:
+    """A class's GPU states as the allocator sees them: free memory, not compute; sorted within NVLink groups."""
+    return tuple(sorted(tuple(sorted((g[0], g[2]) if g[0] == PLAIN else g for g in group)) for group in groups))
+
+
 class Gpudra(Strategy):
     name = "gpudra"
 
@@ -77,9 +82,14 @@ class Gpudra(Strategy):
         self._claims: dict[str, Claim] = {}
         self._hosts: dict[int, Demand] = {}  # demand id -> the same demand without devices (node ranking)
         self._room: dict[int, bool] = {}  # class id -> some GPU can still give a device
+        self._unfit: set[tuple[Any, ...]] = set()  # (template and device shape, claim) the allocator refused
+        self._shapes: dict[int, tuple[int, Any]] = {}  # class id -> (template, device shape)
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
         self.outcomes.clear()
+        self._unfit.clear()  # keyed by the state's template and class ids
+        self._shapes.clear()
+        self._room.clear()
 
     def _demand(self, pod: SimPod) -> tuple[int, Demand | None]:
         key = (
@@ -147,7 +157,17 @@ class Gpudra(Strategy):
             node = state.representative(cid)
             if not isinstance(demand, ClaimDemand):
                 return node.index, ()
-            parts = self.placer.place(node, demand.claim, self._claims[demand.claim], demand.share_milli)
+            # whether the allocator can place a claim depends neither on the order of GPUs within NVLink groups nor
+            # on the compute shares hold, so one refusal per (template, device shape, claim) holds for every class
+            shape = self._shapes.get(cid)
+            if shape is None:
+                shape = self._shapes[cid] = (node.template, _device_shape(state.sigs[cid][3]))
+            unfit = (shape, demand.claim)
+            parts = None
+            if unfit not in self._unfit:
+                parts = self.placer.place(node, demand.claim, self._claims[demand.claim], demand.share_milli)
+                if parts is None and self.placer.memoize:
+                    self._unfit.add(unfit)
             if parts is not None:
                 position = {real: canonical for canonical, real in enumerate(node.canon)}
                 return node.index, tuple(

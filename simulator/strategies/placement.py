@@ -77,9 +77,13 @@ class Placer:
         self.classes = device_classes()
         self._templates: dict[tuple[Any, ...], _Template] = {}
         self._memo: dict[tuple[Any, ...], Result | None] = {}
+        self._specs: dict[int, tuple[NodeSpec, _Template]] = {}  # by identity: `NodeSpec.template` is slow to hash
         self.calls = 0  # allocator calls (memo misses)
 
     def _template(self, spec: NodeSpec) -> _Template:
+        known = self._specs.get(id(spec))
+        if known is not None and known[0] is spec:
+            return known[1]
         found = self._templates.get(spec.template)
         if found is None:
             assert spec.gpu is not None
@@ -98,6 +102,7 @@ class Placer:
             found = self._templates[spec.template] = _Template(
                 slices, devices, names, spec.gpu.memory_mib, _memo_matcher(cel_selector_matcher())
             )
+        self._specs[id(spec)] = (spec, found)
         return found
 
     def usage(self, node: NodeState) -> Usage:
@@ -122,7 +127,7 @@ class Placer:
             return None
         tmpl = self._template(node.spec)
         usage = self.usage(node)
-        key = (node.spec.template, usage, claim_key)
+        key = (id(tmpl), usage, claim_key)
         result = self._memo.get(key, ()) if self.memoize else ()
         if result == ():
             result = self._allocate(tmpl, usage, claim)
