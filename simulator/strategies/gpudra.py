@@ -132,6 +132,9 @@ class Gpudra(Strategy):
 
     def evaluate(self, state: ClusterState, cid: int, demand: Demand) -> Answer:
         """CPU, memory, GPU model and a GPU with room left: which devices is the allocator's answer (`choose`)."""
+        sig = state.sigs[cid]
+        if sig[1] < demand.cpu or sig[2] < demand.mem:  # most classes fail here: skip the look-ups below
+            return None
         if demand.options:
             room = self._room.get(cid)
             if room is None:
