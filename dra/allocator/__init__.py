@@ -14,7 +14,7 @@ from dra.allocator._allocator import Allocator, Mode
 from dra.allocator._errors import AllocationError, Unsatisfiable
 from dra.allocator._objects import Claim, Node, parse_claim
 from dra.allocator.features import FeatureSet
-from dra.allocator.requests import SelectorMatcher
+from dra.allocator.requests import SelectorMatcher, cel_selector_matcher
 
 __all__ = [
     "AllocationError",
@@ -26,6 +26,7 @@ __all__ = [
     "SelectorMatcher",
     "Unsatisfiable",
     "allocate",
+    "cel_selector_matcher",
     "prepare_claim",
 ]
 

@@ -13,8 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, cast
 
-from dra.allocator import Allocator, Claim, Mode, Node, Unsatisfiable
-from dra.allocator.requests import SelectorMatcher, cel_selector_matcher
+from dra.allocator import Allocator, Claim, Mode, Node, SelectorMatcher, Unsatisfiable, cel_selector_matcher
 from dra.gpus import DRIVER, GPUModel, catalog, device_classes, node_resource_slices, synthetic_node
 from dra.gpus.topology import NvlinkKind
 
