@@ -7,6 +7,7 @@ of times at a small per-call cost.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -91,6 +92,20 @@ class Allocator:
         self._views: dict[Node | None, tuple[list[Pool], list[Candidate]]] = {}
         self._view_caches: dict[Node | None, dict[Any, Any]] = {}
         self._available: dict[tuple[str, str], CounterSets] = {}
+
+    def with_allocated(self, allocated: Iterable[Any]) -> Allocator:
+        """The same slices, classes, parsed slices, node views and selector results over other allocated claims.
+
+        For callers that ask again and again while allocations change (the simulator): nothing that depends only on
+        the slices is parsed or evaluated twice; what depends on allocations (counters left, scored-mode usage)
+        starts fresh."""
+        clone = copy.copy(self)
+        clone.allocated = allocated_state((parse_claim(c) for c in allocated), self.features)
+        clone._view_caches = {}
+        clone._available = {}
+        _ = self.selectors  # created here so that every clone shares one selector cache
+        clone._selectors = self._selectors
+        return clone
 
     def _slice(self, i: int) -> Slice:
         parsed = self._parsed.get(i)

@@ -61,6 +61,7 @@ class _Template:
     names: dict[tuple[int, str, int], str]  # (GPU index, profile, start) -> MIG device name
     memory: int
     matcher: SelectorMatcher
+    allocator: Allocator  # with nothing allocated; `with_allocated` reuses its parsed slices and selector results
 
 
 _POOL = "node"  # the pool (= node) name templates are generated with; answers are mapped to the real node
@@ -98,8 +99,10 @@ class Placer:
                     elif mig and mig.group(2) in profiles:
                         devices[name] = (int(mig.group(1)), profiles[mig.group(2)], int(mig.group(3)))
             names = {(i, p.name, s): n for n, (i, p, s) in devices.items() if p is not None}
+            matcher = _memo_matcher(cel_selector_matcher())
+            base = Allocator(slices=slices, classes=self.classes, selector_matcher=matcher)
             found = self._templates[spec.template] = _Template(
-                slices, devices, names, spec.gpu.memory_mib, _memo_matcher(cel_selector_matcher())
+                slices, devices, names, spec.gpu.memory_mib, matcher, base
             )
         self._specs[id(spec)] = (spec, found)
         return found
@@ -158,12 +161,7 @@ class Placer:
             "spec": {"devices": {"requests": []}},
             "status": {"allocation": {"devices": {"results": results}}},
         }
-        allocator = Allocator(
-            slices=tmpl.slices,
-            classes=self.classes,
-            allocated=[in_use] if results else [],
-            selector_matcher=tmpl.matcher,
-        )
+        allocator = tmpl.allocator.with_allocated([in_use] if results else [])
         try:
             (allocation,) = allocator.allocate([claim], node=_NODE, mode=self.mode)
         except Unsatisfiable:
