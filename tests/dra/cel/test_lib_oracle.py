@@ -7,40 +7,18 @@ must agree. `$GPUDRA_K8S_CEL` may name a built k8s-cel binary; otherwise the `k8
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import re
-import subprocess
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dra.cel import Environment, from_json, to_json
 from dra.errors import CelCompileError, CelRuntimeError
+from tests.dra.cel.conftest import Oracle
 
-Oracle = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 Probe = tuple[str, dict[str, Any]]
-
-
-@pytest.fixture
-def oracle(request: pytest.FixtureRequest) -> Oracle:
-    provided: Any = os.environ.get("GPUDRA_K8S_CEL") or None
-    if provided is None:
-        provided = request.getfixturevalue("k8s_cel_oracle")
-    if callable(provided) and not isinstance(provided, (str, os.PathLike)):
-        return provided  # type: ignore[no-any-return]
-    binary = Path(provided)
-
-    def run(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out = subprocess.run([str(binary)], input=json.dumps(cases), capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stderr
-        results: list[dict[str, Any]] = json.loads(out.stdout)
-        return results
-
-    return run
 
 
 def _text(rng: random.Random, alphabet: list[str], most: int) -> str:

@@ -9,41 +9,16 @@ compile time (cel-go's type checker) a cel-spec case that the spec runs unchecke
 from __future__ import annotations
 
 import functools
-import json
 import math
-import os
 import random
-import subprocess
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.dra.cel.conftest import Oracle
 from tests.dra.cel.test_vectors import CASES, DEFAULT_DRIVER, run_case
 
 ADMISSION_NAMES = {"object", "oldObject", "request", "params", "namespaceObject", "variables"}
-
-Oracle = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
-
-
-@pytest.fixture
-def oracle(request: pytest.FixtureRequest) -> Oracle:
-    """`$GPUDRA_K8S_CEL` (a binary) when set, else the `k8s_cel_oracle` fixture (which fails when not built)."""
-    provided: Any = os.environ.get("GPUDRA_K8S_CEL") or None
-    if provided is None:
-        provided = request.getfixturevalue("k8s_cel_oracle")
-    if callable(provided) and not isinstance(provided, (str, os.PathLike)):
-        return provided  # type: ignore[no-any-return]
-    binary = Path(provided)
-
-    def run(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out = subprocess.run([str(binary)], input=json.dumps(cases), capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stderr
-        results: list[dict[str, Any]] = json.loads(out.stdout)
-        return results
-
-    return run
 
 
 def oracle_case(case: dict[str, Any]) -> dict[str, Any] | None:
