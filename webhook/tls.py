@@ -12,6 +12,7 @@ import base64
 import datetime as dt
 import hashlib
 import ipaddress
+import os
 import ssl
 import threading
 from dataclasses import dataclass
@@ -32,6 +33,10 @@ __all__ = [
     "service_dns_names",
     "write_dev_certificates",
 ]
+
+# TLS 1.2: forward-secret AEAD suites only (ECDHE with AES-GCM or ChaCha20-Poly1305), as the Mozilla "intermediate"
+# profile and the kube-apiserver's default secure list have it; OpenSSL's default also offers CBC-SHA suites.
+TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL:!eNULL:!MD5:!DSS"
 
 
 class CertificateError(GpudraError):
@@ -144,12 +149,29 @@ def write_dev_certificates(
         ("tls.crt", certs.cert_pem, 0o644),
         ("tls.key", certs.key_pem, 0o600),
     ):
-        path = out_dir / name
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_bytes(data)
-        tmp.chmod(mode)
-        tmp.replace(path)  # atomic: a watching server never reads half a file
+        _write_atomically(out_dir / name, data, mode)
     return certs
+
+
+def _write_atomically(path: Path, data: bytes, mode: int) -> None:
+    """Write `data` to `path` through a fresh temporary file created with `mode`, so a key is never readable by
+    others (not even between create and chmod) and a watching server never reads half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)  # a leftover of a killed run; O_EXCL below refuses to reuse any file
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        os.fchmod(fd, mode)  # the umask may have cleared bits of `mode`; never adds any
+        with os.fdopen(fd, "wb") as out:
+            fd = -1
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        tmp.replace(path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class ReloadingCertificate:
@@ -177,6 +199,7 @@ class ReloadingCertificate:
     def _fresh_context() -> ssl.SSLContext:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.set_ciphers(TLS12_CIPHERS)  # TLS 1.3 suites are all AEAD and not affected by this list
         return ctx
 
     def _select(self, conn: ssl.SSLSocket | ssl.SSLObject, server_name: str | None, base: ssl.SSLContext) -> None:

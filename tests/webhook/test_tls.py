@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import socket
 import ssl
 import threading
@@ -86,6 +87,73 @@ def test_reload_swaps_certificate_for_new_handshakes_and_keeps_old_on_broken_fil
         assert reloading.reload_if_changed() is False
         assert reloading.last_error is not None and "not a PEM certificate" in reloading.last_error
         assert _handshake_subject(port, second.ca_cert_pem) == serial_2  # old pair keeps serving
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()
+
+
+def test_keys_are_created_owner_only_and_exclusively_whatever_the_umask(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[tuple[str, int, int]] = []
+    real_open = os.open
+
+    def recording_open(path: str | os.PathLike[str], flags: int, mode: int = 0o777, **kw: object) -> int:
+        opened.append((os.fspath(path), flags, mode))
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    old_umask = os.umask(0)
+    try:
+        write_dev_certificates(tmp_path, ["localhost"])
+    finally:
+        os.umask(old_umask)
+    key_opens = [(flags, mode) for path, flags, mode in opened if Path(path).name.startswith((".tls.key", ".ca.key"))]
+    assert len(key_opens) == 2
+    assert all(flags & os.O_EXCL and flags & os.O_CREAT and mode == 0o600 for flags, mode in key_opens)
+    for name, mode in (("tls.key", 0o600), ("ca.key", 0o600), ("tls.crt", 0o644)):
+        assert (tmp_path / name).stat().st_mode & 0o777 == mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]  # no temp left
+
+
+def _tls12_handshake(port: int, ca_pem: bytes, ciphers: str) -> str:
+    client = ssl.create_default_context(cadata=ca_pem.decode())
+    client.maximum_version = ssl.TLSVersion.TLSv1_2
+    client.set_ciphers(ciphers)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        with client.wrap_socket(sock, server_hostname="localhost") as tls:
+            return str(tls.cipher()[0])  # type: ignore[index]
+
+
+def test_tls12_offers_only_forward_secret_aead_suites(tmp_path: Path) -> None:
+    certs = write_dev_certificates(tmp_path, ["localhost"])
+    reloading = ReloadingCertificate(tmp_path / "tls.crt", tmp_path / "tls.key")
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            try:
+                with reloading.context.wrap_socket(conn, server_side=True) as tls:
+                    tls.recv(1)
+            except (ssl.SSLError, OSError):
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        assert "GCM" in _tls12_handshake(port, certs.ca_cert_pem, "ECDHE+AESGCM")
+        # Python's default server list offers these two CBC suites for an EC key.
+        for cbc in ("ECDHE-ECDSA-AES256-SHA384", "ECDHE-ECDSA-AES128-SHA256"):
+            with pytest.raises(ssl.SSLError):
+                _tls12_handshake(port, certs.ca_cert_pem, cbc)
     finally:
         stop.set()
         thread.join(timeout=5)
