@@ -77,6 +77,10 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
     assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] <= 10 and hook["matchConditions"]
     excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
     assert "kube-system" in excluded and "gpudra-system" in excluded
+    (validating,) = by_kind(docs, "ValidatingWebhookConfiguration")
+    for config in (mutating, validating):
+        # A pod's creator sets its labels: an objectSelector opt-out would let anyone skip the guardrails.
+        assert all("objectSelector" not in h for h in config["webhooks"])
     (role,) = by_kind(docs, "ClusterRole")
     verbs = {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]}
     assert verbs == {("resourceclaimtemplates", ("create", "get")), ("namespaces", ("get",))}

@@ -313,6 +313,12 @@ def test_guardrail_denial_and_dra_pod_left_alone(kube: Kube, namespace: str) -> 
     with pytest.raises(ApiException) as denied:
         kube.create(_pod("pod-vllm-tp4.yaml", namespace))
     assert denied.value.status == 403 and "gpudra.io/max-gpus" in str(denied.value.body)
+    # The pod's own label is no opt-out: its creator sets it (the opt-out is a Namespace label only).
+    labelled = _pod("pod-vllm-tp4.yaml", namespace, name="vllm-tp4-opting-out")
+    labelled["metadata"]["labels"] = {**labelled["metadata"].get("labels", {}), "gpudra.io/webhook": "disabled"}
+    with pytest.raises(ApiException) as bypass:
+        kube.create(labelled)
+    assert bypass.value.status == 403 and "gpudra.io/max-gpus" in str(bypass.value.body)
     kube.create(
         {
             "apiVersion": "resource.k8s.io/v1",
