@@ -18,7 +18,7 @@ from webhook.kube import ApiServerError, NamespaceCache, TemplateWriter
 from webhook.metrics import WebhookMetrics
 from webhook.policy import Decision, PolicySet
 from webhook.policy_store import PolicyStore
-from webhook.review import AdmissionDenied, BadReview, ReviewRequest, allowed_response
+from webhook.review import AdmissionDenied, BadReview, ReviewRequest, allowed_response, operation_label
 from webhook.translate import Translation, pointer, translate
 
 __all__ = ["Admission", "RolloutConfig"]
@@ -163,7 +163,7 @@ class Admission:
 
     def _count(self, endpoint: str, review: ReviewRequest, decision: Decision | None, outcome: str) -> None:
         policy = decision.policy if decision is not None and decision.policy else ""
-        self.metrics.reviews.labels(endpoint, review.operation, policy, outcome).inc()
+        self.metrics.reviews.labels(endpoint, operation_label(review.operation), policy, outcome).inc()
         if decision is not None:
             for violation in decision.violations:
                 if violation.reason == "InternalError":

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import ClientDisconnect
 
 from webhook.metrics import WebhookMetrics
 from webhook.review import (
@@ -27,6 +28,7 @@ from webhook.review import (
     ReviewRequest,
     allowed_response,
     denied_response,
+    operation_label,
     parse_review,
 )
 
@@ -85,7 +87,12 @@ def create_app(
 
     async def answer(endpoint: str, request: Request, decide: Callable[[ReviewRequest], dict[str, Any]]) -> Response:
         started = time.perf_counter()
-        body = await request.body()
+        try:
+            body = await request.body()
+        except ClientDisconnect:  # the API server gave up (its timeout) or went away: nobody to answer
+            log.warning("client disconnected before sending the whole %s review", endpoint)
+            metrics.bad_requests.labels("499").inc()
+            return Response(status_code=499)
         try:
             review = parse_review(body, max_bytes=max_body_bytes)
         except BadReview as exc:
@@ -101,7 +108,7 @@ def create_app(
             return JSONResponse({"error": exc.reason}, status_code=exc.status)
         except Exception as exc:
             log.exception("internal error answering review %s", review.uid)
-            metrics.reviews.labels(endpoint, review.operation, "", "error").inc()
+            metrics.reviews.labels(endpoint, operation_label(review.operation), "", "error").inc()
             result = denied_response(
                 review.uid,
                 AdmissionDenied(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +22,18 @@ __all__ = [
     "ReviewRequest",
     "allowed_response",
     "denied_response",
+    "operation_label",
     "parse_review",
 ]
 
 API_VERSION = "admission.k8s.io/v1"
 DEFAULT_MAX_BYTES = 3 * 1024 * 1024  # the API server's own request limit (MaxRequestSizeBytes)
+# A Pod is a few levels deep (managedFields' field sets are the deepest, about 15); anything far deeper is an attack
+# on the recursive code that reads it, so it is refused before any of that code runs.
+MAX_NESTING = 64
+OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+# A UTF-16 surrogate escape or its (invalid) UTF-8 encoding: the only ways a lone surrogate gets into parsed JSON.
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
 class BadReview(GpudraError):
@@ -79,6 +87,9 @@ def parse_review(body: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ReviewRe
         doc = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadReview(f"body is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise BadReview(f"body is nested more than {MAX_NESTING} levels deep") from None
+    _check_shape(doc, body)
     if not isinstance(doc, dict):
         raise BadReview(f"body must be a JSON object (got {type(doc).__name__})")
     if doc.get("kind") != "AdmissionReview":
@@ -104,12 +115,52 @@ def parse_review(body: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ReviewRe
         namespace=str(req.get("namespace") or ""),
         name=str(req.get("name") or ""),
         operation=str(req.get("operation") or ""),
-        dry_run=bool(req.get("dryRun", False)),
+        dry_run=_dry_run(req.get("dryRun")),
         object=obj,
         old_object=old,
         user_info=user,
         request=req,
     )
+
+
+def _dry_run(value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):  # "false" would be truthy: a side effect skipped, or made on a dry run
+        raise BadReview(f"'request.dryRun' must be a boolean (got {type(value).__name__} {value!r:.40})")
+    return value
+
+
+def _check_shape(doc: Any, body: bytes) -> None:
+    """Refuse nesting beyond MAX_NESTING and strings holding lone surrogates (not encodable in the answer), naming
+    where; iterative, so the check itself cannot overflow the stack."""
+    look_for_surrogates = _SURROGATE.search(body) is not None
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise BadReview(f"body is nested more than {MAX_NESTING} levels deep (at {path or '/'})")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if look_for_surrogates:
+                    _encodable(key, f"{path}/{key!r:.40} (a key)")
+                stack.append((item, f"{path}/{key}", depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}/{i}", depth + 1) for i, item in enumerate(value))
+        elif look_for_surrogates and isinstance(value, str):
+            _encodable(value, path)
+
+
+def _encodable(text: str, path: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadReview(f"string at {path or '/'} holds a lone UTF-16 surrogate (position {exc.start})") from None
+
+
+def operation_label(operation: str) -> str:
+    """The review's operation as a metric label: one of the API's four, or `other` (never the raw string)."""
+    return operation if operation in OPERATIONS else "other"
 
 
 def _mapping(value: Any) -> dict[str, Any]:

@@ -78,3 +78,53 @@ def test_health_readiness_and_metrics(client: TestClient) -> None:
 def test_echo_baseline_allows_without_patch(client: TestClient) -> None:
     resp = client.post("/echo", content=review_body(example("pod-legacy-vram.yaml"), uid="e"))
     assert resp.json()["response"] == {"uid": "e", "allowed": True}
+
+
+def _review(**request: object) -> bytes:
+    base: dict[str, object] = {
+        "uid": "u-1",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "namespace": "team-a",
+        "operation": "CREATE",
+        "object": example("pod-legacy-vram.yaml"),
+    }
+    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {**base, **request}})
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"a":' * 10_000 + b"1" + b"}" * 10_000, "nested more than 64 levels"),
+        (b"[" * 70 + b"]" * 70, "nested more than 64 levels"),
+        (_review(uid="\ud800").encode(), "/request/uid holds a lone UTF-16 surrogate"),
+        (_review(uid="ok", namespace="team-\udfff").encode(), "/request/namespace holds a lone UTF-16 surrogate"),
+        (_review(dryRun="false").encode(), "'request.dryRun' must be a boolean"),
+    ],
+    ids=["nested-10k", "nested-70", "surrogate-uid", "surrogate-namespace", "dryrun-string"],
+)
+def test_hostile_bodies_are_400_naming_where_never_500(client: TestClient, body: bytes, reason: str) -> None:
+    for endpoint in ("/mutate", "/validate"):
+        resp = client.post(endpoint, content=body)
+        assert resp.status_code == 400 and reason in resp.json()["error"]
+
+
+def test_a_valid_surrogate_pair_is_fine(client: TestClient) -> None:
+    pod = example("pod-legacy-vram.yaml")
+    pod["metadata"]["annotations"] = {**pod["metadata"].get("annotations", {}), "note": "\U0001f600"}
+    resp = client.post("/mutate", content=review_body(pod))
+    assert resp.status_code == 200 and resp.json()["response"]["allowed"] is True
+
+
+def test_operation_metric_label_is_a_closed_set(client: TestClient) -> None:
+    for i in range(50):
+        client.post("/validate", content=_review(operation=f"OP-{i}-" + "x" * 1000).encode())
+    client.post("/validate", content=_review(operation="CREATE").encode())
+    metrics = client.get("/metrics").text
+    operations = {
+        line.split('operation="')[1].split('"')[0]
+        for line in metrics.splitlines()
+        if line.startswith("gpudra_admission_reviews_total{")
+    }
+    assert operations == {"CREATE", "other"}
+    assert len(metrics) < 20_000

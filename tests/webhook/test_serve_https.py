@@ -174,3 +174,23 @@ def test_policy_reload_and_rejected_broken_set(server: Server) -> None:
         assert 'gpudra_policy_reloads_total{result="success"} 1.0' in metrics
         r = c.post("/mutate", content=review_body(example("pod-legacy-vram.yaml")))
         assert r.status_code == 200 and r.json()["response"]["allowed"] is True  # the previous set still serves
+
+
+def test_client_disconnect_mid_body_is_one_log_line_and_serving_goes_on(server: Server) -> None:
+    ctx = ssl.create_default_context(cafile=str(server.certs / "ca.crt"))
+    body = review_body(example("pod-legacy-vram.yaml"))
+    head = (
+        f"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock,
+        ctx.wrap_socket(sock, server_hostname="localhost") as tls,
+    ):
+        tls.sendall(head + body[: len(body) // 2])
+        time.sleep(0.3)
+    log = server.root / "serve.log"
+    wait_for(lambda: "client disconnected" in log.read_text())
+    with server.client() as c:
+        assert c.post("/mutate", content=body).status_code == 200
+    assert "Traceback" not in log.read_text()
