@@ -3,7 +3,8 @@
 `/mutate` and `/validate` speak AdmissionReview v1; `/healthz` says the process is alive; `/readyz` says whether it
 should receive traffic (policies loaded, certificate valid, API server reachable when side effects are on), with
 details; `/metrics` is Prometheus text. Malformed reviews get a 4xx with a reason; an unexpected failure on a real
-review is answered as a denial that names the error, never as a 500 and never as a silently unmutated pod.
+review is answered as a denial that names the error, never as a 500 and never as a silently unmutated pod. Decisions
+run on a small thread pool with a deadline, so a slow review never stalls the others or the health checks.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import ClientDisconnect
 
+from webhook.deadline import DeadlineExceeded, DecisionPool
 from webhook.metrics import WebhookMetrics
 from webhook.review import (
     DEFAULT_MAX_BYTES,
@@ -32,9 +34,14 @@ from webhook.review import (
     parse_review,
 )
 
-__all__ = ["AdmissionHandler", "ReadinessCheck", "create_app"]
+__all__ = ["DEFAULT_DEADLINE_SECONDS", "AdmissionHandler", "ReadinessCheck", "create_app"]
 
 log = logging.getLogger("gpudra.webhook")
+
+# Below the shipped webhook configurations' timeoutSeconds (5): the API server must get our answer, not its own
+# timeout, so that what the pod's creator reads is gpudra's reason.
+DEFAULT_DEADLINE_SECONDS = 4.0
+DEFAULT_DECISION_THREADS = 4
 
 
 class AdmissionHandler(Protocol):
@@ -55,9 +62,13 @@ def create_app(
     period_seconds: float = 2.0,
     max_body_bytes: int = DEFAULT_MAX_BYTES,
     enable_echo: bool = False,
+    deadline_seconds: float = DEFAULT_DEADLINE_SECONDS,
+    decision_threads: int = DEFAULT_DECISION_THREADS,
 ) -> FastAPI:
-    """Build the app. `periodic` callables (policy and certificate reloads) run every `period_seconds`."""
+    """Build the app. `periodic` callables (policy and certificate reloads) run every `period_seconds`; each
+    review's decision runs off the event loop and is answered within `deadline_seconds` (webhook.deadline)."""
     checks = dict(readiness or {})
+    pool = DecisionPool(decision_threads)
     tasks = list(periodic or [])
 
     @contextlib.asynccontextmanager
@@ -99,8 +110,15 @@ def create_app(
             metrics.bad_requests.labels(str(exc.status)).inc()
             return JSONResponse({"error": exc.reason}, status_code=exc.status)
         try:
-            # Policy evaluation is CPU-bound and short; running it inline avoids a thread hop per review.
-            result = decide(review)
+            result = await pool.run(lambda: decide(review), deadline_seconds)
+        except DeadlineExceeded as exc:
+            log.warning("review %s (%s/%s) %s", review.uid, review.namespace, review.name or "<generated>", exc)
+            metrics.reviews.labels(endpoint, operation_label(review.operation), "", "timeout").inc()
+            # Fail closed, as failurePolicy Fail would: a GPU pod is never admitted unchecked because it was slow.
+            result = denied_response(
+                review.uid,
+                AdmissionDenied(f"gpudra webhook: {exc}; the pod was not admitted", code=504, reason="Timeout"),
+            )
         except AdmissionDenied as denial:
             result = denied_response(review.uid, denial)
         except BadReview as exc:

@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from webhook.admission import Admission, RolloutConfig
-from webhook.app import create_app
+from webhook.app import DEFAULT_DEADLINE_SECONDS, create_app
 from webhook.kube import KubeSideEffects, NamespaceCache, TemplateWriter
 from webhook.metrics import WebhookMetrics
 from webhook.policy import load_policies
@@ -44,6 +44,7 @@ class ServeSettings:
     api_timeout_seconds: float = 2.0
     max_body_bytes: int = 3 * 1024 * 1024
     enable_echo: bool = False
+    review_deadline_seconds: float = DEFAULT_DEADLINE_SECONDS
 
     @property
     def side_effects(self) -> bool:
@@ -132,6 +133,7 @@ def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) 
         period_seconds=settings.reload_seconds,
         max_body_bytes=settings.max_body_bytes,
         enable_echo=settings.enable_echo,
+        deadline_seconds=settings.review_deadline_seconds,
     )
 
 
