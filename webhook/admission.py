@@ -109,7 +109,7 @@ class Admission:
         detail = f"{len(self.store.current.policies)} policies serving ({names})"
         if status.last_error:
             detail += f"; the last reload was rejected: {status.last_error}"
-        return True, detail
+        return bool(self.store.current.policies), detail
 
     def _namespace(self, review: ReviewRequest) -> dict[str, Any] | None:
         if not review.namespace:

@@ -2,7 +2,8 @@
 
 Kubernetes mounts a ConfigMap as `..data -> ..<timestamp>/` plus one symlink per key, and swaps `..data`
 atomically on update. The store polls a digest of the policy files as they resolve; when it changes it loads the
-whole new set, and only a set that loads without errors replaces the one serving. A failed set is kept out, logged,
+whole new set, and only a set that loads without errors (and that `refuse` does not refuse: an empty set, for the
+webhook) replaces the one serving. A failed set is kept out, logged,
 counted and shown by `/readyz` until a good one arrives.
 """
 
@@ -65,9 +66,11 @@ class PolicyStore(Generic[S]):
         load: Callable[[Path], S],
         *,
         on_reload: Callable[[bool], None] | None = None,
+        refuse: Callable[[S], str | None] | None = None,
     ) -> None:
         self.directory = Path(directory)
         self._load = load
+        self._refuse = refuse or (lambda _: None)
         self._on_reload = on_reload
         self._lock = threading.Lock()
         self._failures = 0
@@ -77,6 +80,9 @@ class PolicyStore(Generic[S]):
         initial = load(self.directory)
         if initial.errors:
             raise ValueError(f"policies in {self.directory} do not load: " + "; ".join(str(e) for e in initial.errors))
+        refused = self._refuse(initial)
+        if refused:
+            raise ValueError(f"policies in {self.directory} refused: {refused}")
         self._current: S = initial
         self._loaded_at = time.time()
 
@@ -103,6 +109,10 @@ class PolicyStore(Generic[S]):
             return False
         if candidate.errors:
             self._record_failure("; ".join(str(e) for e in candidate.errors), digest)
+            return False
+        refused = self._refuse(candidate)
+        if refused:
+            self._record_failure(refused, digest)
             return False
         with self._lock:
             self._current = candidate

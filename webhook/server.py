@@ -21,7 +21,7 @@ from webhook.admission import Admission, RolloutConfig
 from webhook.app import DEFAULT_DEADLINE_SECONDS, create_app
 from webhook.kube import KubeSideEffects, NamespaceCache, TemplateWriter
 from webhook.metrics import WebhookMetrics
-from webhook.policy import load_policies
+from webhook.policy import PolicySet, load_policies
 from webhook.policy_store import PolicyStore
 from webhook.tls import ReloadingCertificate
 
@@ -79,6 +79,13 @@ def _api_client(settings: ServeSettings) -> Any:
     return config.new_client_from_config(config_file=settings.kubeconfig)  # type: ignore[no-untyped-call]
 
 
+def refuse_empty(policies: PolicySet) -> str | None:
+    """An empty set would let every GPU pod through untranslated and unchecked: never serve one."""
+    if not policies.policies:
+        return "the policy directory holds no GPUClaimPolicy (an empty set would admit GPU pods unchecked)"
+    return None
+
+
 def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) -> FastAPI:
     """Wire policies, certificate, side effects and metrics into the FastAPI app."""
     metrics = WebhookMetrics()
@@ -86,6 +93,7 @@ def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) 
         Path(settings.policies),
         load_policies,
         on_reload=lambda ok: metrics.policy_reloads.labels("success" if ok else "failure").inc(),
+        refuse=refuse_empty,
     )
     metrics.policies_loaded.set(len(store.current.policies))
     if writer is None and settings.side_effects:

@@ -128,3 +128,10 @@ def test_operation_metric_label_is_a_closed_set(client: TestClient) -> None:
     }
     assert operations == {"CREATE", "other"}
     assert len(metrics) < 20_000
+
+
+def test_an_empty_policy_directory_is_refused_at_start(tmp_path: Path) -> None:
+    empty = tmp_path / "no-policies"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="holds no GPUClaimPolicy"):
+        build_app(ServeSettings(policies=str(empty)))

@@ -71,3 +71,27 @@ def test_initial_broken_set_fails_loudly(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("{")
     with pytest.raises(ValueError, match="do not load"):
         PolicyStore(tmp_path, load_yaml_set)
+
+
+def test_an_empty_policy_set_is_refused_at_start_and_at_reload(tmp_path: Path) -> None:
+    import shutil
+
+    from webhook.policy import PolicySet, load_policies, shipped_policies_dir
+    from webhook.server import refuse_empty
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="holds no GPUClaimPolicy"):
+        PolicyStore(empty, load_policies, refuse=refuse_empty)
+
+    live = tmp_path / "live"
+    shutil.copytree(shipped_policies_dir(), live, ignore=shutil.ignore_patterns("tests"))
+    outcomes: list[bool] = []
+    store: PolicyStore[PolicySet] = PolicyStore(live, load_policies, refuse=refuse_empty, on_reload=outcomes.append)
+    serving = store.current
+    for path in live.glob("*.yaml"):
+        path.unlink()
+    (live / "README.md").write_text("not a policy")
+    assert store.reload_if_changed() is False and outcomes == [False]
+    assert store.current is serving and store.current.policies
+    assert "holds no GPUClaimPolicy" in (store.status().last_error or "")
