@@ -27,6 +27,9 @@ __all__ = ["Admission", "RolloutConfig"]
 
 AUDIT_ANNOTATION_LIMIT = 1000
 DECISION_CACHE_SIZE = 1024
+# The admin-owned exemption list: pods there are never translated and no template is ever created there, whoever
+# sends the review (the webhook configurations' namespaceSelector excludes the same namespaces).
+DEFAULT_EXEMPT_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
 # JSON text of the cached inputs; the process's Python objects for them take about 3-5x (measured in the tests).
 DECISION_CACHE_BYTES = 32 * 1024 * 1024
 
@@ -56,6 +59,18 @@ def _annotation_patch(pod: dict[str, Any], values: dict[str, str]) -> list[dict[
     if not isinstance(annotations, dict):
         return [{"op": "add", "path": "/metadata/annotations", "value": dict(values)}]
     return [{"op": "add", "path": pointer("metadata", "annotations", k), "value": v} for k, v in values.items()]
+
+
+def _check_namespace(review: ReviewRequest, pod: dict[str, Any]) -> None:
+    """A pod review names the namespace its template goes to: it must name one, and the pod's own must agree."""
+    if not review.namespace:
+        raise BadReview("'request.namespace' is required for a pod review")
+    metadata = pod.get("metadata")
+    stated = metadata.get("namespace") if isinstance(metadata, dict) else None
+    if stated not in (None, "", review.namespace):
+        raise BadReview(
+            f"'request.object.metadata.namespace' is {stated!r} but 'request.namespace' is {review.namespace!r}"
+        )
 
 
 class _Cached:
@@ -90,6 +105,7 @@ class Admission:
         rollout: RolloutConfig | None = None,
         cache_size: int = DECISION_CACHE_SIZE,
         cache_bytes: int = DECISION_CACHE_BYTES,
+        exempt_namespaces: frozenset[str] = DEFAULT_EXEMPT_NAMESPACES,
     ) -> None:
         self.store = store
         self.metrics = metrics
@@ -97,6 +113,7 @@ class Admission:
         self.namespaces = namespaces
         self.rollout = rollout or RolloutConfig()
         self.cache_size = cache_size
+        self.exempt_namespaces = exempt_namespaces
         # Decisions (and their translations) by a digest of every input they depend on; see `_key`.
         self._cache: DecisionCache[_Cached] = DecisionCache(cache_size, cache_bytes)
         self._cache_policies: PolicySet | None = None
@@ -154,6 +171,9 @@ class Admission:
         if review.object is None:
             raise BadReview("a CREATE review for a pod must carry 'request.object'")
         pod = review.object
+        _check_namespace(review, pod)
+        if review.namespace in self.exempt_namespaces:
+            return None
         namespace = self._namespace(review)
         info = _request_info(review)
         policies = self.store.current
@@ -198,7 +218,7 @@ class Admission:
             elif self.writer is not None:
                 for template in translation.templates:
                     try:
-                        result = self.writer.ensure_template(review.namespace or decision.namespace, template)
+                        result = self.writer.ensure_template(review.namespace, template)
                     except ApiServerError as exc:
                         self._count("mutate", review, decision, "error")
                         raise AdmissionDenied(

@@ -17,7 +17,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from webhook.admission import Admission, RolloutConfig
+from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
 from webhook.app import DEFAULT_DEADLINE_SECONDS, create_app
 from webhook.kube import KubeSideEffects, NamespaceCache, TemplateWriter
 from webhook.metrics import WebhookMetrics
@@ -45,6 +45,8 @@ class ServeSettings:
     max_body_bytes: int = 3 * 1024 * 1024
     enable_echo: bool = False
     review_deadline_seconds: float = DEFAULT_DEADLINE_SECONDS
+    # Besides the cluster's own namespaces: where gpudra itself runs ($POD_NAMESPACE in the Deployment).
+    exempt_namespaces: tuple[str, ...] = ()
 
     @property
     def side_effects(self) -> bool:
@@ -99,7 +101,12 @@ def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) 
     if writer is None and settings.side_effects:
         writer = KubeSideEffects(_api_client(settings), timeout=settings.api_timeout_seconds)
     namespaces = NamespaceCache(writer) if writer is not None else None
-    admission = Admission(store, metrics, writer=writer, namespaces=namespaces, rollout=RolloutConfig())
+    exempt = DEFAULT_EXEMPT_NAMESPACES | set(settings.exempt_namespaces)
+    if os.environ.get("POD_NAMESPACE"):
+        exempt |= {os.environ["POD_NAMESPACE"]}
+    admission = Admission(
+        store, metrics, writer=writer, namespaces=namespaces, rollout=RolloutConfig(), exempt_namespaces=exempt
+    )
     certificate = _certificate(settings)
 
     def reload_policies() -> None:

@@ -81,6 +81,11 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
     for config in (mutating, validating):
         # A pod's creator sets its labels: an objectSelector opt-out would let anyone skip the guardrails.
         assert all("objectSelector" not in h for h in config["webhooks"])
+    (netpol,) = by_kind(docs, "NetworkPolicy")
+    assert netpol["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert netpol["spec"]["podSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert [p["port"] for rule in netpol["spec"]["ingress"] for p in rule["ports"]] == [8443]
+    assert {str(e["name"]) for e in container["env"]} >= {"POD_NAMESPACE"}
     (role,) = by_kind(docs, "ClusterRole")
     verbs = {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]}
     assert verbs == {("resourceclaimtemplates", ("create", "get")), ("namespaces", ("get",))}

@@ -56,6 +56,9 @@ def example(name: str) -> dict[str, Any]:
 
 
 def review_body(pod: dict[str, Any], *, namespace: str = "team-a", dry_run: bool = False, uid: str = "u-1") -> bytes:
+    if isinstance(pod.get("metadata"), dict) and pod["metadata"].get("namespace"):
+        # As the API server does: the object's namespace is the request's (it refuses a pod naming another).
+        pod = {**pod, "metadata": {**pod["metadata"], "namespace": namespace}}
     return json.dumps(
         {
             "apiVersion": "admission.k8s.io/v1",
