@@ -1,59 +1,32 @@
-"""Compile celpy's Lark tree into Python closures `fn(activation) -> value`.
+"""Compile celpy's Lark tree into Python closures `fn(activation) -> value`: the code-generation step.
 
 Each node becomes a closure over its children's closures, or a `Const` when it folds at compile time.
 Runtime errors are `CelRuntimeError` exceptions; `&&`, `||`, `?:` and comprehension predicates absorb them
 as cel-spec requires. Activation lookups are direct dict indexing (`a["device"]["attributes"][...]` for
-constant paths), and comprehensions copy the activation once per loop, never per evaluation.
+constant paths), and comprehensions copy the activation once per loop, never per evaluation. What the checker
+would reject is `typecheck`'s job, reading literal tokens `literals`', what the closures call `runtime`'s.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Final
 
 from lark import Token, Tree
 
-from dra.cel import stdlib
-from dra.cel._functions import FunctionRegistry, NoMatchingOverload, Overload, type_name
+from dra.cel import macros, stdlib
+from dra.cel._functions import FunctionRegistry, Overload, type_name
 from dra.cel.cost import COST_KEY, call_cost
+from dra.cel.literals import bytes_literal, int_literal, string_literal, uint_literal
+from dra.cel.nodes import Const, Fn, Node, as_fn
 from dra.cel.parse import OPT_ELEM, OPT_INDEX, OPT_KEY, OPT_SELECT
-from dra.cel.regex import GoRegexError, compile_go_regex
-from dra.cel.values import INT64_MAX, INT64_MIN, UINT64_MAX, CelType, Optional, Uint
-from dra.errors import CelCompileError, CelCostError, CelError, CelRuntimeError
+from dra.cel.runtime import Dispatcher, guarded, opt_index, opt_select, runtime_error
+from dra.cel.trees import optional_wrapper, qualified_name, single_literal
+from dra.cel.typecheck import TypeChecker, type_identifiers
+from dra.cel.values import INT64_MAX, INT64_MIN, Optional, Uint
+from dra.errors import CelCompileError, CelCostError, CelRuntimeError
 
-__all__ = ["Compiler", "Const", "Fn", "as_fn"]
-
-Fn = Callable[[dict[str, Any]], Any]
-
-
-class Const:
-    """A compile-time value."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
-Node = Const | Fn
-
-
-def as_fn(n: Node) -> Fn:
-    if isinstance(n, Const):
-        v = n.value
-        return lambda a: v
-    return n
-
-
-TYPE_IDENTS: Final = {
-    name: CelType(name)
-    for name in ("int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type")
-} | {
-    "google.protobuf.Duration": CelType("google.protobuf.Duration"),
-    "google.protobuf.Timestamp": CelType("google.protobuf.Timestamp"),
-    "optional_type": CelType("optional_type"),
-}
+__all__ = ["MACROS", "Compiler"]
 
 MACROS: Final = frozenset(
     {
@@ -71,59 +44,6 @@ MACROS: Final = frozenset(
         "sortBy",
     }
 )
-
-
-def _rt_error(e: BaseException) -> CelRuntimeError:
-    if isinstance(e, CelRuntimeError):
-        return e
-    if isinstance(e, NoMatchingOverload):
-        return CelRuntimeError(f"no such overload: {e.name}({', '.join(e.args_types)})")
-    if isinstance(e, CelError):
-        return CelRuntimeError(e.message)
-    return CelRuntimeError(str(e) or type(e).__name__)
-
-
-def _literal_type_name(v: Any) -> str:
-    """Type names as cel-go's checker prints them for literal arguments (null's type prints as `null`)."""
-    if v is None:
-        return "null"
-    if type(v) is list:
-        kinds = {_literal_type_name(x) for x in v}
-        return f"list({kinds.pop() if len(kinds) == 1 else 'dyn'})"
-    if type(v) is dict:
-        ks = {_literal_type_name(x) for x in v}
-        vs = {_literal_type_name(x) for x in v.values()}
-        return f"map({ks.pop() if len(ks) == 1 else 'dyn'}, {vs.pop() if len(vs) == 1 else 'dyn'})"
-    return type_name(v)
-
-
-class Dispatcher:
-    """Overload resolution for one call site, memoised by the tuple of argument types."""
-
-    __slots__ = ("name", "overloads", "cache")
-
-    def __init__(self, name: str, overloads: Sequence[Overload]) -> None:
-        self.name = name
-        self.overloads = list(overloads)
-        self.cache: dict[tuple[type, ...], Callable[..., Any]] = {}
-
-    def resolve(self, args: tuple[Any, ...]) -> Callable[..., Any]:
-        for ov in self.overloads:
-            if ov.accepts(args):
-                self.cache[tuple(map(type, args))] = ov.impl
-                return ov.impl
-        raise stdlib.no_overload(self.name, *args)  # cel-go's run-time text; the checker's is at compile time
-
-    def __call__(self, *args: Any) -> Any:
-        impl = self.cache.get(tuple(map(type, args)))
-        if impl is None:
-            impl = self.resolve(args)
-        try:
-            return impl(*args)
-        except CelRuntimeError:
-            raise
-        except Exception as e:  # library code raises its own errors (QuantityError, ValueError, ...)
-            raise _rt_error(e) from None
 
 
 class Compiler:
@@ -146,12 +66,8 @@ class Compiler:
         self.track_cost = track_cost
         self.scope: list[str] = []
         self.nodes = 0
-        self.dyn_nodes: set[int] = set()  # ids of closures whose static type is dyn (dyn() calls)
-        # Inside a `format` call (receiver or arguments, at any depth) aggregate literals may mix types: cel-go's
-        # strings library exempts it from HomogeneousAggregateLiterals.
-        self.format_depth = 0
-        self.list_elements: dict[int, list[Node]] = {}  # list literal tree id -> element nodes, in format calls
-        self.type_idents = dict(TYPE_IDENTS) | _library_types(registry)
+        self.types = TypeChecker(self.error)
+        self.type_idents = type_identifiers(registry)
 
     # -- errors --------------------------------------------------------------------------------------------
 
@@ -209,8 +125,8 @@ class Compiler:
             self.nodes -= 1
             return self.compile(tree.children[0])
         cond, then, other = (self.compile(c) for c in tree.children)
-        self._expect_bool(tree.children[0], cond)
-        self._same_type(tree.children[1], "_?_:_", then, other)
+        self.types.expect_bool(tree.children[0], cond)
+        self.types.same_type(tree.children[1], "_?_:_", then, other)
         if isinstance(cond, Const):
             if cond.value is True:
                 return then
@@ -241,7 +157,7 @@ class Compiler:
         left = self.compile(tree.children[0])
         right = self.compile(tree.children[1])
         for side, side_tree in ((left, tree.children[0]), (right, tree.children[1])):
-            self._expect_bool(side_tree, side)
+            self.types.expect_bool(side_tree, side)
         decisive = is_or  # the value that decides the result on its own
         if isinstance(left, Const) and left.value is decisive:
             return left
@@ -303,19 +219,6 @@ class Compiler:
 
         return and_
 
-    def _expect_bool(self, tree: Any, n: Node) -> None:
-        """The checker's "expected type 'bool'" for a literal operand of a logical operator or condition."""
-        t = self.static_type(n)
-        if t is not None and t not in ("bool", "dyn"):
-            raise self.error(tree, f"expected type 'bool' but found '{t}'")
-
-    def _same_type(self, tree: Any, name: str, *nodes: Node) -> None:
-        """Operands whose literal types differ match no overload of `name` (cel-go's checker)."""
-        types = [self.static_type(n) for n in nodes]
-        known = [t for t in types if t is not None and t not in ("dyn", "null")]
-        if len(set(known)) > 1 and len(known) == len(types):
-            raise self.error(tree, f"found no matching overload for '{name}' applied to '({', '.join(known)})'")
-
     def _bool_check(self, n: Node, name: str) -> Node:
         if isinstance(n, Const):
             if type(n.value) is bool:
@@ -340,10 +243,10 @@ class Compiler:
         left = self.compile(op_tree.children[0])
         right = self.compile(right_tree)
         if op == "relation_eq":
-            self._same_type(tree, "_==_", left, right)
+            self.types.same_type(tree, "_==_", left, right)
             return self._equality(left, right, negate=False)
         if op == "relation_ne":
-            self._same_type(tree, "_!=_", left, right)
+            self.types.same_type(tree, "_!=_", left, right)
             return self._equality(left, right, negate=True)
         if op == "relation_in":
             folded = self.fold(stdlib.contains, left, right)
@@ -513,9 +416,9 @@ class Compiler:
             operand_tree = inner
         if op.data == "unary_neg":
             # Fold `-9223372036854775808`: the positive literal alone would overflow.
-            lit = _single_literal(operand_tree)
+            lit = single_literal(operand_tree)
             if lit is not None and lit.type == "INT_LIT" and not lit.value.startswith("-"):
-                return Const(self._int_literal(tree, "-" + lit.value))
+                return Const(self._literal_value(tree, int_literal, "-" + lit.value))
             operand = self.compile(operand_tree)
             folded = self.fold(stdlib.neg, operand)
             if folded is not None:
@@ -540,14 +443,14 @@ class Compiler:
     def _c_member_dot(self, tree: Tree) -> Node:  # type: ignore[type-arg]
         target_tree, ident = tree.children
         field = str(ident)
-        qualified = self._qualified(tree)
+        qualified = qualified_name(tree)
         if qualified is not None and qualified not in self.scope:
             head = qualified.split(".", 1)[0]
             if head not in self.variables and head not in self.scope:
                 if qualified in self.type_idents:
                     return Const(self.type_idents[qualified])
                 raise self.error(tree, f"undeclared reference to '{qualified}'")
-        path = self._path(tree)
+        path = self.constant_path(tree)
         if path is not None:
             return self._variable_path(path)
         target = self.compile(target_tree)
@@ -570,7 +473,7 @@ class Compiler:
 
     def _c_member_index(self, tree: Tree) -> Node:  # type: ignore[type-arg]
         target_tree, key_tree = tree.children
-        path = self._path(tree)
+        path = self.constant_path(tree)
         if path is not None:
             return self._variable_path(path)
         target = self.compile(target_tree)
@@ -585,7 +488,7 @@ class Compiler:
     def _c_member_object(self, tree: Tree) -> Node:  # type: ignore[type-arg]
         raise self.error(tree, "message construction is not supported (no protobuf types in this environment)")
 
-    def _path(self, tree: Any) -> list[str] | None:
+    def constant_path(self, tree: Any) -> list[str] | None:
         """`root.f["k"].g` with constant string keys, rooted at a variable: the list [root, f, k, g]."""
         keys: list[str] = []
         node = tree
@@ -598,10 +501,10 @@ class Compiler:
                 node = node.children[0]
                 continue
             if node.data == "member_index":
-                lit = _single_literal(node.children[1])
+                lit = single_literal(node.children[1])
                 if lit is None or lit.type not in ("STRING_LIT", "MLSTRING_LIT"):
                     return None
-                keys.append(_IndexKey(_string_literal(lit.value)))
+                keys.append(_IndexKey(string_literal(lit.value)))
                 node = node.children[0]
                 continue
             if node.data == "primary" and isinstance(node.children[0], Tree) and node.children[0].data == "ident":
@@ -616,30 +519,8 @@ class Compiler:
     def _variable_path(self, path: list[str]) -> Fn:
         fn = self._path_fn(path)
         if self.dyn_variables and path[0] not in self.scope:
-            self.dyn_nodes.add(id(fn))
+            self.types.mark_dyn(fn)
         return fn
-
-    def static_type(self, n: Node) -> str | None:
-        """The checker's type for a literal or a dyn-typed node; None when this compiler cannot tell."""
-        if isinstance(n, Const):
-            if type(n.value) in (list, dict) and not n.value:
-                return None  # an empty literal's element type is free: it unifies with anything
-            return _literal_type_name(n.value)
-        return "dyn" if id(n) in self.dyn_nodes else None
-
-    def homogeneous(self, tree: Any, nodes: list[Node]) -> None:
-        """Kubernetes' HomogeneousAggregateLiterals: literal elements (keys, values) share one exact type."""
-        if self.format_depth:
-            return
-        first: str | None = None
-        for n in nodes:
-            t = self.static_type(n)
-            if t is None:
-                continue
-            if first is None:
-                first = t
-            elif t != first:
-                raise self.error(tree, f"expected type '{first}' but found '{t}'")
 
     def _path_fn(self, path: list[str]) -> Fn:
         self.nodes += len(path) - 1
@@ -706,31 +587,13 @@ class Compiler:
 
         return pn
 
-    def _qualified(self, tree: Any) -> str | None:
-        """`a.b.c` made only of identifiers, or None."""
-        parts: list[str] = []
-        node = tree
-        while True:
-            if node.data == "member":
-                node = node.children[0]
-            elif node.data == "member_dot":
-                parts.append(str(node.children[1]))
-                node = node.children[0]
-            elif node.data == "primary" and isinstance(node.children[0], Tree) and node.children[0].data == "ident":
-                parts.append(str(node.children[0].children[0]))
-                return ".".join(reversed(parts))
-            else:
-                return None
-
     # -- calls ---------------------------------------------------------------------------------------------
 
     def _c_member_dot_arg(self, tree: Tree) -> Node:  # type: ignore[type-arg]
-        from dra.cel import macros
-
         target_tree = tree.children[0]
         name = str(tree.children[1])
         arg_trees = list(tree.children[2].children) if len(tree.children) > 2 else []
-        qualified = self._qualified(target_tree)
+        qualified = qualified_name(target_tree)
         if qualified is not None:
             head = qualified.split(".", 1)[0]
             if head not in self.variables and head not in self.scope:
@@ -744,51 +607,31 @@ class Compiler:
             return macros.compile_macro(self, tree, name, target_tree, arg_trees)
         if name == OPT_SELECT:
             target = as_fn(self.compile(target_tree))
-            field = _string_literal(_single_literal(arg_trees[0]).value)  # type: ignore[union-attr]
-            return lambda a: _opt_select(target(a), field)
+            field = string_literal(single_literal(arg_trees[0]).value)  # type: ignore[union-attr]
+            return lambda a: opt_select(target(a), field)
         if name == OPT_INDEX:
             target = as_fn(self.compile(target_tree))
             key = as_fn(self.compile(arg_trees[0]))
-            return lambda a: _opt_index(target(a), key(a))
+            return lambda a: opt_index(target(a), key(a))
         if name in ("or", "orValue") and len(arg_trees) == 1:
             return self._optional_or(tree, name, target_tree, arg_trees[0])
         overloads = self.registry.members.get(name)
         if not overloads:
             raise self.error(tree, f"undeclared reference to '{name}'")
         if name == "format":
-            self.format_depth += 1
+            self.types.format_depth += 1
             try:
                 receiver = self.compile(target_tree)
                 args = [self.compile(t) for t in arg_trees]
             finally:
-                self.format_depth -= 1
-            self._check_format(tree, target_tree, arg_trees)
+                self.types.format_depth -= 1
+            self.types.check_format(tree, target_tree, arg_trees)
         else:
             receiver = self.compile(target_tree)
             args = [self.compile(t) for t in arg_trees]
         return self._call(tree, name, overloads, [receiver, *args], member=True)
 
-    def _check_format(self, tree: Any, target_tree: Any, arg_trees: list[Any]) -> None:
-        """cel-go's stringFormatValidator: `<string literal>.format(<list literal>)` is checked at compile time."""
-        from dra.cel import strings
-
-        lit = _single_literal(target_tree)
-        if lit is None or lit.type not in ("STRING_LIT", "MLSTRING_LIT") or len(arg_trees) != 1:
-            return
-        list_tree = _list_literal(arg_trees[0])
-        elements = self.list_elements.get(id(list_tree)) if list_tree is not None else None
-        if elements is None:
-            return
-        elem_trees = list(list_tree.children[0].children) if list_tree.children else []  # type: ignore[union-attr]
-        args = [n.value if isinstance(n, Const) else strings.UNCHECKED for n in elements]
-        failure = strings.check_format(_string_literal(lit.value), args)
-        if failure is not None:
-            index, message = failure
-            raise self.error(tree if index is None else elem_trees[index], message)
-
     def _c_ident_arg(self, tree: Tree) -> Node:  # type: ignore[type-arg]
-        from dra.cel import macros
-
         name = str(tree.children[0])
         arg_trees = list(tree.children[1].children) if len(tree.children) > 1 else []
         if name == "has":
@@ -810,29 +653,13 @@ class Compiler:
         return self._call(tree, name, overloads, args)
 
     def _call(self, tree: Any, name: str, overloads: list[Overload], args: list[Node], member: bool = False) -> Node:
-        candidates = [ov for ov in overloads if len(ov.arg_types) == len(args)]
-        consts = [n.value if isinstance(n, Const) else _UNKNOWN for n in args]
-        fitting = [
-            ov
-            for ov in candidates
-            if all(c is _UNKNOWN or _accepts_one(t, c) for t, c in zip(ov.arg_types, consts, strict=True))
-        ]
-        if not fitting or (name in _SAME_ELEMENT and len(args) == 2 and not self._elements_unify(name, args)):
-            shown = ["dyn" if c is _UNKNOWN else _literal_type_name(c) for c in consts]
-            applied = f"{shown[0]}.({', '.join(shown[1:])})" if member else f"({', '.join(shown)})"
-            raise self.error(tree, f"found no matching overload for '{name}' applied to '{applied}'")
-        if name in _REGEX_FUNCTIONS and len(args) >= 2 and isinstance(args[1], Const) and type(args[1].value) is str:
-            try:  # cel-go compiles constant patterns when the program is built
-                compile_go_regex(args[1].value)
-            except GoRegexError as e:
-                # The receiver-style `matches` is checked by cel-go's regex literal validator, which words it so.
-                raise self.error(tree, "invalid matches argument" if member and name == "matches" else str(e)) from None
+        fitting = self.types.overloads(tree, name, overloads, args, member)
         dispatch = Dispatcher(name, fitting)
         if name == "dyn":  # dyn() hides its argument's type from the checker, so never fold through it
             (inner,) = args
             f_inner = as_fn(inner)
             dyn_node: Fn = lambda a: f_inner(a)  # noqa: E731 - a distinct closure marks the node as dyn-typed
-            self.dyn_nodes.add(id(dyn_node))
+            self.types.mark_dyn(dyn_node)
             return dyn_node
         if all(isinstance(n, Const) for n in args):
             try:
@@ -851,7 +678,7 @@ class Compiler:
             (f0,) = fns
             if len(fitting) == 1 and all(t is object for t in fitting[0].arg_types):
                 impl = fitting[0].impl
-                return lambda a: _guarded(impl, f0(a))
+                return lambda a: guarded(impl, f0(a))
             return lambda a: dispatch(f0(a))
         if len(fns) == 2:
             f0, f1 = fns
@@ -869,25 +696,12 @@ class Compiler:
                         except CelRuntimeError:
                             raise
                         except Exception as e:
-                            raise _rt_error(e) from None
+                            raise runtime_error(e) from None
                     return dispatch(x, y)
 
                 return call2
             return lambda a: dispatch(f0(a), f1(a))
         return lambda a: dispatch(*[f(a) for f in fns])
-
-    def _elements_unify(self, name: str, args: list[Node]) -> bool:
-        """The checker's type parameter A in `list(A).indexOf(A)` and `sets.contains(list(A), list(A))`: false
-        only when both literal types are known, free of dyn, and differ."""
-        first, second = (self.static_type(n) for n in args)
-        if first is None or second is None or not first.startswith("list("):
-            return True
-        element = first[len("list(") : -1]
-        if name.startswith("sets."):
-            if not second.startswith("list("):
-                return True
-            second = second[len("list(") : -1]
-        return "dyn" in element or "dyn" in second or element == second
 
     def _costed_call(self, dispatch: Dispatcher, fns: list[Fn]) -> Fn:
         def costed(a: dict[str, Any]) -> Any:
@@ -944,14 +758,14 @@ class Compiler:
         elems: list[tuple[bool, Node]] = []
         if tree.children:
             for t in tree.children[0].children:
-                inner = _optional_wrapper(t, OPT_ELEM)
+                inner = optional_wrapper(t, OPT_ELEM)
                 if inner is not None:
                     elems.append((True, self.compile(inner)))
                 else:
                     elems.append((False, self.compile(t)))
-        self.homogeneous(tree, [n for opt, n in elems if not opt])
-        if self.format_depth and not any(opt for opt, _ in elems):
-            self.list_elements[id(tree)] = [n for _, n in elems]
+        self.types.homogeneous(tree, [n for opt, n in elems if not opt])
+        if self.types.format_depth and not any(opt for opt, _ in elems):
+            self.types.list_elements[id(tree)] = [n for _, n in elems]
         if not any(opt for opt, _ in elems) and all(isinstance(n, Const) for _, n in elems):
             # Shared constant: runtime code never mutates lists (Program.evaluate copies a constant result).
             return Const([n.value for _, n in elems])  # type: ignore[union-attr]
@@ -980,13 +794,13 @@ class Compiler:
         if tree.children:
             kids = tree.children[0].children
             for i in range(0, len(kids), 2):
-                inner = _optional_wrapper(kids[i], OPT_KEY)
+                inner = optional_wrapper(kids[i], OPT_KEY)
                 key = self.compile(inner if inner is not None else kids[i])
                 if isinstance(key, Const) and type(key.value) not in (str, int, Uint, bool):
                     raise self.error(kids[i], f"unsupported map key type '{type_name(key.value)}'")
                 entries.append((inner is not None, key, self.compile(kids[i + 1])))
-        self.homogeneous(tree, [k for _, k, _ in entries])
-        self.homogeneous(tree, [v for opt, _, v in entries if not opt])
+        self.types.homogeneous(tree, [k for _, k, _ in entries])
+        self.types.homogeneous(tree, [v for opt, _, v in entries if not opt])
         parts = [(opt, as_fn(k), as_fn(v)) for opt, k, v in entries]
         constant = all(isinstance(k, Const) and isinstance(v, Const) and not opt for opt, k, v in entries)
 
@@ -1020,42 +834,28 @@ class Compiler:
         text = tok.value
         kind = tok.type
         if kind == "INT_LIT":
-            return Const(self._int_literal(tree, text))
+            return Const(self._literal_value(tree, int_literal, text))
         if kind == "UINT_LIT":
-            body = text[:-1]
-            v = int(body, 16) if body.lower().lstrip("-").startswith("0x") else int(body)
-            if body.startswith("-") or v > UINT64_MAX:
-                raise self.error(tree, f"invalid uint literal {text}")
-            return Const(Uint(v))
+            return Const(Uint(self._literal_value(tree, uint_literal, text)))
         if kind == "FLOAT_LIT":
             return Const(float(text))
         if kind in ("STRING_LIT", "MLSTRING_LIT"):
-            try:
-                return Const(_string_literal(text))
-            except ValueError as e:
-                raise self.error(tree, str(e)) from None
+            return Const(self._literal_value(tree, string_literal, text))
         if kind == "BYTES_LIT":
-            try:
-                return Const(_bytes_literal(text[1:]))
-            except ValueError as e:
-                raise self.error(tree, str(e)) from None
+            return Const(self._literal_value(tree, bytes_literal, text))
         if kind == "BOOL_LIT":
             return Const(text == "true")
         if kind == "NULL_LIT":
             return Const(None)
         raise self.error(tree, f"unsupported literal {text}")  # pragma: no cover
 
-    def _int_literal(self, tree: Any, text: str) -> int:
-        neg = text.startswith("-")
-        body = text[1:] if neg else text
-        v = int(body, 16) if body.lower().startswith("0x") else int(body)
-        v = -v if neg else v
-        if not INT64_MIN <= v <= INT64_MAX:
-            raise self.error(tree, f"invalid int literal {text}")
-        return v
+    def _literal_value(self, tree: Any, read: Callable[[str], Any], text: str) -> Any:
+        try:
+            return read(text)
+        except ValueError as e:
+            raise self.error(tree, str(e)) from None
 
 
-_UNKNOWN: Final = object()
 _PASS_THROUGH: Final = frozenset(
     {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member"}
     | {"primary", "paren_expr"}
@@ -1068,209 +868,4 @@ class _IndexKey(str):
     __slots__ = ()
 
 
-def _library_types(registry: FunctionRegistry) -> dict[str, CelType]:
-    """Type identifiers for the library classes the registry's overloads name (`net.IP`, `kubernetes.Quantity`)."""
-    found: dict[str, CelType] = {}
-    for table in (registry.globals, registry.members):
-        for overloads in table.values():
-            for ov in overloads:
-                for t in ov.arg_types:
-                    name = getattr(t, "cel_type_name", None)
-                    if isinstance(name, str):
-                        found[name] = CelType(name)
-    return found
-
-
-_REGEX_FUNCTIONS: Final = frozenset({"matches", "find", "findAll"})
-_SAME_ELEMENT: Final = frozenset({"indexOf", "lastIndexOf", "sets.contains", "sets.equivalent", "sets.intersects"})
 _FOLDED_AT_COMPILE: Final = frozenset({"int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp"})
-
-
-def _accepts_one(expected: type, value: Any) -> bool:
-    return Overload((expected,), lambda v: v).accepts((value,))
-
-
-def _guarded(impl: Callable[..., Any], *args: Any) -> Any:
-    try:
-        return impl(*args)
-    except CelRuntimeError:
-        raise
-    except Exception as e:
-        raise _rt_error(e) from None
-
-
-def _opt_select(o: Any, field: str) -> Optional:
-    if isinstance(o, Optional):
-        if not o.has_value():
-            return o
-        o = o.value()
-    if isinstance(o, dict) and field in o:
-        return Optional.of(o[field])
-    if type(o) is list:  # cel-go treats `l.?f` as an index with a string
-        raise CelRuntimeError("unsupported index type 'string' in list")
-    return Optional.NONE  # cel-go: an optional selection on a value without that field (or without fields)
-
-
-def _opt_index(o: Any, key: Any) -> Optional:
-    if isinstance(o, Optional):
-        if not o.has_value():
-            return o
-        o = o.value()
-    if isinstance(o, dict):
-        try:
-            return Optional.of(stdlib.index(o, key))
-        except CelRuntimeError as e:
-            if str(e).startswith("no such key"):
-                return Optional.NONE
-            raise
-    if type(o) is list:
-        try:
-            return Optional.of(stdlib.index(o, key))
-        except CelRuntimeError as e:
-            if str(e).startswith("index out of bounds"):
-                return Optional.NONE
-            raise
-    raise stdlib.no_overload("_[?_]", o, key)
-
-
-def _single_literal(tree: Any) -> Token | None:
-    """The literal token when `tree` is nothing but a literal (through the precedence wrappers)."""
-    node = tree
-    while isinstance(node, Tree):
-        if node.data == "literal":
-            tok = node.children[0]
-            return tok if isinstance(tok, Token) else None
-        if len(node.children) != 1:
-            return None
-        node = node.children[0]
-    return None
-
-
-def _list_literal(tree: Any) -> Tree | None:  # type: ignore[type-arg]
-    """The `list_lit` tree when `tree` is nothing but a list literal (through the precedence wrappers)."""
-    node = tree
-    while isinstance(node, Tree):
-        if node.data == "list_lit":
-            return node
-        if len(node.children) != 1:
-            return None
-        node = node.children[0]
-    return None
-
-
-def _optional_wrapper(tree: Any, hidden: str) -> Any:
-    """The argument tree of a hidden `__opt_elem__(e)` / `__opt_key__(k)` call, or None."""
-    node = tree
-    while isinstance(node, Tree):
-        if node.data == "ident_arg":
-            if str(node.children[0]) == hidden and len(node.children) > 1:
-                return node.children[1].children[0]
-            return None
-        if len(node.children) != 1:
-            return None
-        node = node.children[0]
-    return None
-
-
-_SIMPLE_ESCAPES: Final = {
-    "a": "\a",
-    "b": "\b",
-    "f": "\f",
-    "n": "\n",
-    "r": "\r",
-    "t": "\t",
-    "v": "\v",
-    "\\": "\\",
-    "'": "'",
-    '"': '"',
-    "`": "`",
-    "?": "?",
-}
-
-
-def _split_quotes(text: str) -> tuple[bool, str]:
-    raw = text[:1] in "rR"
-    if raw:
-        text = text[1:]
-    q = 3 if text[:3] in ('"""', "'''") else 1
-    return raw, text[q:-q]
-
-
-def _unescape(body: str, as_bytes: bool) -> bytes | str:
-    out = bytearray() if as_bytes else None
-    chars: list[str] = []
-
-    def emit_char(ch: str) -> None:
-        if out is not None:
-            out.extend(ch.encode("utf-8"))
-        else:
-            chars.append(ch)
-
-    def emit_byte(b: int) -> None:
-        if out is not None:
-            out.append(b)
-        else:
-            chars.append(chr(b))
-
-    i = 0
-    n = len(body)
-    while i < n:
-        ch = body[i]
-        if ch != "\\":
-            emit_char(ch)
-            i += 1
-            continue
-        if i + 1 >= n:
-            raise ValueError("invalid escape at end of string")
-        e = body[i + 1]
-        if e in _SIMPLE_ESCAPES:
-            emit_char(_SIMPLE_ESCAPES[e])
-            i += 2
-        elif e in "xX":
-            emit_byte(int(body[i + 2 : i + 4], 16))
-            i += 4
-        elif e in "uU" and as_bytes:  # cel-go's unescape allows \u and \U only in strings
-            raise ValueError("unable to unescape string")
-        elif e == "u":
-            emit_char(_code_point(body[i + 2 : i + 6]))
-            i += 6
-        elif e == "U":
-            emit_char(_code_point(body[i + 2 : i + 10]))
-            i += 10
-        elif e in "0123":
-            emit_byte(int(body[i + 1 : i + 4], 8))
-            i += 4
-        else:
-            raise ValueError(f"invalid escape sequence '\\{e}'")
-    if out is not None:
-        return bytes(out)
-    return "".join(chars)
-
-
-def _code_point(hex_digits: str) -> str:
-    cp = int(hex_digits, 16)
-    if 0xD800 <= cp <= 0xDFFF or cp > 0x10FFFF:
-        raise ValueError(f"invalid unicode code point \\u{hex_digits}")
-    return chr(cp)
-
-
-def _string_literal(text: str) -> str:
-    raw, body = _split_quotes(text)
-    if raw:
-        return body
-    result = _unescape(body, as_bytes=False)
-    assert isinstance(result, str)
-    return result
-
-
-def _bytes_literal(text: str) -> bytes:
-    raw, body = _split_quotes(text)
-    if raw:
-        return body.encode("utf-8")
-    result = _unescape(body, as_bytes=True)
-    assert isinstance(result, bytes)
-    return result
-
-
-def is_nan(v: Any) -> bool:
-    return type(v) is float and math.isnan(v)

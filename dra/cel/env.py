@@ -2,47 +2,47 @@
 
 `Environment.admission()` declares the ValidatingAdmissionPolicy variables, `Environment.dra_selector()` the
 DRA `device` variable (results must be bool; lists' `includes` opted in). Both merge every Kubernetes
-library module under `dra.cel` that exists. `env.compile(text)` is cached per (environment, text) and
+library. `env.compile(text)` is cached per (environment, text) and
 reports syntax errors, unknown variables/functions and mismatches visible from literals as `CelCompileError`.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
-from dra.cel import stdlib
+from dra.cel import cidr, ip, lists, quantity, regex, semver, sets, stdlib, strings, urls
+from dra.cel import format as format_library
 from dra.cel._functions import FunctionRegistry
-from dra.cel.compiler import MACROS, Compiler, Const, Fn, as_fn
+from dra.cel.compiler import MACROS, Compiler
 from dra.cel.cost import COST_KEY, DEFAULT_COST_LIMIT, CostMeter
+from dra.cel.nodes import Const, Fn, as_fn
 from dra.cel.parse import parse
 from dra.errors import CelCompileError, CelCostError, CelRuntimeError
 
-__all__ = ["ADMISSION_VARIABLES", "DRA_VARIABLES", "LIBRARY_MODULES", "Environment", "Program"]
+__all__ = ["ADMISSION_VARIABLES", "DRA_VARIABLES", "Environment", "Program"]
 
 ADMISSION_VARIABLES: Final = frozenset({"object", "oldObject", "request", "namespaceObject", "variables", "params"})
 DRA_VARIABLES: Final = frozenset({"device"})
-LIBRARY_MODULES: Final = ("quantity", "semver", "lists", "regex", "strings", "sets", "ip", "cidr", "urls", "format")
 _CACHE_SIZE: Final = 4096
 
 
-def _library_registries(*extra: str) -> list[FunctionRegistry]:
-    """Each library module's `REGISTRY`, plus the opt-in registries named in `extra` (e.g. `INCLUDES_REGISTRY`)."""
-    found: list[FunctionRegistry] = []
-    for name in LIBRARY_MODULES:
-        try:
-            module = importlib.import_module(f"dra.cel.{name}")
-        except ModuleNotFoundError as exc:  # a library not written yet: the env simply lacks it
-            if exc.name != f"dra.cel.{name}":
-                raise
-            continue
-        for attr in ("REGISTRY", *extra):
-            registry = getattr(module, attr, None)
-            if isinstance(registry, FunctionRegistry):
-                found.append(registry)
-    return found
+def _library_registries(includes: bool = False) -> list[FunctionRegistry]:
+    """The Kubernetes libraries' registries in merge order; `includes` opts in to lists' `includes`."""
+    return [
+        quantity.REGISTRY,
+        semver.REGISTRY,
+        lists.REGISTRY,
+        *([lists.INCLUDES_REGISTRY] if includes else []),
+        regex.REGISTRY,
+        strings.REGISTRY,
+        sets.REGISTRY,
+        ip.REGISTRY,
+        cidr.REGISTRY,
+        urls.REGISTRY,
+        format_library.REGISTRY,
+    ]
 
 
 class Program:
@@ -140,7 +140,7 @@ class Environment:
         env = cls._shared.get(name)
         if env is None:
             # DRA compiles selectors as StoredExpressions: every library, including lists' `includes`.
-            registry = stdlib.REGISTRY.merged(_library_registries("INCLUDES_REGISTRY"))
+            registry = stdlib.REGISTRY.merged(_library_registries(includes=True))
             env = cls._shared[name] = cls(name, DRA_VARIABLES, registry, bool_result=require_bool)
             env.dyn_variables = False
             env.bindings = True
@@ -219,7 +219,7 @@ def _device_path_type(compiler: Compiler, tree: Any) -> str | None:
         if not hasattr(child, "data"):
             return None
         node = child
-    path = compiler._path(node) if node.data in ("member_dot", "member_index") else None
+    path = compiler.constant_path(node) if node.data in ("member_dot", "member_index") else None
     if not path or path[0] != "device":
         return None
     if len(path) == 2 and path[1] == "driver":

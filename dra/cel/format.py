@@ -50,13 +50,9 @@ def _full(pattern: str) -> re2._Regexp:
 _DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
 _DNS1035_LABEL_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_LABEL_KEY_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_FMT: Final = "(" + _LABEL_KEY_FMT + ")?"
 _DNS1123_LABEL_RE: Final = _full(_DNS1123_LABEL_FMT)
 _DNS1123_SUBDOMAIN_RE: Final = _full(_DNS1123_SUBDOMAIN_FMT)
 _DNS1035_LABEL_RE: Final = _full(_DNS1035_LABEL_FMT)
-_LABEL_KEY_RE: Final = _full(_LABEL_KEY_FMT)
-_LABEL_VALUE_RE: Final = _full(_LABEL_VALUE_FMT)
 _UUID_RE: Final = re2.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
 _BASE64_RE: Final = re2.compile(r"^(?:[A-Za-z0-9+\/]{4})*(?:[A-Za-z0-9+\/]{2}==|[A-Za-z0-9+\/]{3}=|[A-Za-z0-9+\/]{4})$")
 _DATE_RE: Final = re2.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})$")
@@ -73,13 +69,6 @@ _SUBDOMAIN_MSG: Final = (
 _DNS1035_MSG: Final = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
     "character, and end with an alphanumeric character"
-)
-_LABEL_KEY_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
 )
 
 

@@ -18,7 +18,6 @@ __all__ = ["AddrParseError", "IP", "REGISTRY", "go_quote", "parse_ip"]
 REGISTRY = FunctionRegistry()
 
 _HEX: Final = {c: int(c, 16) for c in "0123456789abcdefABCDEF"}
-_V4_MAPPED_PREFIX: Final = 0xFFFF << 32
 
 
 def go_quote(s: str) -> str:

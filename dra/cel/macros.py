@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 from dra.cel import stdlib
 from dra.cel._functions import type_name
 from dra.cel.cost import COST_KEY
+from dra.cel.nodes import Fn, Node, as_fn
+from dra.cel.runtime import Dispatcher
 from dra.cel.values import Optional
 from dra.errors import CelCostError, CelRuntimeError
 
 if TYPE_CHECKING:
-    from dra.cel.compiler import Compiler, Fn, Node
+    from dra.cel.compiler import Compiler  # the compiler calls these functions with itself
 
 __all__ = ["bind", "compile_macro", "has"]
 
@@ -37,8 +39,6 @@ def _ident(compiler: Compiler, tree: Any) -> str:
 
 
 def _body(compiler: Compiler, names: list[str], tree: Any) -> tuple[Fn, int]:
-    from dra.cel.compiler import as_fn
-
     before = compiler.nodes
     compiler.scope.extend(names)
     try:
@@ -49,8 +49,6 @@ def _body(compiler: Compiler, names: list[str], tree: Any) -> tuple[Fn, int]:
 
 
 def has(compiler: Compiler, tree: Any, args: list[Any]) -> Node:
-    from dra.cel.compiler import as_fn
-
     node = args[0] if len(args) == 1 else None
     while (
         node is not None and node.data != "member_dot" and len(node.children) == 1 and hasattr(node.children[0], "data")
@@ -72,8 +70,6 @@ def has(compiler: Compiler, tree: Any, args: list[Any]) -> Node:
 
 
 def bind(compiler: Compiler, tree: Any, args: list[Any]) -> Node:
-    from dra.cel.compiler import as_fn
-
     if len(args) != 3:
         raise compiler.error(tree, "cel.bind() takes 3 arguments (name, init, expr)")
     name = _ident(compiler, args[0])
@@ -122,8 +118,6 @@ def _bool(v: Any, macro: str) -> bool:
 
 
 def compile_macro(compiler: Compiler, tree: Any, name: str, target_tree: Any, args: list[Any]) -> Node:
-    from dra.cel.compiler import as_fn
-
     target = as_fn(compiler.compile(target_tree))
     if name in ("optMap", "optFlatMap"):
         if len(args) != 2:
@@ -337,8 +331,6 @@ def _opt_map(compiler: Compiler, name: str, target: Fn, args: list[Any]) -> Fn:
 
 def _sort_by(compiler: Compiler, tree: Any, target: Fn, args: list[Any]) -> Fn:
     """`l.sortBy(x, key)`: as cel-go expands it, `l.@sortByAssociatedKeys(l.map(x, key))` (lists ext v2)."""
-    from dra.cel.compiler import Dispatcher
-
     if len(args) != 2:
         raise compiler.error(tree, "sortBy() takes 2 arguments (var, key expression)")
     overloads = compiler.registry.members.get("@sortByAssociatedKeys")

@@ -1,0 +1,67 @@
+"""Shapes of celpy's Lark tree the compiler and checker look for through the grammar's precedence wrappers:
+a lone literal, a lone list literal, the hidden call wrapping an optional entry, a dotted identifier.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lark import Token, Tree
+
+__all__ = ["list_literal", "optional_wrapper", "qualified_name", "single_literal"]
+
+
+def single_literal(tree: Any) -> Token | None:
+    """The literal token when `tree` is nothing but a literal (through the precedence wrappers)."""
+    node = tree
+    while isinstance(node, Tree):
+        if node.data == "literal":
+            tok = node.children[0]
+            return tok if isinstance(tok, Token) else None
+        if len(node.children) != 1:
+            return None
+        node = node.children[0]
+    return None
+
+
+def list_literal(tree: Any) -> Tree | None:  # type: ignore[type-arg]
+    """The `list_lit` tree when `tree` is nothing but a list literal (through the precedence wrappers)."""
+    node = tree
+    while isinstance(node, Tree):
+        if node.data == "list_lit":
+            return node
+        if len(node.children) != 1:
+            return None
+        node = node.children[0]
+    return None
+
+
+def optional_wrapper(tree: Any, hidden: str) -> Any:
+    """The argument tree of a hidden `__opt_elem__(e)` / `__opt_key__(k)` call, or None."""
+    node = tree
+    while isinstance(node, Tree):
+        if node.data == "ident_arg":
+            if str(node.children[0]) == hidden and len(node.children) > 1:
+                return node.children[1].children[0]
+            return None
+        if len(node.children) != 1:
+            return None
+        node = node.children[0]
+    return None
+
+
+def qualified_name(tree: Any) -> str | None:
+    """`a.b.c` made only of identifiers, or None."""
+    parts: list[str] = []
+    node = tree
+    while True:
+        if node.data == "member":
+            node = node.children[0]
+        elif node.data == "member_dot":
+            parts.append(str(node.children[1]))
+            node = node.children[0]
+        elif node.data == "primary" and isinstance(node.children[0], Tree) and node.children[0].data == "ident":
+            parts.append(str(node.children[0].children[0]))
+            return ".".join(reversed(parts))
+        else:
+            return None
