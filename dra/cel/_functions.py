@@ -15,13 +15,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra.errors import CelRuntimeError
+
 __all__ = ["FunctionRegistry", "NoMatchingOverload", "Overload", "type_name"]
 
 Impl = Callable[..., Any]
 
 
-class NoMatchingOverload(Exception):
-    """Raised by dispatch when no overload accepts the argument types."""
+class NoMatchingOverload(CelRuntimeError):
+    """Raised by `call_global` / `call_member` when no overload accepts the argument types."""
 
     def __init__(self, name: str, args: tuple[Any, ...]) -> None:
         self.name = name

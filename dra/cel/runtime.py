@@ -17,10 +17,10 @@ __all__ = ["Dispatcher", "guarded", "opt_index", "opt_select", "runtime_error"]
 
 def runtime_error(e: BaseException) -> CelRuntimeError:
     """The `CelRuntimeError` an exception from library code reads as (cel-go's text for a failed dispatch)."""
-    if isinstance(e, CelRuntimeError):
-        return e
     if isinstance(e, NoMatchingOverload):
         return CelRuntimeError(f"no such overload: {e.name}({', '.join(e.args_types)})")
+    if isinstance(e, CelRuntimeError):
+        return e
     if isinstance(e, CelError):
         return CelRuntimeError(e.message)
     return CelRuntimeError(str(e) or type(e).__name__)
