@@ -17,6 +17,7 @@ from typing import Any
 from webhook.decision_cache import DecisionCache
 from webhook.kube import ApiServerError, NamespaceCache, TemplateWriter
 from webhook.metrics import WebhookMetrics
+from webhook.pod_shape import check_pod_shape
 from webhook.policy import Decision, PolicySet
 from webhook.policy_store import PolicyStore
 from webhook.review import AdmissionDenied, BadReview, ReviewRequest, allowed_response, operation_label
@@ -171,6 +172,7 @@ class Admission:
         if review.object is None:
             raise BadReview("a CREATE review for a pod must carry 'request.object'")
         pod = review.object
+        check_pod_shape(pod)
         _check_namespace(review, pod)
         if review.namespace in self.exempt_namespaces:
             return None

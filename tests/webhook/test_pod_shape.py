@@ -1,0 +1,116 @@
+"""Malformed pods (wrong JSON types, impossible device counts) are 400-style denials naming the field, never internal
+errors, and never admitted; the fuzz part throws wrong types at every field of a real pod."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.webhook.test_admission import RecordingApiServer, example, review_body
+from tests.webhook.test_admission_namespaces import _admission
+from webhook.admission import Admission
+from webhook.review import AdmissionDenied, BadReview, parse_review
+
+
+@pytest.fixture(scope="module")
+def admission() -> Admission:
+    return _admission(RecordingApiServer())
+
+
+def _with(path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    pod = example("pod-legacy-vram.yaml")
+    target: Any = pod
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("metadata",), 7, "metadata must be an object"),
+        (("metadata",), None, "metadata must be an object"),
+        (("metadata", "annotations"), None, "metadata.annotations must be an object"),
+        (("metadata", "labels"), {"a": 1}, "metadata.labels['a'] must be a string"),
+        (("spec", "containers"), {"a": 1}, "spec.containers must be a list"),
+        (("spec", "containers", 0, "name"), 7, "spec.containers[0].name must be a string"),
+        (("spec", "containers", 0, "resources"), "lots", "spec.containers[0].resources must be an object"),
+        (("spec", "containers", 0, "resources", "limits"), [1], "resources.limits must be an object"),
+    ],
+)
+def test_wrong_types_are_denied_400_naming_the_field(
+    admission: Admission, path: tuple[str | int, ...], value: Any, field: str
+) -> None:
+    for decide in (admission.mutate, admission.validate):
+        with pytest.raises(AdmissionDenied) as denied:
+            decide(parse_review(review_body(_with(path, value))))
+        assert denied.value.code == 400 and field in denied.value.message
+
+
+@pytest.mark.parametrize("count", [2**70, 1e308, "2Ki", 9223372036854775807, "1e3", 33, "1500m", -1, "banana"])
+def test_device_counts_beyond_a_claims_limit_are_refused_naming_it(admission: Admission, count: Any) -> None:
+    pod = example("pod-legacy-vram.yaml")
+    resources = pod["spec"]["containers"][0]["resources"]
+    resources["limits"]["nvidia.com/gpu"] = count
+    resources["requests"].pop("nvidia.com/gpu")
+    with pytest.raises(AdmissionDenied) as denied:
+        admission.mutate(parse_review(review_body(pod)))
+    assert denied.value.code == 400 and "limits['nvidia.com/gpu']" in denied.value.message
+
+
+def test_the_pods_total_is_bounded_too(admission: Admission) -> None:
+    pod = example("pod-legacy-vram.yaml")
+    first = pod["spec"]["containers"][0]
+    first["resources"] = {"limits": {"nvidia.com/gpu": 20}}
+    pod["spec"]["containers"].append({**copy.deepcopy(first), "name": "second"})
+    with pytest.raises(AdmissionDenied, match="ask for 40 GPU devices in all.*at most 32"):
+        admission.mutate(parse_review(review_body(pod)))
+
+
+def test_thirty_two_is_fine(admission: Admission) -> None:
+    pod = example("pod-legacy-vram.yaml")
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "32"}}
+    pod["metadata"]["annotations"] = {}
+    assert admission.mutate(parse_review(review_body(pod)))["response"]["allowed"] is True
+
+
+def _paths(obj: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    if prefix:
+        yield prefix
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from _paths(value, (*prefix, key))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from _paths(value, (*prefix, i))
+
+
+_POD_PATHS = list(_paths(example("pod-legacy-vram.yaml")))
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.sampled_from(_POD_PATHS), value=_JSON)
+def test_fuzz_any_wrong_value_anywhere_is_never_an_internal_error(
+    admission: Admission, path: tuple[str | int, ...], value: Any
+) -> None:
+    body = review_body(_with(path, value))
+    for decide in (admission.mutate, admission.validate):
+        try:
+            answer = decide(parse_review(body))
+        except AdmissionDenied as denied:
+            assert denied.code != 500 and denied.reason != "InternalError", denied.message
+        except BadReview:
+            pass
+        else:
+            assert answer["response"]["allowed"] is True

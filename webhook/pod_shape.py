@@ -1,0 +1,127 @@
+"""The JSON types of the Pod fields gpudra reads, checked before any policy runs.
+
+The API server decodes a pod into its Go types before admission, so a real review always has them right; a review
+sent by anything else may not, and a wrong type deep in a policy or the translation would surface as an internal
+error. Here it becomes a 400-style denial naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dra.errors import QuantityError
+from dra.quantity import Quantity
+from webhook.review import AdmissionDenied
+
+__all__ = ["MAX_DEVICES_PER_CLAIM", "check_pod_shape"]
+
+# resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices, and a pod's legacy
+# GPUs all go into one claim.
+MAX_DEVICES_PER_CLAIM = 32
+
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+
+def _bad(path: str, expected: str, value: Any) -> AdmissionDenied:
+    return AdmissionDenied(
+        f"gpudra: pod field {path} must be {expected} (got {type(value).__name__})", code=400, reason="BadRequest"
+    )
+
+
+_ABSENT: Any = object()
+
+
+def _object(value: Any, path: str, *, optional: bool = True) -> dict[str, Any]:
+    """An explicit null is wrong too: the API server omits empty fields rather than sending null."""
+    if value is _ABSENT and optional:
+        return {}
+    if not isinstance(value, dict):
+        raise _bad(path, "an object", value)
+    return value
+
+
+def _string_map(value: Any, path: str) -> None:
+    for key, item in _object(value, path).items():
+        if not isinstance(item, str):
+            raise _bad(f"{path}[{key!r}]", "a string", item)
+
+
+def _is_legacy_gpu(resource: str) -> bool:
+    return resource == "nvidia.com/gpu" or resource.startswith("nvidia.com/mig-")
+
+
+def _device_count(item: str | int | float, path: str) -> int:
+    """A legacy GPU resource's value as a device count: a whole number no claim's limit rules out."""
+    try:
+        quantity = Quantity.coerce(item)
+    except (QuantityError, ValueError, OverflowError) as exc:
+        raise AdmissionDenied(f"gpudra: {path} is not a quantity: {exc}", code=400, reason="BadRequest") from None
+    if not quantity.is_integer() or quantity.sign() < 0 or quantity.compare(MAX_DEVICES_PER_CLAIM) > 0:
+        raise AdmissionDenied(
+            f"gpudra: {path} is {item!r}: a device count must be a whole number from 0 to {MAX_DEVICES_PER_CLAIM}, "
+            f"the most devices one DRA claim can allocate (AllocationResultsMaxSize)",
+            code=400,
+            reason="BadRequest",
+        )
+    return quantity.as_int()
+
+
+def _quantities(value: Any, path: str) -> int:
+    """Check a requests/limits map; returns the legacy GPU devices it asks for."""
+    devices = 0
+    for key, item in _object(value, path).items():
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise _bad(f"{path}[{key!r}]", "a quantity (string or number)", item)
+        if _is_legacy_gpu(key):
+            devices += _device_count(item, f"{path}[{key!r}]")
+    return devices
+
+
+def _container(value: Any, path: str) -> int:
+    """Check one container; returns the legacy GPU devices it asks for."""
+    container = _object(value, path, optional=False)
+    if not isinstance(container.get("name"), str):
+        raise _bad(f"{path}.name", "a string", container.get("name"))
+    resources = _object(container.get("resources", _ABSENT), f"{path}.resources")
+    requested = _quantities(resources.get("requests", _ABSENT), f"{path}.resources.requests")
+    limited = _quantities(resources.get("limits", _ABSENT), f"{path}.resources.limits")
+    claims = resources.get("claims", _ABSENT)
+    if claims is not _ABSENT:
+        if not isinstance(claims, list):
+            raise _bad(f"{path}.resources.claims", "a list", claims)
+        for i, claim in enumerate(claims):
+            _object(claim, f"{path}.resources.claims[{i}]", optional=False)
+    return max(requested, limited)
+
+
+def check_pod_shape(pod: dict[str, Any]) -> None:
+    """Raise `AdmissionDenied` (code 400) naming the first field gpudra reads whose JSON type is wrong."""
+    metadata = _object(pod.get("metadata", _ABSENT), "metadata", optional=False)
+    for key in ("name", "generateName", "namespace"):
+        if metadata.get(key) is not None and not isinstance(metadata[key], str):
+            raise _bad(f"metadata.{key}", "a string", metadata[key])
+    _string_map(metadata.get("labels", _ABSENT), "metadata.labels")
+    _string_map(metadata.get("annotations", _ABSENT), "metadata.annotations")
+    spec = _object(pod.get("spec", _ABSENT), "spec", optional=False)
+    devices = 0
+    for field in _CONTAINER_LISTS:
+        containers = spec.get(field, _ABSENT)
+        if containers is _ABSENT:
+            continue
+        if not isinstance(containers, list):
+            raise _bad(f"spec.{field}", "a list", containers)
+        for i, container in enumerate(containers):
+            devices += _container(container, f"spec.{field}[{i}]")
+    if devices > MAX_DEVICES_PER_CLAIM:
+        raise AdmissionDenied(
+            f"gpudra: the pod's containers ask for {devices} GPU devices in all; its claim can allocate at most "
+            f"{MAX_DEVICES_PER_CLAIM} (AllocationResultsMaxSize)",
+            code=400,
+            reason="BadRequest",
+        )
+    claims = spec.get("resourceClaims", _ABSENT)
+    if claims is not _ABSENT:
+        if not isinstance(claims, list):
+            raise _bad("spec.resourceClaims", "a list", claims)
+        for i, claim in enumerate(claims):
+            _object(claim, f"spec.resourceClaims[{i}]", optional=False)
