@@ -13,6 +13,7 @@ from dra.cel.cost import DEFAULT_COST_LIMIT, CostMeter
 from dra.cel.device import device_value
 from dra.cel.env import Environment, Program
 from dra.cel.json import from_json, to_json
+from dra.cel.stdlib import format_double
 from dra.cel.values import CelType, Duration, Optional, Timestamp, Uint
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "Uint",
     "device_key",
     "device_value",
+    "format_double",
     "from_json",
     "to_json",
 ]

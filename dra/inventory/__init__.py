@@ -6,9 +6,9 @@ The public face of `dra.inventory`. Live reads and snapshot files go through the
 
 from __future__ import annotations
 
-from dra.inventory.command import default_node_name, inventory_slices, render, write_capture
 from dra.inventory.nvml import SCHEMA, InventoryError, NvmlUnavailable, capture
 from dra.inventory.snapshot import load_snapshot, node_from_snapshot, save_snapshot, snapshot_from_node
+from dra.inventory.sources import default_node_name, inventory_slices, write_capture
 
 __all__ = [
     "InventoryError",
@@ -19,7 +19,6 @@ __all__ = [
     "inventory_slices",
     "load_snapshot",
     "node_from_snapshot",
-    "render",
     "save_snapshot",
     "snapshot_from_node",
     "write_capture",

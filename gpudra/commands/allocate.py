@@ -1,12 +1,95 @@
-"""`gpudra allocate`: allocate claims on one node with the structured allocator (upstream or scored)."""
+"""`gpudra allocate`: allocate claims on one node with the structured allocator (upstream or scored).
+
+Files may hold several documents or `kind: List` objects (as `kubectl get -o yaml` writes them); objects are
+picked by `kind`. The answer is `{"allocation": ...}` (`"allocations"` for several claims), `{"unsatisfiable":
+reason}` with exit code 1, or `{"error": message}` with exit code 2.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 import yaml
+
+from dra.allocator import AllocationError, Allocator, FeatureSet, Unsatisfiable
+from dra.documents import load_documents
+from dra.errors import GpudraError, InputError
+
+from ..options import AllocatorMode, OptionError, allocator_mode
+from ..outcome import Outcome, emit
+
+EXIT_UNSATISFIABLE = 1
+EXIT_ERROR = 2
+
+
+def load_kind(paths: Sequence[Path], *kinds: str) -> list[dict[str, Any]]:
+    """Every object of the given kinds in the files, in file order."""
+    return [doc for path in paths for doc in load_documents(path) if doc.get("kind") in kinds]
+
+
+def _node(name: str | None, node_file: Path | None, slices: list[dict[str, Any]]) -> dict[str, Any]:
+    if node_file is not None:
+        nodes = load_kind([node_file], "Node")
+        if len(nodes) != 1:
+            raise InputError(f"expected exactly one Node (got {len(nodes)})", source=str(node_file))
+        return nodes[0]
+    if name is None:
+        names = sorted({s["spec"]["nodeName"] for s in slices if (s.get("spec") or {}).get("nodeName")})
+        if len(names) != 1:
+            raise InputError(f"--node is required: the slices name {len(names)} nodes ({', '.join(names)})")
+        name = names[0]
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+
+
+def _answer(
+    slices: Sequence[Path],
+    classes: Sequence[Path],
+    claim: Path,
+    allocated: Sequence[Path],
+    node: str | None,
+    node_file: Path | None,
+    mode: AllocatorMode,
+    features: str | None,
+) -> tuple[int, dict[str, Any]]:
+    try:
+        feature_set = FeatureSet.parse(features) if features else FeatureSet.latest()
+        slice_objs = load_kind(slices, "ResourceSlice")
+        class_objs = load_kind(classes, "DeviceClass")
+        claims = load_kind([claim], "ResourceClaim", "ResourceClaimTemplate")
+        if not claims:
+            raise InputError("no ResourceClaim or ResourceClaimTemplate found", source=str(claim))
+        done = load_kind(allocated, "ResourceClaim")
+        allocator = Allocator(slices=slice_objs, classes=class_objs, allocated=done, features=feature_set)
+        result = allocator.allocate(claims, node=_node(node, node_file, slice_objs), mode=mode)
+    except Unsatisfiable as err:
+        return EXIT_UNSATISFIABLE, {"unsatisfiable": err.reason}
+    except (AllocationError, GpudraError) as err:
+        return EXIT_ERROR, {"error": str(err)}
+    if len(result) == 1:
+        return 0, {"allocation": result[0]}
+    return 0, {"allocations": result}
+
+
+def allocate(
+    *,
+    slices: Sequence[Path],
+    classes: Sequence[Path],
+    claim: Path,
+    allocated: Sequence[Path] = (),
+    node: str | None = None,
+    node_file: Path | None = None,
+    mode: AllocatorMode = "upstream",
+    features: str | None = None,
+    as_json: bool = False,
+) -> Outcome:
+    """The answer as YAML (or JSON) on stdout, whatever it is; the exit code says which it is."""
+    code, answer = _answer(slices, classes, claim, allocated, node, node_file, mode, features)
+    text = json.dumps(answer, indent=2) if as_json else yaml.safe_dump(answer, sort_keys=False).rstrip()
+    return Outcome(stdout=text + "\n", code=code)
 
 
 def register(app: typer.Typer) -> None:
@@ -14,7 +97,7 @@ def register(app: typer.Typer) -> None:
         "allocate",
         context_settings={"allow_extra_args": True, "ignore_unknown_options": False},
     )
-    def allocate(
+    def _allocate(
         ctx: typer.Context,
         slices: list[Path] = typer.Option(..., "--slices", help="ResourceSlice files (any number: --slices a b c)."),
         classes: list[Path] = typer.Option(..., "--classes", help="DeviceClass file(s)."),
@@ -31,20 +114,20 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of YAML."),
     ) -> None:
         """Print {"allocation": ...} or {"unsatisfiable": reason} (exit 1)."""
-        from dra.allocator.files import allocate_files
-
-        if mode not in ("upstream", "scored"):
-            raise typer.BadParameter("expected upstream or scored", param_hint="--mode")
-        code, answer = allocate_files(
-            slices=[*slices, *(Path(a) for a in ctx.args)],
-            classes=classes,
-            claim=claim,
-            allocated=allocated,
-            node=node,
-            node_file=node_file,
-            mode="scored" if mode == "scored" else "upstream",
-            features=features,
+        try:
+            checked_mode = allocator_mode(mode)
+        except OptionError as exc:
+            raise typer.BadParameter(f"expected {exc.expected}", param_hint="--mode") from exc
+        emit(
+            allocate(
+                slices=[*slices, *(Path(a) for a in ctx.args)],
+                classes=classes,
+                claim=claim,
+                allocated=allocated,
+                node=node,
+                node_file=node_file,
+                mode=checked_mode,
+                features=features,
+                as_json=as_json,
+            )
         )
-        typer.echo(json.dumps(answer, indent=2) if as_json else yaml.safe_dump(answer, sort_keys=False).rstrip())
-        if code:
-            raise typer.Exit(code)

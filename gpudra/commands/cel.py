@@ -1,10 +1,76 @@
-"""`gpudra cel eval`: evaluate one CEL expression in the admission or the DRA selector environment."""
+"""`gpudra cel eval`: evaluate one CEL expression in the admission or the DRA selector environment.
+
+With `--device` (one ResourceSlice `spec.devices` entry, YAML or JSON) the DRA selector environment is used,
+otherwise the admission one. `--json` prints `{"result": ...}` or `{"error": "..."}`; exit code 2 on any error.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
+import yaml
+
+from dra.cel import Environment, device_value, to_json
+from dra.errors import CelError, InputError
+
+from ..options import activation_variable
+from ..outcome import Outcome, emit
+from ..render.cel import cel_literal
+
+DEFAULT_DRIVER = "gpu.nvidia.com"
+EXIT_ERROR = 2
+
+
+def _load_device(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read device file: {exc.strerror}", source=str(path)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML/JSON: {exc}", source=str(path), line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise InputError("expected one device (a mapping, as in a ResourceSlice's spec.devices)", source=str(path))
+    return data
+
+
+def _evaluate(expression: str, device: Path | None, driver: str, variables: Sequence[str]) -> Any:
+    activation = dict(activation_variable(v) for v in variables)
+    if device is not None:
+        env = Environment.dra_selector(require_bool=False)
+        activation["device"] = device_value(driver, _load_device(device))
+    else:
+        env = Environment.admission()
+    extra = sorted(set(activation) - env.variables)
+    if extra:
+        env = env.with_variables(*extra)
+    return env.compile(expression).evaluate(activation)
+
+
+def evaluate(
+    expression: str,
+    *,
+    device: Path | None = None,
+    driver: str = DEFAULT_DRIVER,
+    variables: Sequence[str] = (),
+    as_json: bool = False,
+) -> Outcome:
+    """The value as a CEL literal (or `{"result": ...}`); a compile, runtime or input error exits 2."""
+    try:
+        value = _evaluate(expression, device, driver, variables)
+    except (CelError, InputError) as exc:
+        if as_json:
+            return Outcome(stdout=json.dumps({"error": str(exc)}) + "\n", code=EXIT_ERROR)
+        return Outcome(stderr=f"error: {exc}\n", code=EXIT_ERROR)
+    if as_json:
+        return Outcome(stdout=json.dumps({"result": to_json(value)}, ensure_ascii=False) + "\n")
+    return Outcome(stdout=cel_literal(value) + "\n")
 
 
 def register(app: typer.Typer) -> None:
@@ -17,14 +83,9 @@ def register(app: typer.Typer) -> None:
         device: Path | None = typer.Option(
             None, "--device", help="One ResourceSlice device (YAML/JSON); selects the DRA selector environment."
         ),
-        driver: str = typer.Option("gpu.nvidia.com", "--driver", help="The slice's driver (the device's domain)."),
+        driver: str = typer.Option(DEFAULT_DRIVER, "--driver", help="The slice's driver (the device's domain)."),
         var: list[str] = typer.Option([], "--var", help="NAME=JSON activation variable (repeatable)."),
         as_json: bool = typer.Option(False, "--json", help='Print {"result": ...} or {"error": ...}.'),
     ) -> None:
         """Evaluate EXPR; exit code 2 on a compile, runtime or input error."""
-        from dra.cel.tool import eval_expression
-
-        outcome = eval_expression(expression, device=device, driver=driver, variables=var, as_json=as_json)
-        typer.echo(outcome.text, err=outcome.to_stderr)
-        if outcome.exit_code:
-            raise typer.Exit(outcome.exit_code)
+        emit(evaluate(expression, device=device, driver=driver, variables=var, as_json=as_json))

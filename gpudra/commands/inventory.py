@@ -6,25 +6,63 @@ Exit codes: 0 ok, 1 bad input (snapshot file, option value), 3 no NVIDIA driver/
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
 
 import typer
 
-from dra.gpus import MigMode
-from dra.inventory.command import Output
+from dra.errors import GpudraError
+from dra.inventory import NvmlUnavailable, inventory_slices, write_capture
+
+from ..options import OptionError, mig_mode, output_format
+from ..outcome import Outcome, emit
+from ..render.documents import json_list, slice_stream
 
 EXIT_INPUT = 1
 EXIT_NO_GPU = 3
 
 
+def inventory(
+    *,
+    output: str = "yaml",
+    node: str = "",
+    mig: str = "static",
+    k8s_version: str = "1.35",
+    capture_file: Path | None = None,
+    from_file: Path | None = None,
+    catalog_model: str | None = None,
+    count: int | None = None,
+) -> Outcome:
+    """The slices as a YAML stream or a JSON `List`; with `capture_file`, the snapshot written there instead."""
+    try:
+        mode = mig_mode(mig)
+        fmt = output_format(output)
+    except OptionError as exc:
+        return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
+    try:
+        if capture_file is not None:
+            snapshot = write_capture(capture_file, node_name=node)
+            return Outcome(stderr=f"wrote {capture_file}: {len(snapshot['gpus'])} GPU(s) of node {snapshot['node']}\n")
+        slices = inventory_slices(
+            from_file=from_file,
+            catalog_model=catalog_model,
+            count=count,
+            node_name=node,
+            mig_mode=mode,
+            k8s_version=k8s_version,
+        )
+    except NvmlUnavailable as exc:
+        hint = "hint: use --from SNAPSHOT.json or --catalog MODEL to build slices without a GPU\n"
+        return Outcome(stderr=f"error: no GPU inventory on this machine: {exc}\n{hint}", code=EXIT_NO_GPU)
+    except (GpudraError, KeyError, ValueError) as exc:
+        return Outcome(stderr=f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}\n", code=EXIT_INPUT)
+    return Outcome(stdout=json_list(slices) if fmt == "json" else slice_stream(slices))
+
+
 def register(app: typer.Typer) -> None:
     @app.command("inventory")
-    def inventory(
+    def _inventory(
         output: str = typer.Option("yaml", "-o", "--output", help="yaml (multi-document) or json (a v1 List)."),
         node: str = typer.Option("", "--node", help="Node name = pool name (default: $NODE_NAME or host name)."),
-        mig_mode: str = typer.Option(
-            "static", "--mig-mode", help="dynamic (DynamicMIG), static (driver default), none."
-        ),
+        mig: str = typer.Option("static", "--mig-mode", help="dynamic (DynamicMIG), static (driver default), none."),
         k8s_version: str = typer.Option("1.35", "--k8s-version", help="Picks the DynamicMIG slice layout (1.34/1.35)."),
         capture_file: Path | None = typer.Option(None, "--capture", help="Write a read-only NVML snapshot here."),
         from_file: Path | None = typer.Option(None, "--from", help="Build the slices from a snapshot file."),
@@ -32,34 +70,15 @@ def register(app: typer.Typer) -> None:
         count: int | None = typer.Option(None, "--count", min=0, help="GPUs of the --catalog node."),
     ) -> None:
         """Print this node's ResourceSlices; --capture writes a snapshot, --from reads one, --catalog invents one."""
-        from dra.errors import GpudraError
-        from dra.inventory import NvmlUnavailable, inventory_slices, render, write_capture
-
-        err = typer.echo
-        if mig_mode not in ("dynamic", "static", "none"):
-            err(f"error: --mig-mode must be dynamic, static or none (got {mig_mode!r})", err=True)
-            raise typer.Exit(EXIT_INPUT)
-        if output not in ("yaml", "json"):
-            err(f"error: -o must be yaml or json (got {output!r})", err=True)
-            raise typer.Exit(EXIT_INPUT)
-        try:
-            if capture_file is not None:
-                snapshot = write_capture(capture_file, node_name=node)
-                err(f"wrote {capture_file}: {len(snapshot['gpus'])} GPU(s) of node {snapshot['node']}", err=True)
-                return
-            slices = inventory_slices(
+        emit(
+            inventory(
+                output=output,
+                node=node,
+                mig=mig,
+                k8s_version=k8s_version,
+                capture_file=capture_file,
                 from_file=from_file,
                 catalog_model=catalog_model,
                 count=count,
-                node_name=node,
-                mig_mode=cast(MigMode, mig_mode),
-                k8s_version=k8s_version,
             )
-        except NvmlUnavailable as exc:
-            err(f"error: no GPU inventory on this machine: {exc}", err=True)
-            err("hint: use --from SNAPSHOT.json or --catalog MODEL to build slices without a GPU", err=True)
-            raise typer.Exit(EXIT_NO_GPU) from exc
-        except (GpudraError, KeyError, ValueError) as exc:
-            err(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", err=True)
-            raise typer.Exit(EXIT_INPUT) from exc
-        typer.echo(render(slices, cast(Output, output)), nl=False)
+        )

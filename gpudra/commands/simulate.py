@@ -1,15 +1,88 @@
-"""`gpudra simulate`: replay a trace (or the built-in workload) on a cluster under several strategies."""
+"""`gpudra simulate`: replay a trace (or the built-in workload) on a cluster under several strategies.
+
+A rich progress bar on stderr while it runs (on a terminal only), then the comparison table or the JSON summary.
+Exit code 2 on bad input, with file:line on stderr.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich.console import Console
+
+from dra.errors import GpudraError
+
+from ..options import OptionError, allocator_mode, strategy_names
+from ..outcome import Outcome, emit
+from ..render.simulation import comparison
+from ..terminal import progress_bar, styled
+
+EXIT_INPUT = 2
+
+
+def input_error(exc: Exception) -> Outcome:
+    """Exit 2 with the message as rich prints it, file:line first (shared with `gpudra sweep`)."""
+    # markup=False keeps brackets in paths literal, and with them the `[red]` tag: what this command has always printed
+    text = styled(f"[red]error:[/red] {exc}", stderr=True, markup=False, highlight=False)
+    return Outcome(stderr=text, code=EXIT_INPUT)
+
+
+def simulate(
+    *,
+    cluster: Path | None = None,
+    trace: Path | None = None,
+    policies: Path | None = None,
+    strategies: str | None = None,
+    seed: int = 0,
+    report: Path | None = None,
+    as_json: bool = False,
+    protocol: str = "auto",
+    load: float = 1.0,
+    mode: str = "scored",
+) -> Outcome:
+    """Run every strategy, write the report (its path goes to stderr at once), and the table or JSON summary."""
+    from simulator.run import DEFAULT_STRATEGIES
+    from simulator.run import simulate as run
+    from simulator.strategies import STRATEGY_NAMES
+
+    try:
+        names = strategy_names(strategies, STRATEGY_NAMES, DEFAULT_STRATEGIES)
+        checked_mode = allocator_mode(mode, "--allocator-mode")
+    except OptionError as exc:
+        return Outcome(stderr=styled(f"[red]error:[/red] {exc}", stderr=True), code=EXIT_INPUT)
+    err = Console(stderr=True)
+    try:
+        with progress_bar("{task.description}", err) as bar:
+            tasks: dict[str, Any] = {}
+
+            def progress(name: str, done: int, total: int) -> None:
+                if name not in tasks:
+                    tasks[name] = bar.add_task(name, total=total)
+                bar.update(tasks[name], completed=done)
+
+            result = run(
+                cluster, trace, policies=policies, strategies=names, seed=seed, protocol=protocol, load=load,
+                mode=checked_mode, progress=progress,
+            )  # fmt: skip
+    except (GpudraError, OSError) as exc:
+        return input_error(exc)
+    summary = result.summary()
+    if report is not None:
+        from simulator.report import write_report
+
+        err.print(f"report: {write_report(result, report)}")
+    if as_json:
+        return Outcome(stdout=json.dumps(summary, indent=2) + "\n")
+    heading, table = comparison(summary)
+    return Outcome(stdout=styled(heading) + styled(table))
 
 
 def register(app: typer.Typer) -> None:
     @app.command("simulate")
-    def simulate(
+    def _simulate(
         cluster: Path | None = typer.Option(None, "--cluster", help="Cluster YAML spec or openb node CSV."),
         trace: Path | None = typer.Option(None, "--trace", help="openb pod CSV or gpudra JSONL of Pod specs."),
         policies: Path | None = typer.Option(None, "--policies", help="Policy directory for the gpudra strategy."),
@@ -26,11 +99,17 @@ def register(app: typer.Typer) -> None:
         mode: str = typer.Option("scored", "--allocator-mode", help="gpudra's dra.allocator mode: upstream or scored."),
     ) -> None:
         """Compare placement strategies; with no arguments: the built-in cluster and workload."""
-        from simulator.console import simulate_command
-
-        code = simulate_command(
-            cluster=cluster, trace=trace, policies=policies, strategies=strategies, seed=seed, report=report,
-            as_json=as_json, protocol=protocol, load=load, mode=mode,
-        )  # fmt: skip
-        if code:
-            raise typer.Exit(code)
+        emit(
+            simulate(
+                cluster=cluster,
+                trace=trace,
+                policies=policies,
+                strategies=strategies,
+                seed=seed,
+                report=report,
+                as_json=as_json,
+                protocol=protocol,
+                load=load,
+                mode=mode,
+            )
+        )

@@ -5,16 +5,34 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.console import Console
+
+from dra.errors import GpudraError
+
+from ..outcome import Outcome, emit
+from ..terminal import progress_bar, styled
+from .simulate import input_error
+
+
+def sweep(config: Path) -> Outcome:
+    """Run every grid point with a progress bar on stderr; where the results are (exit 2 on bad input)."""
+    from simulator.sweep import load_sweep, run_sweep
+
+    err = Console(stderr=True)
+    try:
+        grid = load_sweep(config)
+        with progress_bar("sweep", err) as bar:
+            task = bar.add_task("sweep", total=len(grid.jobs))
+            rows = run_sweep(grid, lambda done, total: bar.update(task, completed=done))
+    except (GpudraError, OSError) as exc:
+        return input_error(exc)
+    return Outcome(stdout=styled(f"{len(rows)} runs -> {grid.output / 'results.csv'}, {grid.output / 'index.html'}"))
 
 
 def register(app: typer.Typer) -> None:
     @app.command("sweep")
-    def sweep(
+    def _sweep(
         config: Path = typer.Argument(..., help="Sweep YAML (clusters, traces, policies, strategies, seeds)."),
     ) -> None:
         """Run every grid point; writes results.csv, results.json and index.html to the config's output."""
-        from simulator.console import sweep_command
-
-        code = sweep_command(config)
-        if code:
-            raise typer.Exit(code)
+        emit(sweep(config))

@@ -12,9 +12,9 @@ MODULES = [
     "webhook.policy.decision",
     "webhook.policy.engine",
     "webhook.policy.facts",
+    "webhook.policy.inputs",
     "webhook.policy.loader",
     "webhook.policy.model",
-    "webhook.policy.report",
     "webhook.policy.testing",
     "webhook.translate",
 ]

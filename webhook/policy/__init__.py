@@ -7,6 +7,7 @@
 from .decision import ContainerRequest, Decision, Violation
 from .engine import MODE_LABEL, PolicySet
 from .facts import LEGACY_GPU, MIG_PREFIX, PodFacts, is_legacy_resource, pod_facts
+from .inputs import read_inputs
 from .loader import CompiledPolicy, load_policies, load_policy_text, shipped_policies_dir
 from .model import API_VERSION, KIND, GPUClaimPolicy
 
@@ -27,5 +28,6 @@ __all__ = [
     "load_policies",
     "load_policy_text",
     "pod_facts",
+    "read_inputs",
     "shipped_policies_dir",
 ]

@@ -15,7 +15,7 @@ MODULES = [
     "dra.gpus.slices",
     "dra.gpus.topology",
     "dra.inventory",
-    "dra.inventory.command",
+    "dra.inventory.sources",
     "dra.inventory.nvml",
     "dra.inventory.snapshot",
 ]

@@ -1,15 +1,12 @@
-"""The logic behind `gpudra inventory`: pick the source (live NVML, a snapshot file, the catalog), build this
-node's ResourceSlices through the one `node_from_snapshot` -> `node_resource_slices` path, and render them."""
+"""Where a node's inventory comes from: live NVML, a snapshot file or the catalog. Every source goes through the
+one `node_from_snapshot` -> `node_resource_slices` path to this node's ResourceSlices."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from pathlib import Path
-from typing import Any, Literal
-
-import yaml
+from typing import Any
 
 from dra.gpus import catalog
 from dra.gpus.devices import synthetic_node
@@ -17,9 +14,7 @@ from dra.gpus.slices import MigMode, node_resource_slices
 from dra.inventory.nvml import capture
 from dra.inventory.snapshot import load_snapshot, node_from_snapshot, save_snapshot, snapshot_from_node
 
-__all__ = ["default_node_name", "inventory_slices", "render", "write_capture"]
-
-Output = Literal["yaml", "json"]
+__all__ = ["default_node_name", "inventory_slices", "write_capture"]
 
 
 def default_node_name() -> str:
@@ -54,13 +49,3 @@ def write_capture(path: str | Path, *, node_name: str = "", nvml: Any | None = N
     snapshot = capture(nvml, node_name=node_name or default_node_name())
     save_snapshot(snapshot, path)
     return snapshot
-
-
-def render(objects: list[dict[str, Any]], output: Output = "yaml") -> str:
-    """YAML: a multi-document stream (`kubectl apply -f` reads it); JSON: a `v1` `List`, as `kubectl -o json`."""
-    if output == "json":
-        return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2) + "\n"
-    if output == "yaml":
-        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when present: 20x faster
-        return str(yaml.dump_all(objects, Dumper=dumper, sort_keys=False, explicit_start=True))
-    raise ValueError(f"output must be yaml or json (got {output!r})")

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dra.cel.tool import eval_expression, render
 from gpudra.cli import app
+from gpudra.commands.cel import evaluate
+from gpudra.render.cel import cel_literal
 
 DEVICE = """\
 name: gpu-0
@@ -30,43 +31,43 @@ def device_file(tmp_path: Path) -> Path:
 
 
 def test_json_result_with_device(device_file: Path) -> None:
-    out = eval_expression('device.capacity["gpu.nvidia.com"].memory', device=device_file, as_json=True)
-    assert out.exit_code == 0
-    assert json.loads(out.text) == {"result": "80Gi"}
+    out = evaluate('device.capacity["gpu.nvidia.com"].memory', device=device_file, as_json=True)
+    assert out.code == 0
+    assert json.loads(out.stdout) == {"result": "80Gi"}
 
 
 def test_driver_sets_the_bare_name_domain(device_file: Path) -> None:
-    out = eval_expression('"example.com" in device.attributes', device=device_file, driver="example.com", as_json=True)
-    assert json.loads(out.text) == {"result": True}
+    out = evaluate('"example.com" in device.attributes', device=device_file, driver="example.com", as_json=True)
+    assert json.loads(out.stdout) == {"result": True}
 
 
 def test_semver_canonical_in_json(device_file: Path) -> None:
-    out = eval_expression('device.attributes["gpu.nvidia.com"].cudaComputeCapability', device=device_file, as_json=True)
-    assert json.loads(out.text) == {"result": "9.0.0"}
+    out = evaluate('device.attributes["gpu.nvidia.com"].cudaComputeCapability', device=device_file, as_json=True)
+    assert json.loads(out.stdout) == {"result": "9.0.0"}
 
 
 def test_vars_use_admission_env() -> None:
-    out = eval_expression("object.spec.replicas * 2", variables=['object={"spec": {"replicas": 3}}'], as_json=True)
-    assert json.loads(out.text) == {"result": 6}
+    out = evaluate("object.spec.replicas * 2", variables=['object={"spec": {"replicas": 3}}'], as_json=True)
+    assert json.loads(out.stdout) == {"result": 6}
 
 
 def test_error_json_exit_2() -> None:
-    out = eval_expression("object.missing", variables=["object={}"], as_json=True)
-    assert out.exit_code == 2
-    assert json.loads(out.text) == {"error": "no such key: missing"}
+    out = evaluate("object.missing", variables=["object={}"], as_json=True)
+    assert out.code == 2
+    assert json.loads(out.stdout) == {"error": "no such key: missing"}
 
 
 def test_compile_error_plain_goes_to_stderr() -> None:
-    out = eval_expression("1 +")
-    assert out.exit_code == 2 and out.to_stderr and "Syntax error" in out.text
+    out = evaluate("1 +")
+    assert out.code == 2 and not out.stdout and "Syntax error" in out.stderr
 
 
 def test_bad_var_and_bad_device(tmp_path: Path) -> None:
-    assert "NAME=JSON" in eval_expression("1", variables=["nope"]).text
+    assert evaluate("1", variables=["nope"]).stderr == "error: --var expects NAME=JSON, got 'nope'\n"
     bad = tmp_path / "d.yaml"
     bad.write_text("- a\n- b\n")
-    assert "expected one device" in eval_expression("true", device=bad).text
-    assert eval_expression("true", device=tmp_path / "missing.yaml").exit_code == 2
+    assert "expected one device" in evaluate("true", device=bad).stderr
+    assert evaluate("true", device=tmp_path / "missing.yaml").code == 2
 
 
 @pytest.mark.parametrize(
@@ -83,14 +84,14 @@ def test_bad_var_and_bad_device(tmp_path: Path) -> None:
     ],
 )
 def test_plain_rendering(expr: str, text: str) -> None:
-    out = eval_expression(expr)
-    assert out.exit_code == 0
-    assert out.text == text
+    out = evaluate(expr)
+    assert out.code == 0
+    assert out.stdout == text + "\n"
 
 
 def test_render_bytes_and_timestamp() -> None:
-    assert render(b"ab") == 'b"ab"'
-    assert eval_expression("timestamp('2024-01-02T03:04:05Z')").text == 'timestamp("2024-01-02T03:04:05Z")'
+    assert cel_literal(b"ab") == 'b"ab"'
+    assert evaluate("timestamp('2024-01-02T03:04:05Z')").stdout == 'timestamp("2024-01-02T03:04:05Z")\n'
 
 
 def test_cli_wiring(device_file: Path) -> None:

@@ -1,0 +1,83 @@
+"""Policy results as `gpudra policy lint|test|explain` print them: listings, test diffs and one pod's decision."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from webhook.policy import Decision, PolicySet
+from webhook.policy.testing import PolicyTestResult
+
+from .documents import yaml_stream
+
+__all__ = ["explanation", "lint_listing", "policy_errors", "policy_test_report"]
+
+
+def policy_errors(policies: PolicySet) -> str:
+    """One `error: file:line:column: ...` line per policy that did not load or compile."""
+    return "".join(f"error: {e}\n" for e in policies.errors)
+
+
+def lint_listing(policies: PolicySet) -> str:
+    """One `ok` line per loaded policy: name, priority, mode and where it is defined."""
+    lines = [f"ok  {p.name:<24} priority {p.priority:<5} {p.mode:<8} {p.where}" for p in policies.policies]
+    return "\n".join(lines) + "\n"
+
+
+def policy_test_report(results: Sequence[PolicyTestResult]) -> tuple[str, int]:
+    """PASS/FAIL/ERROR lines (a diff under each failure) and the `N passed, M failed` total; and M."""
+    out: list[str] = []
+    passed = failed = 0
+    for result in results:
+        for error in result.errors:
+            out.append(f"ERROR {result.file}: {error}")
+            failed += 1
+        for case in result.cases:
+            if case.passed:
+                passed += 1
+                out.append(f"PASS  {result.file}: {case.name}")
+            else:
+                failed += 1
+                out.append(f"FAIL  {result.file}: {case.name}")
+                out.extend("      " + line for failure in case.failures for line in failure.splitlines())
+    out.append(f"{passed} passed, {failed} failed")
+    return "\n".join(out) + "\n", failed
+
+
+def _policy_state(name: str, decision: Decision) -> str:
+    if name == decision.policy:
+        return f"builds the claim ({decision.mode})"
+    if name in decision.matched:
+        return "matched"
+    if name in decision.shadowed:
+        return "matched, shadowed by a higher-priority claim policy"
+    return "not matched"
+
+
+def explanation(pod: dict[str, Any], policies: PolicySet, decision: Decision) -> str:
+    """Which policies matched and why, the verdict, each container's request, the claim, warnings, variables."""
+    meta = pod.get("metadata") or {}
+    name = meta.get("name") or (str(meta.get("generateName", "")) + "<generated>")
+    lines = [f"pod {decision.namespace}/{name}", "policies (in evaluation order):"]
+    for policy in policies.policies:
+        lines.append(f"  {policy.name:<20} priority {policy.priority:<5} {_policy_state(policy.name, decision)}")
+    lines.extend(f"  error: {e}" for e in policies.errors)
+    lines.append("verdict: " + ("allowed" if decision.allowed else f"denied ({decision.reason}): {decision.message}"))
+    for violation in decision.violations:
+        lines.append(f"  {violation.mode}: {violation.policy}: {violation.message}")
+    for request in decision.containers:
+        replaced = ", ".join(f"{k}={v}" for k, v in request.replaces.items())
+        where = f"{request.kind}[{request.index}]"
+        lines.append(f"container {request.container} ({where}): request {request.request}, replaces {replaced}")
+    if decision.claim is not None:
+        lines.append("claim:")
+        lines.extend("  " + line for line in yaml_stream([decision.claim]).splitlines())
+    for warning in decision.warnings:
+        lines.append(f"warning: {warning}")
+    if decision.variables:
+        lines.append("variables:")
+        for policy_name, values in decision.variables.items():
+            for var, value in values.items():
+                lines.append(f"  {policy_name}.{var} = {json.dumps(value, sort_keys=True)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,48 @@
+"""A simulation's comparison for the terminal: one line about the inputs, then one metric per row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+__all__ = ["COLUMNS", "comparison", "metric_text"]
+
+# (summary key, row title), in the order the table shows them
+COLUMNS = [
+    ("pods_placed", "placed"),
+    ("pods_pending", "pending"),
+    ("gpu_allocation_ratio", "GPU alloc"),
+    ("vram_waste_ratio", "VRAM waste"),
+    ("fragmentation_ratio", "frag"),
+    ("unallocated_gpus", "unalloc GPUs"),
+    ("nvlink_satisfied_ratio", "NVLink ok"),
+    ("mig_reconfigurations", "MIG reconf"),
+    ("drained_node_hours", "drained h"),
+    ("mean_pending_seconds", "wait s"),
+]
+
+
+def metric_text(value: Any) -> str:
+    """Ratios with three decimals, large numbers whole."""
+    if isinstance(value, float):
+        return f"{value:.3f}" if value < 10 else f"{value:.0f}"
+    return str(value)
+
+
+def comparison(summary: dict[str, Any]) -> tuple[str, Table]:
+    """The inputs line and the metrics table (a column per strategy) of a `SimulationResult.summary()`."""
+    info = summary["input"]
+    skipped = info["workload"]["skipped"] + info["cluster"]["skipped"]
+    heading = (
+        f"cluster {info['cluster']['name']}: {info['cluster']['nodes']} nodes, {info['cluster']['gpus']} GPUs; "
+        f"workload {info['workload']['source']}: {info['workload']['pods']} pods"
+        + (f" ({skipped} skipped, see --json)" if skipped else "")
+    )
+    table = Table(show_edge=False)
+    table.add_column("metric")
+    for name in summary["strategies"]:
+        table.add_column(name, justify="right")
+    for key, title in COLUMNS:
+        table.add_row(title, *(metric_text(row[key]) for row in summary["strategies"].values()))
+    return heading, table

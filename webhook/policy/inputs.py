@@ -1,0 +1,47 @@
+"""Reading the inputs of a policy decision from files: the Pod, and the Namespace it is decided in.
+
+`gpudra translate` and `gpudra policy explain` take these files; malformed ones are `InputError`s naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dra.errors import InputError
+
+__all__ = ["read_inputs"]
+
+
+def read_inputs(
+    pod_file: str | os.PathLike[str], namespace_file: str | os.PathLike[str] | None = None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The Pod of `pod_file` and a Namespace (from `namespace_file`, or a Namespace document beside the pod)."""
+    pod: dict[str, Any] | None = None
+    namespace: dict[str, Any] | None = None
+    for file, wanted in ((pod_file, "Pod"), (namespace_file, "Namespace")):
+        if file is None:
+            continue
+        try:
+            documents = [d for d in yaml.safe_load_all(Path(file).read_text(encoding="utf-8")) if d is not None]
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=str(file)) from exc
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise InputError(f"invalid YAML: {exc}", source=str(file), line=mark.line + 1 if mark else None) from exc
+        for document in documents:
+            if not isinstance(document, dict):
+                raise InputError(f"expected Kubernetes objects (got {type(document).__name__})", source=str(file))
+            kind = document.get("kind")
+            if kind == "Pod" and pod is None and wanted == "Pod":
+                pod = document
+            elif kind == "Namespace" and namespace is None:
+                namespace = document
+        found = pod if wanted == "Pod" else namespace
+        if found is None:
+            raise InputError(f"no {wanted} object in the file", source=str(file))
+    assert pod is not None
+    return pod, namespace
