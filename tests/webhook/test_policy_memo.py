@@ -11,7 +11,7 @@ import pytest
 
 from webhook.policy import PolicySet, load_policies, load_policy_text
 from webhook.policy._deps import ALL_VARIABLES, closure, reads
-from webhook.policy.engine import _Plan
+from webhook.policy._memo import Plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from policy_eval import generate_pods  # noqa: E402
@@ -50,7 +50,7 @@ def test_closure_follows_variables_through_levels() -> None:
 
 
 def test_plans_of_the_shipped_policies() -> None:
-    plans = {p.name: _Plan.of(p) for p in SHIPPED.policies}
+    plans = {p.name: Plan.of(p) for p in SHIPPED.policies}
     assert plans["whole-gpu"].fact_conditions == 1 and plans["whole-gpu"].claim_from_facts
     assert plans["guardrails"].fact_conditions == 1 and not plans["guardrails"].claim_from_facts
     assert plans["guardrails"].claim_reads is None  # no claim
@@ -118,7 +118,7 @@ spec:
     policies_list, errors = load_policy_text(text, "t.yaml")
     assert errors == []
     policies = PolicySet.of(policies_list)
-    plan = _Plan.of(policies.policies[0])
+    plan = Plan.of(policies.policies[0])
     assert plan.fact_conditions == 0 and not plan.claim_from_facts
     assert plan.claim_reads is not None and ("container", ("name",)) in plan.claim_reads
 

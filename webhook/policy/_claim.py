@@ -18,7 +18,7 @@ from . import _cel
 from ._eval import Failed, run
 from .loader import CompiledExpr, CompiledPolicy
 
-__all__ = ["BuiltRequest", "build_request", "validate_claim"]
+__all__ = ["BuiltRequest", "build_request", "claim_expressions", "validate_claim"]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # resource/v1 types.go: DeviceRequestsMaxSize, FirstAvailableDeviceRequestMaxSize, DeviceSelectorsMaxSize.
@@ -26,6 +26,17 @@ _MAX_REQUESTS = 32
 _MAX_SUBREQUESTS = 8
 _MAX_SELECTORS = 32
 _MAX_CONSTRAINTS = 32
+
+
+def claim_expressions(node: Any) -> list[CompiledExpr]:
+    """Every expression in a policy's `claim` tree, in document order."""
+    if isinstance(node, CompiledExpr):
+        return [node]
+    if isinstance(node, dict):
+        return [leaf for value in node.values() for leaf in claim_expressions(value)]
+    if isinstance(node, list):
+        return [leaf for value in node for leaf in claim_expressions(value)]
+    return []
 
 
 @dataclass(frozen=True)

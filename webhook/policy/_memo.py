@@ -1,0 +1,297 @@
+"""The policy engine's memo tables: what of one pod's evaluation can be reused for the next, keyed by exactly
+the inputs it can read, so that a decision never depends on what is in them.
+
+`PolicyMemo` belongs to one `PolicySet`: each policy's `Plan` (what of it is memoizable, decided once from its
+expressions' sources), the tables, and `for_pod`, the per-evaluation view that fingerprints the pod's inputs.
+Every table is a `MemoTable`, the one place where their size is bounded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from ._claim import BuiltRequest, claim_expressions
+from ._deps import Read, closure, path_closure, path_closure_levels, reads
+from .facts import ContainerFacts, PodFacts
+from .loader import CompiledExpr, CompiledPolicy
+
+__all__ = ["MAX_ENTRIES", "ClaimEntry", "MemoTable", "Plan", "PodMemo", "PolicyMemo", "ReadRecorder"]
+
+# Tables are dropped whole when they reach this many entries.
+MAX_ENTRIES = 4096
+# Inputs whose values the facts token (gpu), the container's legacy counts and the policy itself (params) pin down.
+FACT_ROOTS = frozenset({"gpu", "params"})
+_CLAIM_ROOTS = frozenset({"gpu", "params", "legacy"})
+_KEYABLE = frozenset({"gpu", "params", "legacy", "container", "object", "oldObject", "request", "namespaceObject"})
+ROOT_INPUTS = frozenset({"object", "oldObject", "request", "namespaceObject"})
+_UNKNOWN = object()
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class MemoTable(Generic[K, V]):
+    """A dict that is cleared whole when it reaches `max_entries`."""
+
+    __slots__ = ("_data", "max_entries")
+
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self._data: dict[K, V] = {}
+        self.max_entries = max_entries
+
+    def get(self, key: K) -> V | None:
+        return self._data.get(key)
+
+    def put(self, key: K, value: V) -> V:
+        if len(self._data) >= self.max_entries:
+            self._data.clear()
+        self._data[key] = value
+        return value
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class ReadRecorder(Protocol):
+    """The `variables` map as the memo sees it: reading a name, and recording the names read meanwhile."""
+
+    def __getitem__(self, name: str) -> Any: ...
+
+    def start_recording(self) -> list[str]: ...
+
+    def stop_recording(self, log: list[str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What of a policy can be memoized, decided once per policy from its expressions' sources.
+
+    `fact_conditions`: how many leading matchConditions read only `gpu` and `params`, so their outcome is a
+    function of the pod's GPU facts. `claim_from_facts`: the claim (tree and the variables it reads, transitively)
+    reads only `gpu`, `legacy` and `params`, so a container's request is a function of those and its name.
+    """
+
+    fact_conditions: int
+    claim_from_facts: bool
+    # The (root, path) reads of the claim (tree and the variables it reads), when all are memo-keyable.
+    claim_reads: tuple[Read, ...] | None = None
+
+    @classmethod
+    def of(cls, policy: CompiledPolicy) -> Plan:
+        count = 0
+        for _name, condition in policy.match_conditions:
+            roots, names = reads(condition.source)
+            if names or not roots <= FACT_ROOTS:
+                break
+            count += 1
+        from_facts = False
+        if policy.claim is not None:
+            claim_vars = {name: expr.source for name, expr in policy.claim.variables}
+            pod_vars = {name: expr.source for name, expr in policy.variables}
+            sources = [leaf.source for leaf in claim_expressions(policy.claim.tree)]
+            found = closure(sources, [claim_vars, pod_vars])
+            from_facts = found is not None and found <= _CLAIM_ROOTS
+            claim_paths = path_closure_levels(sources, [claim_vars, pod_vars])
+            if claim_paths is not None and all(root in _KEYABLE for root, _p in claim_paths):
+                return cls(count, from_facts, tuple(sorted(claim_paths)))
+        return cls(count, from_facts)
+
+
+def _pod_level_reads(policy: CompiledPolicy) -> dict[int, tuple[Read, ...]]:
+    """Pod-level expressions (by id) → the (root, path) reads their value depends on, variables followed; an
+    expression whose reads are not statically known is left out (never memoized)."""
+    variables = {name: expr.source for name, expr in policy.variables}
+    exprs = [c for _n, c in policy.match_conditions] + [v for _n, v in policy.variables]
+    for rule in (*policy.validations, *policy.warnings):
+        exprs.append(rule.expression)
+        if rule.message_expression is not None:
+            exprs.append(rule.message_expression)
+    out: dict[int, tuple[Read, ...]] = {}
+    for expr in exprs:
+        found = path_closure([expr.source], variables)
+        # Claim-scope roots cannot appear at pod level (compile rejects them there); be safe regardless.
+        if found is not None and all(root in ROOT_INPUTS or root in FACT_ROOTS for root, _p in found):
+            # `gpu` reads first: `PodMemo.value` keys them all by the facts token.
+            out[id(expr)] = tuple(sorted(found, key=lambda r: (r[0] != "gpu", r)))
+    return out
+
+
+def fingerprint(value: Any, path: tuple[str, ...]) -> Any:
+    """What an expression reading `path` of `value` can see: how deep the path exists, and the JSON text of the
+    value it stops at ("" when a mapping lacks the next field); None when that value is not JSON."""
+    depth = 0
+    for part in path:
+        if type(value) is not dict:
+            break
+        if part not in value:
+            return (depth, "")
+        value = value[part]
+        depth += 1
+    try:
+        return (depth, json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError):
+        return None
+
+
+def json_copy(data: Any) -> Any:
+    """A deep copy of JSON data (dicts and lists; leaves are immutable)."""
+    if type(data) is dict:
+        return {k: json_copy(v) for k, v in data.items()}
+    if type(data) is list:
+        return [json_copy(v) for v in data]
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimEntry:
+    """A memoized container request: the built request, the container's claim variables, and the pod-level
+    variable names building it read (read again on a hit, so the decision lists the same variables)."""
+
+    built: BuiltRequest
+    variables: Any
+    names: tuple[str, ...]
+
+    def copy(self) -> BuiltRequest:
+        """The request as a fresh object: the memo's own is shared between pods."""
+        built = self.built
+        return BuiltRequest(json_copy(built.request), json_copy(built.constraints), json_copy(built.config))
+
+
+class PolicyMemo:
+    """The memo tables of one `PolicySet`, with each policy's `Plan` and its pod-level expressions' reads.
+
+    The pod's GPU facts are keyed by a token, a small int handed out once per distinct `PodFacts.key` and never
+    reused, so keys stay cheap to hash however many containers a pod has.
+    """
+
+    __slots__ = ("_plans", "_reads", "_tokens", "_gpu", "_match", "_claim", "_value")
+
+    def __init__(self, policies: Sequence[CompiledPolicy]) -> None:
+        self._plans = {id(policy): Plan.of(policy) for policy in policies}
+        self._reads: dict[int, tuple[Read, ...]] = {}
+        for policy in policies:
+            self._reads.update(_pod_level_reads(policy))
+        self._tokens = itertools.count()
+        # GPU facts key → (token, `gpu` value); (policy, token) → leading fact conditions' outcome;
+        # claim key (see `PodMemo.claim_key`) → entry; (policy, expression, fingerprints) → (value, names read).
+        self._gpu: MemoTable[Any, tuple[int, dict[str, Any]]] = MemoTable()
+        self._match: MemoTable[tuple[int, int], bool] = MemoTable()
+        self._claim: MemoTable[Any, ClaimEntry] = MemoTable()
+        self._value: MemoTable[Any, tuple[Any, tuple[str, ...]]] = MemoTable()
+
+    def plan(self, policy: CompiledPolicy) -> Plan:
+        return self._plans.get(id(policy)) or Plan.of(policy)
+
+    def gpu(self, facts: PodFacts) -> tuple[int, dict[str, Any]]:
+        """(the facts token, the `gpu` CEL value) of a pod's facts."""
+        found = self._gpu.get(facts.key)
+        if found is None:
+            found = self._gpu.put(facts.key, (next(self._tokens), facts.to_cel()))
+        return found
+
+    def matched(self, policy: CompiledPolicy, token: int, compute: Callable[[], bool]) -> bool:
+        """The outcome of the policy's leading fact conditions (`Plan.fact_conditions`) for these facts."""
+        key = (id(policy), token)
+        found = self._match.get(key)
+        if found is None:
+            found = self._match.put(key, compute())
+        return found
+
+    def for_pod(self, base: Mapping[str, Any], token: int) -> PodMemo:
+        """The view for one evaluation: `base` holds the pod-level inputs (`object`, `request`, ...)."""
+        return PodMemo(self, base, token)
+
+    def sizes(self) -> dict[str, int]:
+        return {"gpu": len(self._gpu), "match": len(self._match), "claim": len(self._claim), "value": len(self._value)}
+
+
+class PodMemo:
+    """Memoizes one pod's expression values and container requests by the values at the field paths they can
+    read (see `_deps.paths`).
+
+    A key is (policy, expression, the JSON text of the subtree at each path, or where the path stops being a
+    mapping); `gpu` is keyed by the facts token and `params` by the policy. An input that is not JSON is never
+    memoized. Failures are not memoized, so they are raised again, by the same evaluation, every time.
+    """
+
+    __slots__ = ("_memo", "_base", "_token", "_seen")
+
+    def __init__(self, memo: PolicyMemo, base: Mapping[str, Any], token: int) -> None:
+        self._memo = memo
+        self._base = base
+        self._token = token
+        self._seen: dict[Read, Any] = {}
+
+    def _fingerprint(self, read: Read) -> Any:
+        found = self._seen.get(read, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = self._seen[read] = fingerprint(self._base[read[0]], read[1])
+        return found
+
+    def value(
+        self,
+        policy: CompiledPolicy,
+        expr: CompiledExpr,
+        compute: Callable[[], Any],
+        variables: ReadRecorder | None = None,
+    ) -> Any:
+        """`compute()`, or its memoized value; on a hit the variables it read are read again, in the same order,
+        so that the decision lists the same variables (`Decision.variables` shows those read)."""
+        reads_ = self._memo._reads.get(id(expr))
+        if reads_ is None:
+            return compute()
+        parts: list[Any] = [id(policy), id(expr), self._token if reads_ and reads_[0][0] == "gpu" else None]
+        for read in reads_:
+            if read[0] in ROOT_INPUTS:
+                found_print = self._fingerprint(read)
+                if found_print is None:
+                    return compute()
+                parts.append(found_print)
+        key = tuple(parts)
+        table = self._memo._value
+        found = table.get(key)
+        if found is not None:
+            value, names = found
+            if variables is not None:
+                for name in names:
+                    variables[name]
+            return value
+        log = variables.start_recording() if variables is not None else []
+        try:
+            value = compute()
+        finally:
+            if variables is not None:
+                variables.stop_recording(log)
+        table.put(key, (value, tuple(dict.fromkeys(log))))
+        return value
+
+    def claim_key(self, policy: CompiledPolicy, plan: Plan, container: ContainerFacts, local: Mapping[str, Any]) -> Any:
+        """The memo key of one container's claim request, or None when it cannot be memoized (an input is not
+        JSON, or the claim reads what no key covers)."""
+        if plan.claim_from_facts:
+            return (id(policy), self._token, container.name, tuple(container.legacy.items()))
+        if plan.claim_reads is None:
+            return None
+        parts: list[Any] = [id(policy), self._token]
+        for root, path in plan.claim_reads:
+            if root in ROOT_INPUTS:
+                found_print = self._fingerprint((root, path))
+            elif root in ("container", "legacy"):
+                found_print = fingerprint(local[root], path)
+            else:
+                continue  # gpu: the facts token; params: the policy
+            if found_print is None:
+                return None
+            parts.append(found_print)
+        parts.append(container.name)
+        return tuple(parts)
+
+    def claim(self, key: Any) -> ClaimEntry | None:
+        return self._memo._claim.get(key)
+
+    def store_claim(self, key: Any, entry: ClaimEntry) -> None:
+        self._memo._claim.put(key, entry)
