@@ -7,6 +7,7 @@ rollout and guardrails (cached briefly, since every GPU pod in a namespace asks 
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import threading
@@ -17,17 +18,33 @@ from typing import Any, Protocol, cast
 from dra.errors import GpudraError
 
 __all__ = [
+    "LAST_USED_ANNOTATION",
     "SPEC_DIGEST_ANNOTATION",
     "ApiServerError",
     "KubeSideEffects",
+    "KubeTemplateStore",
     "NamespaceCache",
     "TemplateResult",
     "TemplateWriter",
+    "api_client",
     "spec_digest",
 ]
 
 GROUP, VERSION, PLURAL = "resource.k8s.io", "v1", "resourceclaimtemplates"
 SPEC_DIGEST_ANNOTATION = "gpudra.io/spec-digest"
+# When the webhook last handed this template to a pod (RFC 3339, UTC); template garbage collection reads it.
+LAST_USED_ANNOTATION = "gpudra.io/last-used"
+LAST_USED_RESOLUTION = 60.0  # seconds: reusing a template stamps it at most this often
+
+
+def api_client(kubeconfig: str | None = None, *, in_cluster: bool = False) -> Any:
+    """A `kubernetes.client.ApiClient` from the pod's service account or a kubeconfig (the default one when None)."""
+    from kubernetes import client, config
+
+    if in_cluster:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+        return client.ApiClient()
+    return config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
 
 
 def spec_digest(template: dict[str, Any]) -> str:
@@ -75,6 +92,15 @@ class KubeSideEffects:
         return (self.timeout, self.timeout)
 
     def ensure_template(self, namespace: str, template: dict[str, Any]) -> TemplateResult:
+        for _ in range(3):  # a template collected between our read and our stamp is simply created again
+            result = self._ensure_once(namespace, template)
+            if result is not None:
+                return result
+        raise ApiServerError(
+            f"ResourceClaimTemplate {namespace}/{template['metadata']['name']} kept disappearing while being reused"
+        )
+
+    def _ensure_once(self, namespace: str, template: dict[str, Any]) -> TemplateResult | None:
         name = template["metadata"]["name"]
         digest = spec_digest(template)
         body = dict(template)
@@ -100,13 +126,35 @@ class KubeSideEffects:
         except Exception as exc:
             raise ApiServerError(self._explain("read ResourceClaimTemplate", namespace, name, exc)) from exc
         # The stored spec carries the API server's defaults, so the digest of what gpudra sent is compared.
-        existing_digest = (existing.get("metadata", {}).get("annotations") or {}).get(SPEC_DIGEST_ANNOTATION)
-        if existing_digest != digest:
+        annotations = existing.get("metadata", {}).get("annotations") or {}
+        if annotations.get(SPEC_DIGEST_ANNOTATION) != digest:
             raise ApiServerError(
                 f"ResourceClaimTemplate {namespace}/{name} exists with a different spec; "
                 "it was not created by gpudra for this request (rename or delete it)"
             )
+        if not self._stamp_if_stale(namespace, name, annotations.get(LAST_USED_ANNOTATION)):
+            return None
         return TemplateResult(name, namespace, created=False)
+
+    def _stamp_if_stale(self, namespace: str, name: str, last_used: Any) -> bool:
+        """Mark a reused template as used now (so collection leaves it alone); False when it is gone."""
+        now = dt.datetime.now(dt.UTC)
+        try:
+            stamped = dt.datetime.fromisoformat(str(last_used).replace("Z", "+00:00"))
+        except ValueError:
+            stamped = None
+        if stamped is not None and (now - stamped).total_seconds() < LAST_USED_RESOLUTION:
+            return True
+        patch = {"metadata": {"annotations": {LAST_USED_ANNOTATION: now.strftime("%Y-%m-%dT%H:%M:%SZ")}}}
+        try:
+            self._custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, patch, _request_timeout=self._timeout()
+            )
+        except Exception as exc:
+            if _status(exc) == 404:
+                return False
+            raise ApiServerError(self._explain("mark ResourceClaimTemplate used", namespace, name, exc)) from exc
+        return True
 
     def get_namespace(self, name: str) -> dict[str, Any] | None:
         try:
@@ -132,6 +180,70 @@ class KubeSideEffects:
             reason = getattr(exc, "reason", "") or ""
             return f"could not {what} {target}: API server answered {status} {reason}".strip()
         return f"could not {what} {target} within {self.timeout:g}s: {type(exc).__name__}: {exc}"
+
+
+class KubeTemplateStore:
+    """`webhook.template_gc.TemplateStore` over a `kubernetes.client.ApiClient` (paged lists, bounded calls)."""
+
+    PAGE = 500
+
+    def __init__(self, api_client: Any, *, timeout: float = 30.0) -> None:
+        from kubernetes import client
+
+        self._client = client
+        self._custom = client.CustomObjectsApi(api_client)
+        self._core = client.CoreV1Api(api_client)
+        self._serialize = api_client.sanitize_for_serialization
+        self.timeout = timeout
+
+    def list_templates(self, label_selector: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            try:
+                page = cast(dict[str, Any], self._custom.list_cluster_custom_object(
+                    GROUP, VERSION, PLURAL, label_selector=label_selector, limit=self.PAGE,
+                    _continue=token, _request_timeout=self.timeout,
+                ))  # fmt: skip
+            except Exception as exc:
+                raise ApiServerError(f"could not list ResourceClaimTemplates: {type(exc).__name__}: {exc}") from exc
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
+    def list_pods(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            try:
+                page = self._core.list_pod_for_all_namespaces(
+                    limit=self.PAGE, _continue=token, _request_timeout=self.timeout
+                )
+            except Exception as exc:
+                raise ApiServerError(f"could not list Pods: {type(exc).__name__}: {exc}") from exc
+            for pod in page.items or []:
+                spec, meta = pod.spec, pod.metadata
+                claims = [self._serialize(c) for c in ((spec.resource_claims if spec else None) or [])]
+                namespace = meta.namespace if meta else None
+                items.append({"metadata": {"namespace": namespace}, "spec": {"resourceClaims": claims}})
+            token = page.metadata._continue if page.metadata else None
+            if not token:
+                return items
+
+    def delete_template(self, namespace: str, name: str, resource_version: str) -> bool:
+        options = self._client.V1DeleteOptions(
+            preconditions=self._client.V1Preconditions(resource_version=resource_version or None)
+        )
+        try:
+            self._custom.delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, body=options, _request_timeout=self.timeout
+            )
+        except Exception as exc:
+            if _status(exc) in (404, 409):  # gone already, or stamped by the webhook since we listed it
+                return False
+            raise ApiServerError(f"could not delete ResourceClaimTemplate {namespace}/{name}: {exc}") from exc
+        return True
 
 
 class NamespaceCache:

@@ -13,13 +13,12 @@ import ssl
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from fastapi import FastAPI
 
 from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
 from webhook.app import DEFAULT_DEADLINE_SECONDS, create_app
-from webhook.kube import KubeSideEffects, NamespaceCache, TemplateWriter
+from webhook.kube import KubeSideEffects, NamespaceCache, TemplateWriter, api_client
 from webhook.metrics import WebhookMetrics
 from webhook.policy import PolicySet, load_policies
 from webhook.policy_store import PolicyStore
@@ -72,15 +71,6 @@ def _certificate(settings: ServeSettings) -> ReloadingCertificate | None:
     return _certificates[key]
 
 
-def _api_client(settings: ServeSettings) -> Any:
-    from kubernetes import client, config
-
-    if settings.in_cluster:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
-        return client.ApiClient()
-    return config.new_client_from_config(config_file=settings.kubeconfig)  # type: ignore[no-untyped-call]
-
-
 def refuse_empty(policies: PolicySet) -> str | None:
     """An empty set would let every GPU pod through untranslated and unchecked: never serve one."""
     if not policies.policies:
@@ -99,7 +89,9 @@ def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) 
     )
     metrics.policies_loaded.set(len(store.current.policies))
     if writer is None and settings.side_effects:
-        writer = KubeSideEffects(_api_client(settings), timeout=settings.api_timeout_seconds)
+        writer = KubeSideEffects(
+            api_client(settings.kubeconfig, in_cluster=settings.in_cluster), timeout=settings.api_timeout_seconds
+        )
     namespaces = NamespaceCache(writer) if writer is not None else None
     exempt = DEFAULT_EXEMPT_NAMESPACES | set(settings.exempt_namespaces)
     if os.environ.get("POD_NAMESPACE"):

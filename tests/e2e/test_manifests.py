@@ -86,11 +86,26 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
     assert netpol["spec"]["podSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
     assert [p["port"] for rule in netpol["spec"]["ingress"] for p in rule["ports"]] == [8443]
     assert {str(e["name"]) for e in container["env"]} >= {"POD_NAMESPACE"}
-    (role,) = by_kind(docs, "ClusterRole")
-    verbs = {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]}
-    assert verbs == {("resourceclaimtemplates", ("create", "get")), ("namespaces", ("get",))}
+    roles = {r["metadata"]["name"]: r for r in by_kind(docs, "ClusterRole")}
+    assert set(roles) == {"gpudra-webhook", "gpudra-template-gc"}
+
+    def verbs(role: dict[str, Any]) -> set[tuple[str, tuple[str, ...]]]:
+        return {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]}
+
+    assert verbs(roles["gpudra-webhook"]) == {
+        ("resourceclaimtemplates", ("create", "get", "patch")),
+        ("namespaces", ("get",)),
+    }
+    assert verbs(roles["gpudra-template-gc"]) == {("resourceclaimtemplates", ("list", "delete")), ("pods", ("list",))}
+    (cronjob,) = by_kind(docs, "CronJob")
+    job_pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert job_pod["serviceAccountName"] == "gpudra-template-gc" and cronjob["spec"]["concurrencyPolicy"] == "Forbid"
+    (gc_container,) = job_pod["containers"]
+    assert gc_container["args"][0] == "gc" and gc_container["securityContext"]["readOnlyRootFilesystem"]
+    assert job_pod["securityContext"]["runAsNonRoot"]
     if overlay == "overlays/openshift":
         assert "runAsUser" not in spec["securityContext"]
+        assert "runAsUser" not in job_pod["securityContext"]
         assert mutating["metadata"]["annotations"]["service.beta.openshift.io/inject-cabundle"] == "true"
         (service,) = by_kind(docs, "Service")
         assert service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"]
