@@ -7,6 +7,7 @@ error. Here it becomes a 400-style denial naming the field.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dra.errors import QuantityError
@@ -20,6 +21,7 @@ __all__ = ["MAX_DEVICES_PER_CLAIM", "check_pod_shape"]
 MAX_DEVICES_PER_CLAIM = 32
 
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def _bad(path: str, expected: str, value: Any) -> AdmissionDenied:
@@ -80,8 +82,16 @@ def _quantities(value: Any, path: str) -> int:
 def _container(value: Any, path: str) -> int:
     """Check one container; returns the legacy GPU devices it asks for."""
     container = _object(value, path, optional=False)
-    if not isinstance(container.get("name"), str):
-        raise _bad(f"{path}.name", "a string", container.get("name"))
+    name = container.get("name")
+    if not isinstance(name, str):
+        raise _bad(f"{path}.name", "a string", name)
+    if not _DNS_LABEL.fullmatch(name):  # the API server's own rule for container names (IsDNS1123Label)
+        raise AdmissionDenied(
+            f"gpudra: pod field {path}.name is {name[:80]!r}: a container name must be a lowercase RFC 1123 label "
+            "(at most 63 of a-z, 0-9 and '-', starting and ending with a letter or digit)",
+            code=400,
+            reason="BadRequest",
+        )
     resources = _object(container.get("resources", _ABSENT), f"{path}.resources")
     requested = _quantities(resources.get("requests", _ABSENT), f"{path}.resources.requests")
     limited = _quantities(resources.get("limits", _ABSENT), f"{path}.resources.limits")
