@@ -8,13 +8,13 @@ an `Allocator` reuse the parse across thousands of calls.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from dra.errors import InputError
+from dra.errors import InputError, QuantityError
+from dra.quantity import Quantity
 
 __all__ = [
     "Amount",
@@ -32,85 +32,32 @@ __all__ = [
     "parse_quantity",
 ]
 
-_QUANTITY = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?(?:(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?$")
-_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-
-
 # An exact amount: an int when the quantity is whole (fast), else a Fraction.
 Amount = int | Fraction
 
 
 @lru_cache(maxsize=65536)
 def parse_quantity(text: str) -> Amount:
-    """The exact value of a Kubernetes quantity string (`80Gi`, `1500m`, `1e3`), an int when whole."""
-    m = _QUANTITY.match(text.strip())
-    if m is None or (not m.group(2) and not m.group(3)):
-        raise InputError(f"quantity: expected a Kubernetes quantity such as 80Gi (got {text!r})")
-    sign, whole, frac, suffix, exp = m.groups()
-    value = Fraction(int(whole or "0"))
-    if frac:
-        value += Fraction(int(frac), 10 ** len(frac))
-    if suffix in _BINARY:
-        value *= 1024 ** _BINARY[suffix]
-    elif exp is not None:
-        value *= Fraction(10) ** int(exp)
-    else:
-        value *= Fraction(10) ** _DECIMAL[suffix or ""]
-    if sign == "-":
-        value = -value
+    """The value of a Kubernetes quantity string (`80Gi`, `1500m`, `1e3`) as `dra.quantity` reads it, an int when
+    whole (cached: the search loop asks for the same few strings again and again)."""
+    try:
+        value = Quantity.parse(text.strip()).value
+    except QuantityError as exc:
+        raise InputError(f"quantity: expected a Kubernetes quantity such as 80Gi (got {text!r}): {exc}") from None
     return int(value) if value.denominator == 1 else value
 
 
-def _binary_text(value: int) -> str:
-    if -1024 < value < 1024:
-        return str(value)
-    n, suffix = value, ""
-    for s in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"):
-        if n % 1024:
-            break
-        n //= 1024
-        suffix = s
-    return f"{n}{suffix}"
-
-
 def canonical_quantity(text: str) -> str:
-    """Kubernetes' canonical spelling of a quantity (via `dra.quantity` when it is importable)."""
-    try:
-        from dra.quantity import Quantity
-    except ImportError:  # dra.quantity not installed in this checkout: integer values only
-        value = parse_quantity(text)
-        if value.denominator == 1 and any(s in text for s in _BINARY):
-            return _binary_text(int(value))
-        return text
+    """Kubernetes' canonical spelling of a quantity."""
     return str(Quantity.parse(text))
-
-
-def _decimal_text(value: Amount) -> str:
-    for exp, suffix in (
-        (18, "E"),
-        (15, "P"),
-        (12, "T"),
-        (9, "G"),
-        (6, "M"),
-        (3, "k"),
-        (0, ""),
-        (-3, "m"),
-        (-6, "u"),
-        (-9, "n"),
-    ):
-        scaled = value / Fraction(10) ** exp
-        if scaled.denominator == 1 and (exp <= 0 or abs(scaled) >= 1):
-            return f"{int(scaled)}{suffix}"
-    return f"{math.ceil(value * 10**9)}n"
 
 
 def format_quantity(value: Amount, like: str) -> str:
     """The canonical text of `value` in the format of the quantity `like` (BinarySI if it has a binary suffix)."""
-    binary = any(like.strip().endswith(s) for s in _BINARY)
-    if binary and value.denominator == 1 and not -1024 < value < 1024:
-        return _binary_text(int(value))
-    return _decimal_text(value)
+    fmt = Quantity.parse(like.strip()).format
+    if isinstance(value, int):
+        return str(Quantity.from_scaled(value, 0, fmt))
+    return str(Quantity.from_scaled(math.ceil(value * 10**9), -9, fmt))  # quantities hold nano precision
 
 
 def as_dict(obj: Any) -> dict[str, Any]:

@@ -12,9 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra import cel as dra_cel
 from dra.allocator._errors import AllocationError
 from dra.allocator._objects import DeviceClass, Request, Slice, SliceDevice
 from dra.allocator.pools import Pool
+from dra.errors import CelCompileError, CelError, CelRuntimeError
 
 __all__ = [
     "CEL_COST_LIMIT",
@@ -32,19 +34,16 @@ CEL_COST_LIMIT = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost
 SelectorMatcher = Callable[[str, SliceDevice, str], bool]
 
 
-class SelectorCompileError(Exception):
+class SelectorCompileError(CelCompileError):
     """The expression does not compile."""
 
 
-class SelectorRuntimeError(Exception):
+class SelectorRuntimeError(CelRuntimeError):
     """The expression failed while evaluating one device."""
 
 
 def cel_selector_matcher() -> SelectorMatcher:
-    """A matcher backed by `dra.cel` (imported lazily so the allocator loads without it)."""
-    from dra import cel as dra_cel
-    from dra.errors import CelCompileError, CelError
-
+    """A matcher backed by `dra.cel`'s DRA selector environment."""
     env = dra_cel.Environment.dra_selector()
 
     def matches(driver: str, device: SliceDevice, expression: str) -> bool:
