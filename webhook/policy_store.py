@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
+from webhook.policy import policy_files
+
 __all__ = ["LoadedSet", "PolicyStore", "ReloadStatus"]
 
 log = logging.getLogger("gpudra.webhook.policies")
@@ -40,15 +42,10 @@ class ReloadStatus:
     reloads: int
 
 
-def _policy_files(directory: Path) -> list[Path]:
-    # Hidden entries (`..data`, `..2024_...`) are the mount's machinery, not policies.
-    return sorted(p for p in directory.iterdir() if not p.name.startswith(".") and p.suffix in (".yaml", ".yml"))
-
-
 def directory_digest(directory: Path) -> str:
     """A digest of the policy files' names and contents, following symlinks as a reader would."""
     h = hashlib.sha256()
-    for path in _policy_files(directory):
+    for path in policy_files([directory]):
         try:
             data = path.read_bytes()
         except OSError:

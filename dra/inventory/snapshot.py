@@ -15,11 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dra import gpus
 from dra.errors import InputError
-from dra.gpus import catalog
-from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu
-from dra.gpus.mig import MigGeometry, MigProfile
-from dra.gpus.topology import NvlinkTopology
+from dra.gpus import MigGeometry, MigInstance, MigProfile, NodeGpus, NvlinkTopology, PhysicalGpu
 from dra.inventory.nvml import SCHEMA, InventoryError, _short_bus_id
 
 __all__ = ["SCHEMA", "load_snapshot", "node_from_snapshot", "save_snapshot", "snapshot_from_node"]
@@ -112,7 +110,7 @@ def _profile_name(record: Mapping[str, Any], product: str) -> str:
     name = str(record.get("name") or "").removeprefix("MIG ").strip()
     if name:
         return name
-    model = catalog.find(product)
+    model = gpus.find(product)
     if model is not None and model.mig is not None:
         try:
             return model.mig.profile(int(record["id"])).name
@@ -187,7 +185,7 @@ def _topology(gpus: list[Mapping[str, Any]], p2p: Mapping[str, int | None]) -> N
 
 def _gpu(record: Mapping[str, Any]) -> PhysicalGpu:
     product = str(record["name"])
-    model = catalog.find(product)
+    model = gpus.find(product)
     cc = record.get("cudaComputeCapability")
     if cc is not None:
         compute_capability = f"{cc[0]}.{cc[1]}"

@@ -8,9 +8,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from dra.gpus import catalog
-from dra.gpus.devices import synthetic_node
-from dra.gpus.slices import MigMode, node_resource_slices
+from dra import gpus
+from dra.gpus import MigMode, node_resource_slices, synthetic_node
 from dra.inventory.nvml import capture
 from dra.inventory.snapshot import load_snapshot, node_from_snapshot, save_snapshot, snapshot_from_node
 
@@ -34,7 +33,7 @@ def inventory_slices(
 ) -> list[dict[str, Any]]:
     """ResourceSlices for a snapshot file, a catalog model (synthetic node) or, by default, this machine."""
     if catalog_model is not None:
-        node = synthetic_node(catalog.get(catalog_model), node_name or "node-0", count)
+        node = synthetic_node(gpus.get(catalog_model), node_name or "node-0", count)
         snapshot = snapshot_from_node(node)
     elif from_file is not None:
         snapshot = load_snapshot(from_file)

@@ -13,9 +13,8 @@ from pathlib import Path
 import typer
 
 from dra.errors import InputError
-from webhook.policy import PolicySet, load_policies, read_inputs, shipped_policies_dir
-from webhook.policy.loader import policy_files
-from webhook.policy.testing import run_tests
+from webhook.policy import PolicySet, load_policies, policy_files, read_inputs, shipped_policies_dir
+from webhook.policy_testing import run_tests
 
 from ..outcome import Outcome, emit
 from ..render.policy import explanation, lint_listing, policy_errors, policy_test_report

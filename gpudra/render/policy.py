@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from webhook.policy import Decision, PolicySet
-from webhook.policy.testing import PolicyTestResult
+from webhook.policy_testing import PolicyTestResult
 
 from .documents import yaml_stream
 

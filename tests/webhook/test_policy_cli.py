@@ -143,7 +143,7 @@ def test_the_shipped_policies_are_installed_with_the_package(tmp_path: Path) -> 
         "whole-gpu.yaml",
     ]
     check = (
-        "import webhook.policy as p, webhook.policy.testing as t;"
+        "import webhook.policy as p, webhook.policy_testing as t;"
         "s = p.load_policies(); assert not s.errors, s.errors; print(p.__file__, len(s.policies),"
         " all(r.passed for r in t.run_tests()))"
     )

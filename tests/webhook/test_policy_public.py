@@ -12,10 +12,11 @@ MODULES = [
     "webhook.policy.decision",
     "webhook.policy.engine",
     "webhook.policy.facts",
+    "webhook.policy.files",
     "webhook.policy.inputs",
     "webhook.policy.loader",
     "webhook.policy.model",
-    "webhook.policy.testing",
+    "webhook.policy_testing",
     "webhook.translate",
 ]
 
@@ -40,6 +41,6 @@ def test_all_is_sorted_and_complete(name: str) -> None:
 
 def test_the_package_face_reexports_the_engine() -> None:
     import webhook.policy as policy
-    from webhook.policy import engine, loader
+    from webhook.policy import engine, files
 
-    assert policy.PolicySet is engine.PolicySet and policy.load_policies is loader.load_policies
+    assert policy.PolicySet is engine.PolicySet and policy.load_policies is files.load_policies

@@ -1,14 +1,16 @@
 """The policy engine: load `GPUClaimPolicy` files, compile their CEL once, and decide what happens to a pod.
 
 `load_policies(*paths)` → `PolicySet`; `PolicySet.evaluate(pod, namespace, request)` → `Decision`;
-`run_tests(*paths)` runs policy test files (`gpudra policy test`). The file format is in docs/policy-authoring.md.
+`webhook.policy_testing.run_tests(*paths)` runs policy test files (`gpudra policy test`). The file format is in
+docs/policy-authoring.md.
 """
 
 from .decision import ContainerRequest, Decision, Violation
 from .engine import MODE_LABEL, PolicySet
 from .facts import LEGACY_GPU, MIG_PREFIX, PodFacts, is_legacy_resource, pod_facts
+from .files import load_policies, policy_files, shipped_policies_dir
 from .inputs import read_inputs
-from .loader import CompiledPolicy, load_policies, load_policy_text, shipped_policies_dir
+from .loader import CompiledPolicy, load_policy_text
 from .model import API_VERSION, KIND, GPUClaimPolicy
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "load_policies",
     "load_policy_text",
     "pod_facts",
+    "policy_files",
     "read_inputs",
     "shipped_policies_dir",
 ]

@@ -6,12 +6,10 @@ left out; the other policies still load. Nothing here evaluates a pod: see `engi
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path as FsPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -22,18 +20,12 @@ from . import _cel
 from ._yaml import LocatedDocument, Path, Positions, load_located
 from .model import API_VERSION, KIND, GPUClaimPolicy, is_expression
 
-if TYPE_CHECKING:
-    from .engine import PolicySet
-
 __all__ = [
     "CompiledClaim",
     "CompiledExpr",
     "CompiledPolicy",
     "CompiledRule",
-    "load_policies",
     "load_policy_text",
-    "policy_files",
-    "shipped_policies_dir",
 ]
 
 _SUFFIXES = (".yaml", ".yml")
@@ -303,49 +295,3 @@ def load_policy_text(text: str, file: str = "<string>") -> tuple[list[CompiledPo
         if policy is not None:
             policies.append(policy)
     return policies, errors
-
-
-def policy_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[FsPath]:
-    """The policy files named by `paths`: files as given, directories' own *.yaml/*.yml sorted by name."""
-    for raw in paths:
-        path = FsPath(raw)
-        if path.is_dir():
-            yield from sorted(p for p in path.iterdir() if p.is_file() and p.suffix in _SUFFIXES)
-        else:
-            yield path
-
-
-def shipped_policies_dir() -> FsPath:
-    """The shipped `policies/` directory (installed with the package as `webhook/policy/policies`)."""
-    return FsPath(__file__).resolve().parent / "policies"
-
-
-def load_policies(*paths: str | os.PathLike[str]) -> PolicySet:
-    """Load and compile every policy under `paths` (default: the shipped set) into a `PolicySet`."""
-    from .engine import PolicySet
-
-    policies: list[CompiledPolicy] = []
-    errors: list[PolicyError] = []
-    seen: dict[str, CompiledPolicy] = {}
-    for file in policy_files(paths or (shipped_policies_dir(),)):
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            errors.append(PolicyError(f"cannot read policy file: {exc.strerror}", file=str(file)))
-            continue
-        loaded, file_errors = load_policy_text(text, str(file))
-        errors.extend(file_errors)
-        for policy in loaded:
-            earlier = seen.get(policy.name)
-            if earlier is not None:
-                errors.append(
-                    PolicyError(
-                        f"duplicate policy name {policy.name!r} (first defined at {earlier.where})",
-                        file=policy.file,
-                        line=policy.line,
-                    )
-                )
-                continue
-            seen[policy.name] = policy
-            policies.append(policy)
-    return PolicySet.of(policies, errors)

@@ -18,9 +18,8 @@ from typing import Any
 import yaml
 
 from dra.errors import PolicyError
-
-from .engine import PolicySet
-from .loader import load_policies, shipped_policies_dir
+from webhook.policy import PolicySet, load_policies, shipped_policies_dir
+from webhook.translate import translate
 
 __all__ = ["TEST_KIND", "CaseResult", "PolicyTestResult", "find_test_files", "run_test_file", "run_tests"]
 
@@ -109,8 +108,6 @@ def _compare(name: str, expect: Mapping[str, Any], outcome: Mapping[str, Any]) -
 def _run_case(
     policies: PolicySet, case: Mapping[str, Any], pods: Mapping[str, Any], namespaces: Mapping[str, Any]
 ) -> CaseResult:
-    from webhook.translate import translate
-
     name = str(case.get("name", "<unnamed>"))
     pod = case.get("pod")
     if isinstance(pod, str):

@@ -1,0 +1,63 @@
+"""Policy files on disk: which files a directory holds, the shipped set, and loading them into a `PolicySet`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from dra.errors import PolicyError
+
+from .engine import PolicySet
+from .loader import CompiledPolicy, load_policy_text
+
+__all__ = ["POLICY_SUFFIXES", "load_policies", "policy_files", "shipped_policies_dir"]
+
+POLICY_SUFFIXES = (".yaml", ".yml")
+
+
+def policy_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """The policy files named by `paths`: files as given; a directory's own *.yaml/*.yml, sorted by name, without
+    hidden entries (a ConfigMap mount's `..data` and `..2026_...` are its machinery, not policies)."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from sorted(
+                p for p in path.iterdir() if not p.name.startswith(".") and p.suffix in POLICY_SUFFIXES and p.is_file()
+            )
+        else:
+            yield path
+
+
+def shipped_policies_dir() -> Path:
+    """The shipped `policies/` directory (installed with the package as `webhook/policy/policies`)."""
+    return Path(__file__).resolve().parent / "policies"
+
+
+def load_policies(*paths: str | os.PathLike[str]) -> PolicySet:
+    """Load and compile every policy under `paths` (default: the shipped set) into a `PolicySet`."""
+    policies: list[CompiledPolicy] = []
+    errors: list[PolicyError] = []
+    seen: dict[str, CompiledPolicy] = {}
+    for file in policy_files(paths or (shipped_policies_dir(),)):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            errors.append(PolicyError(f"cannot read policy file: {exc.strerror}", file=str(file)))
+            continue
+        loaded, file_errors = load_policy_text(text, str(file))
+        errors.extend(file_errors)
+        for policy in loaded:
+            earlier = seen.get(policy.name)
+            if earlier is not None:
+                errors.append(
+                    PolicyError(
+                        f"duplicate policy name {policy.name!r} (first defined at {earlier.where})",
+                        file=policy.file,
+                        line=policy.line,
+                    )
+                )
+                continue
+            seen[policy.name] = policy
+            policies.append(policy)
+    return PolicySet.of(policies, errors)
