@@ -7,7 +7,7 @@ YAML (`kind: SimCluster` optional):
     pools:
       - name: hgx
         count: 4
-        gpu: H100-SXM5-80GB        # a dra.gpus catalog key (or a simulator.gputypes table key)
+        gpu: H100-SXM5-80GB        # a dra.gpus catalog key, NVML product name or alias (or an openb trace label)
         gpus: 8                    # GPUs per node
         cpu: 192                   # cores (or cpu_milli:)
         memory: 2048Gi             # quantity (or memory_mib:)
@@ -22,26 +22,32 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, cast
 
 import yaml
 
-from dra.errors import TraceError
-
-from .gputypes import GpuType, MigProfile, UnknownGpuModel, resolve_gpu_type
-from .traces.jsonl import parse_quantity
+from dra.errors import InputError, QuantityError, TraceError
+from dra.gpus import GPUModel, MigProfile, Placement, catalog
+from dra.quantity import Quantity
 
 __all__ = [
     "OPENB_MODEL_MAP",
     "ClusterSpec",
+    "Layout",
     "NodeSpec",
     "default_cluster",
     "load_cluster",
+    "mig_profile",
+    "mig_profiles",
     "nvlink_groups",
     "place_layout",
     "read_openb_nodes",
+    "resolve_gpu",
 ]
+
+Layout = tuple[Placement, ...]  # a static MIG layout of one GPU, sorted by start
 
 # The openb trace names its newest GPUs G1/G2/G3 without saying what they are; this default guess maps
 # them to catalog models, and `model_map` overrides it.
@@ -50,6 +56,37 @@ OPENB_MODEL_MAP: dict[str, str] = {
     "G2": "A100-SXM4-80GB",
     "G3": "H100-SXM5-80GB",
 }
+
+
+# Names the simulator has always read as the openb trace's models (with their pinned figures), besides the labels.
+_TRACE_ALIASES = {"V100-SXM2-16GB": "V100M16", "V100-SXM2-32GB": "V100M32", "TESLA-T4": "T4", "L40S-48GB": "L40S"}
+
+
+def resolve_gpu(name: str) -> GPUModel:
+    """The GPU model `name` names: the openb trace's own models for its labels (`dra.gpus.trace_model`, their
+    figures pinned for the FGD comparison), else the catalog's (keys, NVML product names, aliases).
+
+    Raises `InputError` naming the model and the known keys."""
+    key = _TRACE_ALIASES.get(name.strip().upper(), name)
+    model = catalog.trace_model(key) or catalog.find(key)
+    if model is None:
+        known = sorted({m.key for m in (*catalog.trace_models(), *catalog.all_models())})
+        raise InputError(f"unknown GPU model {name!r} (known: {', '.join(known)}; NVML product names are accepted too)")
+    return model
+
+
+def mig_profiles(gpu: GPUModel | None) -> tuple[MigProfile, ...]:
+    """The MIG profiles the simulator places on `gpu`: its geometry's, without the `+me` variants (none: no MIG)."""
+    return () if gpu is None or gpu.mig is None else gpu.mig.base_profiles
+
+
+def mig_profile(gpu: GPUModel, name: str) -> MigProfile:
+    """One of `mig_profiles(gpu)` by name; KeyError naming the ones there are."""
+    for prof in mig_profiles(gpu):
+        if prof.name == name:
+            return prof
+    names = ", ".join(p.name for p in mig_profiles(gpu)) or "none"
+    raise KeyError(f"GPU {gpu.key} has no MIG profile {name!r} (profiles: {names})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +98,10 @@ class NodeSpec:
     cpu_milli: int
     memory_mib: int
     gpu_count: int = 0
-    gpu: GpuType | None = None
+    gpu: GPUModel | None = None
     model_label: str = ""  # the model name the trace uses (gpu_spec matches it)
     mig: str = "none"
-    layout: tuple[tuple[MigProfile, int], ...] = ()  # static: (profile, start) per GPU
+    layout: Layout = ()  # static: the MIG layout of every GPU
     sharing: bool = True  # GPUs published with allowMultipleAllocations (DRA consumable capacity)
 
     @property
@@ -104,7 +141,7 @@ class ClusterSpec:
         }
 
 
-def nvlink_groups(gpu: GpuType | None, count: int) -> tuple[tuple[int, ...], ...]:
+def nvlink_groups(gpu: GPUModel | None, count: int) -> tuple[tuple[int, ...], ...]:
     """GPU index sets connected by NVLink on one node: all (NVSwitch, mesh), pairs, or none (singletons)."""
     if gpu is None or count == 0:
         return ()
@@ -115,26 +152,11 @@ def nvlink_groups(gpu: GpuType | None, count: int) -> tuple[tuple[int, ...], ...
     return tuple((i,) for i in range(count))
 
 
-def place_layout(gpu: GpuType, names: list[str]) -> tuple[tuple[MigProfile, int], ...] | None:
-    """Start positions for MIG profiles `names` on one GPU (no shared memory slice, <= 7 compute), or None."""
-    profiles = sorted((gpu.profile(n) for n in names), key=lambda p: -p.memory_slices)
-    if sum(p.compute_slices for p in profiles) > 7:
+def place_layout(gpu: GPUModel, names: list[str]) -> Layout | None:
+    """A layout of MIG profiles `names` on one GPU (`MigGeometry.place`), or None when they cannot coexist."""
+    if gpu.mig is None:
         return None
-
-    def search(i: int, used: int) -> list[tuple[MigProfile, int]] | None:
-        if i == len(profiles):
-            return []
-        prof = profiles[i]
-        for start in prof.starts:
-            bits = ((1 << prof.memory_slices) - 1) << start
-            if start + prof.memory_slices <= 8 and not used & bits:
-                rest = search(i + 1, used | bits)
-                if rest is not None:
-                    return [(prof, start), *rest]
-        return None
-
-    found = search(0, 0)
-    return None if found is None else tuple(sorted(found, key=lambda ps: ps[1]))
+    return gpu.mig.place([mig_profile(gpu, n) for n in names])
 
 
 def _line_of(node: yaml.Node | None) -> int | None:
@@ -195,6 +217,14 @@ def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -
     return ClusterSpec(name=str(data.get("name", path.stem)), nodes=nodes, source=str(path), device_plugin=knobs)
 
 
+def _quantity(pool: dict[str, Any], name: str, default: str | int) -> Fraction:
+    """Field `name` of a pool as a Kubernetes quantity; ValueError naming the field."""
+    try:
+        return Quantity.coerce(pool.get(name, default)).value
+    except QuantityError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
 def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec]:
     def fail(message: str) -> TraceError:
         return TraceError(f"pools[{index}]: {message}", source=source, line=line)
@@ -208,29 +238,25 @@ def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec
     name = str(pool.get("name", f"pool-{index}"))
     try:
         count = int(pool.get("count", 1))
-        cpu = int(pool["cpu_milli"]) if "cpu_milli" in pool else int(parse_quantity(pool.get("cpu", 64)) * 1000)
-        memory = (
-            int(pool["memory_mib"])
-            if "memory_mib" in pool
-            else int(parse_quantity(pool.get("memory", "512Gi")) / 2**20)
-        )
+        cpu = int(pool["cpu_milli"]) if "cpu_milli" in pool else int(_quantity(pool, "cpu", 64) * 1000)
+        memory = int(pool["memory_mib"]) if "memory_mib" in pool else int(_quantity(pool, "memory", "512Gi") / 2**20)
         gpus = int(pool.get("gpus", 0 if pool.get("gpu") is None else 8))
     except (TypeError, ValueError) as exc:
         raise fail(str(exc)) from exc
     if count < 0 or gpus < 0 or cpu <= 0 or memory <= 0:
         raise fail("count and gpus must be >= 0, cpu and memory > 0")
-    gpu: GpuType | None = None
+    gpu: GPUModel | None = None
     if gpus:
         if not pool.get("gpu"):
             raise fail("gpus given without a gpu model")
         try:
-            gpu = resolve_gpu_type(str(pool["gpu"]))
-        except UnknownGpuModel as exc:
-            raise fail(str(exc.args[0])) from exc
+            gpu = resolve_gpu(str(pool["gpu"]))
+        except InputError as exc:
+            raise fail(exc.message) from exc
     mig_value = pool.get("mig", "none")
-    mig, layout = "none", cast(tuple[tuple[MigProfile, int], ...], ())
+    mig, layout = "none", cast(Layout, ())
     if isinstance(mig_value, list):
-        if gpu is None or not gpu.mig_capable:
+        if gpu is None or gpu.mig is None:
             raise fail(f"static MIG layout on a GPU without MIG ({pool.get('gpu')})")
         try:
             placed = place_layout(gpu, [str(n) for n in mig_value])
@@ -241,7 +267,7 @@ def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec
         mig, layout = "static", placed
     elif mig_value in ("dynamic", "none", None):
         mig = str(mig_value or "none")
-        if mig == "dynamic" and (gpu is None or not gpu.mig_capable):
+        if mig == "dynamic" and (gpu is None or gpu.mig is None):
             raise fail(f"dynamic MIG on a GPU without MIG ({pool.get('gpu')})")
     else:
         raise fail(f"mig must be none, dynamic or a list of profiles (got {mig_value!r})")
@@ -286,9 +312,9 @@ def read_openb_nodes(path: str | Path, *, model_map: dict[str, str] | None = Non
             gpu = None
             if gpus:
                 try:
-                    gpu = resolve_gpu_type(mapping.get(label, label))
-                except UnknownGpuModel as exc:
-                    raise TraceError(f"{exc.args[0]}; map it with model_map", source=str(path), line=line) from None
+                    gpu = resolve_gpu(mapping.get(label, label))
+                except InputError as exc:
+                    raise TraceError(f"{exc.message}; map it with model_map", source=str(path), line=line) from None
             nodes.append(NodeSpec(row["sn"].strip(), label or "cpu", cpu, mem, gpus, gpu, label))
     return ClusterSpec(name=path.stem, nodes=nodes, source=str(path))
 

@@ -16,8 +16,7 @@ from typing import Any
 from dra.documents import load_documents
 from dra.errors import InputError, TraceError
 
-from .cluster import ClusterSpec, NodeSpec, place_layout
-from .gputypes import MigProfile, UnknownGpuModel, resolve_gpu_type
+from .cluster import ClusterSpec, Layout, NodeSpec, place_layout, resolve_gpu
 
 __all__ = ["SNAPSHOT_SCHEMA", "cluster_from_slices", "cluster_from_snapshots", "load_slices"]
 
@@ -70,9 +69,9 @@ def cluster_from_slices(
             skipped["node without GPU devices"] += 1
             continue
         try:
-            gpu = resolve_gpu_type(product)
-        except UnknownGpuModel as exc:
-            raise TraceError(f"node {name}: {exc.args[0]}", source=source) from None
+            gpu = resolve_gpu(product)
+        except InputError as exc:
+            raise TraceError(f"node {name}: {exc.message}", source=source) from None
         whole = {_attr(d, "uuid") or d.get("name") for d in devices if _attr(d, "type") == "gpu"}
         dynamic = any(d.get("consumesCounters") for d in devices if _attr(d, "type") == "mig")
         sharing = any(d.get("allowMultipleAllocations") for d in devices)
@@ -87,7 +86,7 @@ def cluster_from_slices(
             )
             continue
         count = len(whole - set(static)) + len(static)
-        layout: tuple[tuple[MigProfile, int], ...] = ()
+        layout: Layout = ()
         if static:
             common = Counter(tuple(sorted(p)) for p in static.values()).most_common(1)[0][0]
             if len(static) != count or len({tuple(sorted(p)) for p in static.values()}) > 1:
@@ -103,7 +102,7 @@ def cluster_from_slices(
 def cluster_from_snapshots(paths: list[Path], *, cpu_milli: int = 64000, memory_mib: int = 524288) -> ClusterSpec:
     """Inventory snapshots (`gpudra inventory`, one node each) turned into the slices the driver would publish."""
     from dra.gpus import node_resource_slices
-    from dra.inventory.snapshot import load_snapshot, node_from_snapshot
+    from dra.inventory import InventoryError, load_snapshot, node_from_snapshot
 
     slices: list[dict[str, Any]] = []
     for path in paths:
@@ -111,7 +110,7 @@ def cluster_from_snapshots(paths: list[Path], *, cpu_milli: int = 64000, memory_
             node = node_from_snapshot(load_snapshot(path))
         except InputError as exc:
             raise TraceError(exc.message, source=exc.source or str(path), line=exc.line) from exc
-        except ValueError as exc:  # InventoryError: a malformed GPU record
+        except (InventoryError, ValueError) as exc:  # a malformed GPU record, or values of the wrong type
             raise TraceError(str(exc), source=str(path)) from exc
         slices.extend(node_resource_slices(node, mig_mode="static"))
     source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} snapshots"

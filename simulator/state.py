@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .cluster import ClusterSpec, NodeSpec, nvlink_groups
-from .gputypes import MigProfile
+from dra.gpus import MigProfile
+
+from .cluster import ClusterSpec, Layout, NodeSpec, nvlink_groups
 from .workload import SimPod
 
 __all__ = ["Allocation", "ClusterState", "GpuInfo", "GpuState", "NodeState", "Part", "Sig"]
@@ -52,7 +53,7 @@ class GpuState:
 
     __slots__ = ("mode", "memory", "free_milli", "free_vram", "share_type", "slots", "used", "mask", "compute", "whole")
 
-    def __init__(self, mode: int, memory: int, layout: tuple[tuple[MigProfile, int], ...] = ()) -> None:
+    def __init__(self, mode: int, memory: int, layout: Layout = ()) -> None:
         self.mode = mode
         self.memory = memory
         self.share_type = 0  # PLAIN: gpu_milli of the sharing pods when all equal, -1 when mixed
@@ -62,8 +63,8 @@ class GpuState:
         self.compute = 0  # DYNAMIC: compute slices in use
         self.whole = False  # DYNAMIC: the whole GPU is allocated
         if mode == STATIC:
-            self.free_milli = sum(p.compute_milli for p, _ in layout)
-            self.free_vram = sum(p.memory_mib for p, _ in layout)
+            self.free_milli = sum(pl.profile.compute_milli for pl in layout)
+            self.free_vram = sum(pl.profile.memory_mib for pl in layout)
         else:
             self.free_milli, self.free_vram = 1000, memory
 
@@ -106,7 +107,7 @@ class NodeState:
         self.canon = [i for group in groups for _, i in group]
         return (self.template, self.free_cpu, self.free_mem, tuple(tuple(s for s, _ in g) for g in groups))
 
-    def set_mig(self, mode: str, layout: tuple[tuple[MigProfile, int], ...]) -> None:
+    def set_mig(self, mode: str, layout: Layout) -> None:
         """Repartition every GPU (the node must be empty): device-plugin MIG reconfiguration."""
         code = {"none": PLAIN, "static": STATIC, "dynamic": DYNAMIC}[mode]
         memory = self.spec.gpu.memory_mib if self.spec.gpu else 0
@@ -126,6 +127,11 @@ def _whole_free(g: tuple[Any, ...]) -> bool:
     if g[0] == DYNAMIC:
         return not g[1] and g[2] == 0
     return False
+
+
+def _slot(gpu: GpuState, part: Part) -> int:
+    """The static MIG slot a part holds on `gpu`."""
+    return next(i for i, pl in enumerate(gpu.slots) if pl.profile == part.profile and pl.start == part.start)
 
 
 def _group_key(group: list[tuple[tuple[Any, ...], int]]) -> tuple[Any, ...]:
@@ -198,7 +204,9 @@ class ClusterState:
             if part.kind == "mig":
                 assert part.profile is not None
                 if gpu.mode == STATIC:
-                    slot = next(i for i, (p, s) in enumerate(gpu.slots) if p == part.profile and s == part.start)
+                    slot = next(
+                        i for i, pl in enumerate(gpu.slots) if pl.profile == part.profile and pl.start == part.start
+                    )
                     gpu.used[slot] += 1
                 else:
                     gpu.mask |= ((1 << part.profile.memory_slices) - 1) << part.start
@@ -244,7 +252,9 @@ class ClusterState:
             if part.kind == "mig":
                 assert part.profile is not None
                 if gpu.mode == STATIC:
-                    slot = next(i for i, (p, s) in enumerate(gpu.slots) if p == part.profile and s == part.start)
+                    slot = next(
+                        i for i, pl in enumerate(gpu.slots) if pl.profile == part.profile and pl.start == part.start
+                    )
                     gpu.used[slot] -= 1
                 else:
                     gpu.mask &= ~(((1 << part.profile.memory_slices) - 1) << part.start)

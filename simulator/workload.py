@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SimPod", "Workload"]
+__all__ = ["SimPod", "Workload", "legacy_pod"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,16 @@ class SimPod:
         """Requested GPU compute in GPUs (0.3 for a 300-milli pod, 4.0 for four whole GPUs)."""
         return self.num_gpu * self.gpu_milli / 1000 if self.is_gpu else 0.0
 
+    def as_pod(self) -> dict[str, Any]:
+        """The Pod the policies see: the trace's own Pod spec, or the device-plugin era Pod its demand stands for
+        (`legacy_pod`: `nvidia.com/gpu: N`, and the VRAM annotation for a fraction of a GPU)."""
+        if self.pod:
+            return self.pod
+        return legacy_pod(
+            self.name, self.cpu_milli, self.memory_mib, self.num_gpu, self.workload_class,
+            vram_mib=self.vram_mib if self.is_shared else None,
+        )  # fmt: skip
+
     @property
     def shape(self) -> tuple[int, int, int, int, int, tuple[str, ...]]:
         """The fields placement depends on; pods of one shape get one cached decision."""
@@ -78,3 +88,31 @@ class Workload:
             "skipped": sum(self.skipped.values()),
             "skipped_reasons": {r: {"count": n, "examples": self.examples.get(r, [])} for r, n in self.skipped.items()},
         }
+
+
+def legacy_pod(
+    name: str, cpu_milli: int, memory_mib: int, gpus: int, workload_class: str, *, vram_mib: int | None = None
+) -> dict[str, Any]:
+    """A device-plugin era Pod asking for `gpus` whole GPUs, as users write it today.
+
+    Fractional jobs say how much memory they need (`gpudra.io/vram`, read by the right-size policy); LLM
+    serving pods run vLLM with `--tensor-parallel-size`, training pods are Ray workers (the multi-gpu policy).
+    """
+    resources: dict[str, Any] = {"cpu": f"{cpu_milli}m", "memory": f"{memory_mib}Mi"}
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": "registry.example/app:1",
+        "resources": {"requests": resources, "limits": {"nvidia.com/gpu": str(gpus)} if gpus else {}},
+    }
+    labels = {"gpudra.io/workload-class": workload_class}
+    annotations: dict[str, str] = {}
+    if vram_mib is not None:
+        annotations["gpudra.io/vram"] = f"{vram_mib}Mi"
+    if workload_class == "llm-serving":
+        container["args"] = ["--model", "/models/llm", "--tensor-parallel-size", str(gpus)]
+    if workload_class == "training":
+        labels["ray.io/node-type"] = "worker"
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container]}}

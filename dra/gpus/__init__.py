@@ -6,13 +6,16 @@ The public face of `dra.gpus`: other packages import from here, not from the mod
 from __future__ import annotations
 
 from dra.gpus import catalog
-from dra.gpus.catalog import GPUModel, all_models, find, get
+from dra.gpus.catalog import GPUModel, all_models, find, get, trace_model, trace_models
 from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu, synthetic_node
 from dra.gpus.mig import MigGeometry, MigProfile, Placement
 from dra.gpus.slices import (
     DRIVER,
+    IndexedSlices,
     MigMode,
+    SliceDevice,
     device_classes,
+    indexed_node_slices,
     node_resource_slices,
     resource_slices,
     slice_limit_errors,
@@ -23,6 +26,7 @@ from dra.gpus.topology import NVLINK_GROUP_ATTRIBUTE, NvlinkKind, NvlinkTopology
 __all__ = [
     "DRIVER",
     "GPUModel",
+    "IndexedSlices",
     "MigGeometry",
     "MigInstance",
     "MigMode",
@@ -33,14 +37,18 @@ __all__ = [
     "NvlinkTopology",
     "PhysicalGpu",
     "Placement",
+    "SliceDevice",
     "all_models",
     "catalog",
     "device_classes",
     "find",
     "get",
+    "indexed_node_slices",
     "node_resource_slices",
     "resource_slices",
     "slice_limit_errors",
     "synthetic_node",
     "to_models",
+    "trace_model",
+    "trace_models",
 ]

@@ -4,6 +4,7 @@ Memory is NVML's `memory.total` (what the DRA driver publishes as `memory` capac
 marked `memory_verified=False` carry the figure public `nvidia-smi` captures show, not confirmed by a capture of
 ours. Product names are `nvmlDeviceGetName` output. Look-ups accept catalog keys, NVML product names, aliases and
 the GPU model names of the Alibaba cluster-trace-gpu-v2023 (`V100M16`, `V100M32`, `T4`, `P100`, `A10`).
+`trace_model` gives those five as the openb trace's own models instead, with the figures its comparisons pin.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dra.gpus import _mig_tables
 from dra.gpus.mig import MigGeometry
 from dra.gpus.topology import NvlinkKind, NvlinkTopology
 
-__all__ = ["GPUModel", "all_models", "find", "get"]
+__all__ = ["GPUModel", "all_models", "find", "get", "trace_model", "trace_models"]
 
 MIB = 1024 * 1024
 
@@ -97,6 +98,23 @@ _MODELS: tuple[GPUModel, ...] = (
 )  # fmt: skip
 
 
+# The GPU models of the Alibaba cluster-trace-gpu-v2023 (openb) node list as the FGD paper's comparison sizes
+# them: whole GiB of memory (16 GiB for P100, T4 and V100M16, 32 GiB for V100M32, 24 GiB for A10) and NVLink
+# among the trace's P100 and V100 GPUs (its nodes hold 1, 2, 4 or 8; we read them as DGX-1 style SXM2 boards).
+# The figures are pinned, not measured: the simulator's FGD/openb comparison (benchmarks/fgd_paper.py,
+# docs/simulator.md) replays the trace on them, and must not move when the real entries above get better
+# numbers. Product names, architecture and compute capability are the real products' (P100 as the SXM2 board
+# its NVLink implies). Keys are the trace's labels; only `trace_model` finds these (`find("T4")` is the real T4).
+_TRACE_MODELS: tuple[GPUModel, ...] = (
+    GPUModel("P100", "Tesla P100-SXM2-16GB", _m(16384), "Pascal", "6.0", "mesh", gpus_per_node=8),
+    GPUModel("T4", "Tesla T4", _m(16384), "Turing", "7.5", "none", gpus_per_node=2),
+    GPUModel("V100M16", "Tesla V100-SXM2-16GB", _m(16384), "Volta", "7.0", "mesh", 2),
+    GPUModel("V100M32", "Tesla V100-SXM2-32GB", _m(32768), "Volta", "7.0", "mesh", 2),
+    GPUModel("A10", "NVIDIA A10", _m(24576), "Ampere", "8.6", "none", gpus_per_node=1),
+)
+_TRACE_INDEX = {m.key.upper(): m for m in _TRACE_MODELS}
+
+
 def _norm(text: str) -> str:
     return " ".join(text.strip().lower().split())
 
@@ -124,3 +142,13 @@ def get(name: str) -> GPUModel:
         known = ", ".join(m.key for m in _MODELS)
         raise KeyError(f"unknown GPU model {name!r} (known: {known}; NVML product names are accepted too)")
     return model
+
+
+def trace_models() -> list[GPUModel]:
+    """The openb trace's own GPU models (P100, T4, V100M16, V100M32, A10), with their pinned figures."""
+    return list(_TRACE_MODELS)
+
+
+def trace_model(label: str) -> GPUModel | None:
+    """The openb trace's model for its label (`P100`, `T4`, `V100M16`, `V100M32`, `A10`; case ignored), or None."""
+    return _TRACE_INDEX.get(label.strip().upper())

@@ -8,8 +8,9 @@ exactly the conflicts the NVIDIA DRA driver encodes as `memory-slice-<i>` counte
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 __all__ = ["MigGeometry", "MigProfile", "Placement"]
 
@@ -41,6 +42,11 @@ class MigProfile:
     @property
     def media_extensions(self) -> bool:
         return self.name.endswith("+me")
+
+    @property
+    def compute_milli(self) -> int:
+        """The profile's compute as thousandths of a 7-slice GPU (a trace's `gpu_milli` unit; 3g -> 428)."""
+        return self.compute_slices * 1000 // 7
 
     @property
     def device_name_part(self) -> str:
@@ -95,6 +101,11 @@ class MigGeometry:
     memory_slices: int = 8
 
     # -- lookup -----------------------------------------------------------------------------------------
+    @cached_property
+    def base_profiles(self) -> tuple[MigProfile, ...]:
+        """The profiles without the media-extension (`+me`) variants, which place like their base profile."""
+        return tuple(p for p in self.profiles if not p.media_extensions)
+
     def profile(self, key: str | int) -> MigProfile:
         """A profile by name (`3g.40gb`, `MIG 3g.40gb` also accepted) or by GI profile id."""
         if isinstance(key, str):
@@ -193,6 +204,35 @@ class MigGeometry:
         placed = self.resolve(layout)
         p = self.profile(profile)
         return [Placement(s, p) for s in p.starts if self.is_valid_layout([*placed, Placement(s, p)])]
+
+    def place(self, profiles: Sequence[MigProfile]) -> tuple[Placement, ...] | None:
+        """A valid layout holding `profiles` (sorted by start), or None when none exists.
+
+        The largest profiles go first (ties in the given order), each at its lowest start that leaves room for
+        the rest: a depth-first search, so the answer is the same for the same list."""
+        if sum(p.compute_slices for p in profiles) > self.compute_slices:
+            return None
+        if sum(1 for p in profiles if p.media_extensions) > 1:
+            return None
+        counts = Counter(p.name for p in profiles)
+        if any(n > p.max_count for p in profiles for n in (counts[p.name],)):
+            return None
+        order = sorted(profiles, key=lambda p: -p.memory_slices)
+
+        def search(i: int, used: int) -> list[Placement] | None:
+            if i == len(order):
+                return []
+            prof = order[i]
+            for start in prof.starts:
+                bits = ((1 << prof.memory_slices) - 1) << start
+                if start + prof.memory_slices <= self.memory_slices and not used & bits:
+                    rest = search(i + 1, used | bits)
+                    if rest is not None:
+                        return [Placement(start, prof), *rest]
+            return None
+
+        found = search(0, 0)
+        return None if found is None else tuple(sorted(found, key=lambda pl: pl.start))
 
     def enumerate_layouts(self, *, maximal_only: bool = False) -> list[tuple[Placement, ...]]:
         """Every valid layout (including the empty one), each sorted by start; `maximal_only` keeps the layouts

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu
@@ -23,8 +24,11 @@ from dra.quantity import Quantity
 
 __all__ = [
     "DRIVER",
+    "IndexedSlices",
     "MigMode",
+    "SliceDevice",
     "device_classes",
+    "indexed_node_slices",
     "node_resource_slices",
     "parse_k8s_version",
     "resource_slices",
@@ -84,6 +88,26 @@ def _dns(name: str) -> str:
 
 def _sorted(d: Mapping[str, Any]) -> dict[str, Any]:
     return {k: d[k] for k in sorted(d)}
+
+
+@dataclass(frozen=True, slots=True)
+class SliceDevice:
+    """What a generated device is: its physical GPU (NVML index) and, for a MIG device, its profile and start."""
+
+    gpu: int
+    profile: MigProfile | None = None  # None: the whole GPU
+    start: int = 0  # the MIG device's first memory slice
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedSlices:
+    """ResourceSlices as Kubernetes dicts, and an index of their devices by name (no need to parse names back)."""
+
+    slices: list[dict[str, Any]]
+    devices: dict[str, SliceDevice]
+
+
+DeviceIndex = dict[str, SliceDevice]
 
 
 # -- devices --------------------------------------------------------------------------------------------
@@ -168,10 +192,11 @@ def counter_set_name(gpu: PhysicalGpu) -> str:
 
 
 def _dynamic_devices(
-    gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str]
+    gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str], index: DeviceIndex
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """(counter set or None, devices) of one GPU with DynamicMIG (driver partitions.go)."""
     if gpu.mig is None or not gpu.mig.profiles:
+        index[gpu.name] = SliceDevice(gpu.index)
         return None, [full_gpu_device(gpu, node, groups)]
     geometry = gpu.mig
     maxcap = geometry.max_capacities()
@@ -181,6 +206,7 @@ def _dynamic_devices(
     devices: list[dict[str, Any]] = []
     # Ampere cannot leave MIG mode without a GPU reset: with MIG on, only the partitions are announced.
     if not (gpu.mig_enabled and gpu.architecture == "Ampere"):
+        index[gpu.name] = SliceDevice(gpu.index)
         devices.append(
             {
                 "name": gpu.name,
@@ -191,9 +217,11 @@ def _dynamic_devices(
         )
     for profile in geometry.profiles:
         for start in profile.starts:
+            name = mig_device_name(gpu, profile, start)
+            index[name] = SliceDevice(gpu.index, profile, start)
             devices.append(
                 {
-                    "name": mig_device_name(gpu, profile, start),
+                    "name": name,
                     "attributes": _sorted(_mig_attributes(gpu, node, profile.name)),
                     "capacity": _capacity(profile.capacities()),
                     "consumesCounters": [
@@ -207,9 +235,16 @@ def _dynamic_devices(
     return counter_set, sorted(devices, key=lambda d: d["name"])
 
 
-def _static_devices(gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str]) -> list[dict[str, Any]]:
+def _static_devices(
+    gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str], index: DeviceIndex
+) -> list[dict[str, Any]]:
     if gpu.mig_enabled:
-        return [static_mig_device(gpu, node, inst) for inst in gpu.mig_instances]
+        devices = [static_mig_device(gpu, node, inst) for inst in gpu.mig_instances]
+        for inst, device in zip(gpu.mig_instances, devices, strict=True):
+            assert gpu.mig is not None  # static_mig_device raised otherwise
+            index[device["name"]] = SliceDevice(gpu.index, gpu.mig.profile(inst.profile), inst.start)
+        return devices
+    index[gpu.name] = SliceDevice(gpu.index)
     return [full_gpu_device(gpu, node, groups)]
 
 
@@ -230,6 +265,18 @@ def node_resource_slices(
     `k8s_version` picks the DynamicMIG slice layout (< 1.35 combined, >= 1.35 split). Where the driver would
     break a limit (more than 8 GPUs' counter sets in one 1.35 slice, more than 64 devices with counters) the
     sets and devices are spread over more slices; for up to 8 GPUs the output is the driver's."""
+    return indexed_node_slices(node, mig_mode=mig_mode, k8s_version=k8s_version, generation=generation).slices
+
+
+def indexed_node_slices(
+    node: NodeGpus,
+    *,
+    mig_mode: MigMode = "static",
+    k8s_version: str = "1.35",
+    generation: int = 1,
+) -> IndexedSlices:
+    """`node_resource_slices`, with each device's GPU index, MIG profile and start by device name."""
+    index: DeviceIndex = {}
     split = parse_k8s_version(k8s_version) >= (1, 35)
     groups = node.nvlink_groups()
     gpus = sorted(node.gpus, key=lambda g: g.pci_bus_id)  # the driver walks GPUs by PCI bus id
@@ -238,13 +285,14 @@ def node_resource_slices(
         devices: list[dict[str, Any]] = []
         for gpu in gpus:
             if mig_mode == "none":
+                index[gpu.name] = SliceDevice(gpu.index)
                 devices.append(full_gpu_device(gpu, node, groups))
             else:
-                devices.extend(_static_devices(gpu, node, groups))
+                devices.extend(_static_devices(gpu, node, groups, index))
         devices.sort(key=lambda d: d["name"])
         specs = [{"devices": chunk} for chunk in _chunks(devices, MAX_DEVICES)]
     elif mig_mode == "dynamic":
-        per_gpu = [_dynamic_devices(gpu, node, groups) for gpu in gpus]
+        per_gpu = [_dynamic_devices(gpu, node, groups, index) for gpu in gpus]
         if split:
             sets = [cs for cs, _ in per_gpu if cs is not None]
             if sets:
@@ -259,7 +307,8 @@ def node_resource_slices(
                 specs.append(spec)
     else:
         raise ValueError(f"mig_mode must be one of none, static, dynamic (got {mig_mode!r})")
-    return [_slice(node.node_name, j, spec, generation, len(specs)) for j, spec in enumerate(specs)]
+    slices = [_slice(node.node_name, j, spec, generation, len(specs)) for j, spec in enumerate(specs)]
+    return IndexedSlices(slices, index)
 
 
 def _slice(node_name: str, j: int, spec: dict[str, Any], generation: int, count: int) -> dict[str, Any]:

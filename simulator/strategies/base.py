@@ -12,7 +12,9 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
-from ..gputypes import MigProfile
+from dra.gpus import MigProfile
+
+from ..cluster import mig_profiles
 from ..state import DYNAMIC, PLAIN, STATIC, ClusterState, GpuInfo, NodeState, Part, Sig
 from ..workload import SimPod
 
@@ -209,7 +211,7 @@ def fit_option(node: NodeState, info: GpuInfo, option: Option, order: str) -> tu
             cands.sort()  # least free compute first: fill partly used GPUs before idle ones
         return (Part(cands[0][1], "share", option.milli, option.vram),)
     if option.kind == "mig":
-        return _fit_mig(gpus, gpu_type.mig_profiles, node, option, order)
+        return _fit_mig(gpus, mig_profiles(gpu_type), node, option, order)
     raise ValueError(f"unknown option kind {option.kind!r}")
 
 
@@ -225,9 +227,9 @@ def _fit_mig(
         found: list[tuple[int, int, int]] = []  # (-compute used, canonical gpu, start)
         for i, g in gpus:
             if g[0] == STATIC:
-                for slot, (slot_prof, start) in enumerate(g[2]):
-                    if slot_prof.name == prof.name and g[1][slot] == 0:
-                        found.append((0, i, start))
+                for slot, placed in enumerate(g[2]):
+                    if placed.profile.name == prof.name and g[1][slot] == 0:
+                        found.append((0, i, placed.start))
                         break
             elif g[0] == DYNAMIC and not g[1] and g[3] + prof.compute_slices <= 7:
                 for start in prof.starts:

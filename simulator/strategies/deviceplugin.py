@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cluster import place_layout
-from ..gputypes import MigProfile
+from dra.gpus import MigProfile
+
+from ..cluster import Layout, mig_profiles, place_layout
 from ..state import DYNAMIC, ClusterState, NodeState
 from ..workload import SimPod
 from .base import Demand, Option, Strategy
@@ -29,7 +30,7 @@ class Reconfiguration:
 
     node: int
     mode: str
-    layout: tuple[tuple[MigProfile, int], ...]
+    layout: Layout
     reason: str
 
 
@@ -41,9 +42,9 @@ class _ByCount(Strategy):
         for node in state.nodes:
             gpu = node.spec.gpu
             if node.spec.mig == "static":
-                profiles.update((p.name, p) for p, _ in node.spec.layout)
+                profiles.update((pl.profile.name, pl.profile) for pl in node.spec.layout)
             elif node.spec.mig == "dynamic" and gpu is not None:
-                profiles.update((p.name, p) for p in gpu.mig_profiles)
+                profiles.update((p.name, p) for p in mig_profiles(gpu))
         # the resource a user would pick: the smallest offered MIG profile that holds the pod
         self.profiles = sorted(profiles.values(), key=lambda p: (p.memory_mib, p.compute_slices))
 
@@ -128,18 +129,18 @@ class DevicePlugin(_ByCount):
                 continue
             if now - self.changed_at.get(index, -1e18) < self.min_layout_age:
                 continue
-            layout_names = {p.name for p, _ in (node.gpus[0].slots if node.gpus else ())}
+            layout_names = {pl.profile.name for pl in (node.gpus[0].slots if node.gpus else ())}
             if target == "none":
                 if not layout_names or node.spec.gpu_count < count:
                     continue
-            elif all(p.name != target for p in gpu.mig_profiles) or layout_names == {target}:
+            elif all(p.name != target for p in mig_profiles(gpu)) or layout_names == {target}:
                 continue
             if best is None or len(node.pods) < len(best.pods):
                 best = node
         return best
 
 
-def _homogeneous(node: NodeState, profile: str) -> tuple[tuple[MigProfile, int], ...]:
+def _homogeneous(node: NodeState, profile: str) -> Layout:
     """mig-parted's `all-<profile>`: as many instances of one profile as fit on the GPU."""
     assert node.spec.gpu is not None
     for count in range(7, 0, -1):

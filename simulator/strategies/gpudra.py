@@ -20,7 +20,6 @@ from typing import Any, cast
 from dra.allocator import Claim, Mode, prepare_claim
 
 from ..state import PLAIN, STATIC, ClusterState, Part
-from ..traces.generator import legacy_pod
 from ..workload import SimPod
 from .base import Answer, Demand, Option, Strategy
 from .placement import Placer
@@ -107,11 +106,7 @@ class Gpudra(Strategy):
     def demand(self, pod: SimPod) -> Demand | None:
         if not pod.is_gpu:
             return Demand(pod.cpu_milli, pod.memory_mib, (), pod.gpu_models)
-        spec = pod.pod or legacy_pod(
-            pod.name, pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.workload_class,
-            vram_mib=pod.vram_mib if pod.is_shared else None,
-        )  # fmt: skip
-        decision = self.policies.evaluate(spec, pod.namespace_object)
+        decision = self.policies.evaluate(pod.as_pod(), pod.namespace_object)
         if not decision.allowed:
             self.outcomes["denied"] += 1
             return None

@@ -9,55 +9,58 @@ states share one answer.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from dra.allocator import Allocator, Claim, Mode, Node, SelectorMatcher, Unsatisfiable, cel_selector_matcher
-from dra.gpus import DRIVER, GPUModel, catalog, device_classes, node_resource_slices, synthetic_node
-from dra.gpus.topology import NvlinkKind
+from dra.gpus import (
+    DRIVER,
+    GPUModel,
+    IndexedSlices,
+    SliceDevice,
+    catalog,
+    device_classes,
+    indexed_node_slices,
+    synthetic_node,
+)
+from dra.quantity import Quantity
 
 from ..cluster import NodeSpec
-from ..gputypes import MigProfile
 from ..state import NodeState, Part
-from ..traces.jsonl import parse_quantity
 
 __all__ = ["Placer", "Usage", "node_slices"]
 
-_MIG_NAME = re.compile(r"^gpu-(\d+)-mig-(.+)-\d+-(\d+)$")
-_GPU_NAME = re.compile(r"^gpu-(\d+)$")
 # (device name, consumed memory MiB) per device in use; -1: held exclusively
 Usage = tuple[tuple[str, int], ...]
 Result = tuple[tuple[str, int], ...]  # the allocator's answer in the same shape
 
 
-def _model(spec: NodeSpec) -> GPUModel:
-    """The catalog model of the node's GPUs; the openb trace's legacy GPUs get a minimal one from their numbers."""
-    gpu = spec.gpu
-    assert gpu is not None
-    try:
+def _slice_model(gpu: GPUModel) -> GPUModel:
+    """The model the node's slices are generated from: the openb trace's models are published as the catalog
+    product their label names (`P100` -> P100-PCIE-16GB), as the simulator has always done."""
+    if gpu in catalog.trace_models():
         return catalog.get(gpu.key)
-    except (KeyError, LookupError):
-        nvlink = cast(NvlinkKind, gpu.nvlink if gpu.nvlink in ("nvswitch", "pairs", "mesh") else "none")
-        return GPUModel(gpu.key, gpu.key, gpu.memory_mib * 2**20, "Unknown", "0.0", nvlink)
+    return gpu
 
 
-def node_slices(spec: NodeSpec, name: str) -> list[dict[str, Any]]:
-    """The ResourceSlices of node `name` built as `spec`; GPUs allow multiple allocations where sharing is on."""
-    layouts = {i: [(p.name, start) for p, start in spec.layout] for i in range(spec.gpu_count)} if spec.layout else None
-    node = synthetic_node(_model(spec), name, spec.gpu_count, mig_layouts=layouts)
-    slices = node_resource_slices(node, mig_mode="static" if spec.mig == "static" else spec.mig)  # type: ignore[arg-type]
+def node_slices(spec: NodeSpec, name: str) -> IndexedSlices:
+    """The ResourceSlices of node `name` built as `spec` and their device index; GPUs allow multiple
+    allocations where sharing is on."""
+    assert spec.gpu is not None
+    layouts = {i: list(spec.layout) for i in range(spec.gpu_count)} if spec.layout else None
+    node = synthetic_node(_slice_model(spec.gpu), name, spec.gpu_count, mig_layouts=layouts)
+    made = indexed_node_slices(node, mig_mode="static" if spec.mig == "static" else spec.mig)  # type: ignore[arg-type]
     if spec.sharing and spec.mig == "none":
-        for item in slices:
+        for item in made.slices:
             for device in item["spec"].get("devices") or []:
                 device["allowMultipleAllocations"] = True
-    return slices
+    return made
 
 
 @dataclass(slots=True)
 class _Template:
     slices: list[dict[str, Any]]
-    devices: dict[str, tuple[int, MigProfile | None, int]]  # name -> (GPU index, MIG profile, start)
+    devices: dict[str, SliceDevice]  # name -> GPU index, MIG profile, start
     names: dict[tuple[int, str, int], str]  # (GPU index, profile, start) -> MIG device name
     memory: int
     matcher: SelectorMatcher
@@ -87,22 +90,12 @@ class Placer:
         found = self._templates.get(spec.template)
         if found is None:
             assert spec.gpu is not None
-            slices = node_slices(spec, _POOL)
-            profiles = {p.name.replace(".", "").lower(): p for p in spec.gpu.mig_profiles}
-            devices: dict[str, tuple[int, MigProfile | None, int]] = {}
-            for item in slices:
-                for device in item["spec"].get("devices") or []:
-                    name = str(device["name"])
-                    whole, mig = _GPU_NAME.match(name), _MIG_NAME.match(name)
-                    if whole:
-                        devices[name] = (int(whole.group(1)), None, 0)
-                    elif mig and mig.group(2) in profiles:
-                        devices[name] = (int(mig.group(1)), profiles[mig.group(2)], int(mig.group(3)))
-            names = {(i, p.name, s): n for n, (i, p, s) in devices.items() if p is not None}
+            made = node_slices(spec, _POOL)
+            names = {(d.gpu, d.profile.name, d.start): n for n, d in made.devices.items() if d.profile is not None}
             matcher = _memo_matcher(cel_selector_matcher())
-            base = Allocator(slices=slices, classes=self.classes, selector_matcher=matcher)
+            base = Allocator(slices=made.slices, classes=self.classes, selector_matcher=matcher)
             found = self._templates[spec.template] = _Template(
-                slices, devices, names, spec.gpu.memory_mib, matcher, base
+                made.slices, made.devices, names, spec.gpu.memory_mib, matcher, base
             )
         self._specs[id(spec)] = (spec, found)
         return found
@@ -139,13 +132,14 @@ class Placer:
             return None
         parts = []
         for name, memory in result:
-            gpu, profile, start = tmpl.devices[name]
+            device = tmpl.devices[name]
+            profile = device.profile
             if profile is not None:
-                parts.append(Part(gpu, "mig", profile.compute_milli, profile.memory_mib, profile, start))
+                parts.append(Part(device.gpu, "mig", profile.compute_milli, profile.memory_mib, profile, device.start))
             elif 0 <= memory < tmpl.memory:  # a share of all the memory is the whole GPU
-                parts.append(Part(gpu, "share", share_milli, memory))
+                parts.append(Part(device.gpu, "share", share_milli, memory))
             else:
-                parts.append(Part(gpu, "whole", 1000, tmpl.memory))
+                parts.append(Part(device.gpu, "whole", 1000, tmpl.memory))
         return tuple(parts)
 
     def _allocate(self, tmpl: _Template, usage: Usage, claim: Claim) -> Result | None:
@@ -169,7 +163,7 @@ class Placer:
         answer = []
         for r in allocation["devices"]["results"]:
             consumed = (r.get("consumedCapacity") or {}).get("memory")
-            memory = -1 if consumed is None else math.ceil(parse_quantity(str(consumed)) / 2**20)
+            memory = -1 if consumed is None else math.ceil(Quantity.parse(str(consumed)).value / 2**20)
             answer.append((str(r["device"]), memory))
         return tuple(answer)
 

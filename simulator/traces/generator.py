@@ -18,12 +18,11 @@ the cluster's GPU count. Every pod also carries a legacy Pod spec (`nvidia.com/g
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..vram import VramModel
-from ..workload import SimPod, Workload
+from ..workload import SimPod, Workload, legacy_pod
 
 __all__ = ["CLASSES", "GeneratorConfig", "JobClass", "generate"]
 
@@ -99,31 +98,3 @@ def generate(config: GeneratorConfig, total_gpus: int, *, vram: VramModel | None
         arrival += float(rng.exponential(mean_gap)) if mean_gap > 0 else 0.0
     work = Workload(pods=pods, source=f"built-in generator (seed {config.seed}, {config.pods} pods)", kind="generated")
     return work
-
-
-def legacy_pod(
-    name: str, cpu_milli: int, memory_mib: int, gpus: int, workload_class: str, *, vram_mib: int | None = None
-) -> dict[str, Any]:
-    """A device-plugin era Pod asking for `gpus` whole GPUs, as users write it today.
-
-    Fractional jobs say how much memory they need (`gpudra.io/vram`, read by the right-size policy); LLM
-    serving pods run vLLM with `--tensor-parallel-size`, training pods are Ray workers (the multi-gpu policy).
-    """
-    resources: dict[str, Any] = {"cpu": f"{cpu_milli}m", "memory": f"{memory_mib}Mi"}
-    container: dict[str, Any] = {
-        "name": "main",
-        "image": "registry.example/app:1",
-        "resources": {"requests": resources, "limits": {"nvidia.com/gpu": str(gpus)} if gpus else {}},
-    }
-    labels = {"gpudra.io/workload-class": workload_class}
-    annotations: dict[str, str] = {}
-    if vram_mib is not None:
-        annotations["gpudra.io/vram"] = f"{vram_mib}Mi"
-    if workload_class == "llm-serving":
-        container["args"] = ["--model", "/models/llm", "--tensor-parallel-size", str(gpus)]
-    if workload_class == "training":
-        labels["ray.io/node-type"] = "worker"
-    meta: dict[str, Any] = {"name": name, "namespace": "default", "labels": labels}
-    if annotations:
-        meta["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container]}}

@@ -14,50 +14,45 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dra.errors import TraceError
+from dra.errors import QuantityError, TraceError
+from dra.quantity import Quantity
 
 from ..vram import VramModel
 from ..workload import SimPod, Workload
 
-__all__ = ["parse_quantity", "pod_demand", "read_jsonl"]
+__all__ = ["pod_demand", "read_jsonl"]
 
-_SUFFIX: dict[str, Fraction] = {
-    k: Fraction(v)
-    for k, v in {
-        "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-        "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-    }.items()
-}  # fmt: skip
-_SUFFIX["m"] = Fraction(1, 1000)
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 _MIG = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb$")
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
-def parse_quantity(text: str | int | float) -> Fraction:
-    """A Kubernetes quantity (`500m`, `16Gi`, `1e3`) as an exact number; raises ValueError."""
-    match = _QUANTITY.match(str(text).strip())
-    if not match or match.group(2) not in _SUFFIX:
-        raise ValueError(f"not a quantity: {text!r}")
-    number = match.group(1)
-    return Fraction(number) * _SUFFIX[match.group(2)]
-
-
-def _container_resources(container: dict[str, Any]) -> dict[str, Fraction]:
+def _container_resources(container: dict[str, Any], where: str) -> dict[str, Fraction]:
+    """A container's resources (requests over limits) as exact numbers; ValueError naming the field."""
     res = container.get("resources") or {}
-    merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-    return {name: parse_quantity(value) for name, value in merged.items()}
+    merged = {
+        **{name: (value, "limits") for name, value in (res.get("limits") or {}).items()},
+        **{name: (value, "requests") for name, value in (res.get("requests") or {}).items()},
+    }
+    out: dict[str, Fraction] = {}
+    for name, (value, kind) in merged.items():
+        try:
+            out[name] = Quantity.coerce(value).value
+        except QuantityError as exc:
+            raise ValueError(f"{where}.resources.{kind}[{name}]: {exc}") from None
+    return out
 
 
 def pod_demand(pod: dict[str, Any]) -> tuple[int, int, int, int, int | None]:
-    """(cpu_milli, memory_mib, num_gpu, gpu_milli per GPU, MIG VRAM MiB or None) of a Pod, as scheduled."""
+    """(cpu_milli, memory_mib, num_gpu, gpu_milli per GPU, MIG VRAM MiB or None) of a Pod, as scheduled.
+
+    Quantities are read by `dra.quantity`; one Kubernetes would reject raises ValueError naming the field."""
     spec = pod.get("spec") or {}
     totals: dict[str, Fraction] = {}
-    for container in spec.get("containers") or []:
-        for name, value in _container_resources(container).items():
+    for k, container in enumerate(spec.get("containers") or []):
+        for name, value in _container_resources(container, f"spec.containers[{k}]").items():
             totals[name] = totals.get(name, Fraction(0)) + value
-    for init in spec.get("initContainers") or []:
-        for name, value in _container_resources(init).items():
+    for k, init in enumerate(spec.get("initContainers") or []):
+        for name, value in _container_resources(init, f"spec.initContainers[{k}]").items():
             if init.get("restartPolicy") == "Always":  # sidecars run alongside the app containers
                 totals[name] = totals.get(name, Fraction(0)) + value
             else:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from simulator.cluster import ClusterSpec, NodeSpec
-from simulator.gputypes import resolve_gpu_type
+from simulator.cluster import ClusterSpec, NodeSpec, resolve_gpu
 from simulator.workload import SimPod
 
 
 def node(name: str, gpu: str, gpus: int, *, mig: str = "none", cpu: int = 64000, mem: int = 262144) -> NodeSpec:
-    kind = resolve_gpu_type(gpu)
+    kind = resolve_gpu(gpu)
     return NodeSpec(name, "pool", cpu, mem, gpus, kind, kind.key, mig)
 
 

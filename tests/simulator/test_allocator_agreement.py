@@ -6,13 +6,11 @@ from typing import Any
 
 from dra.allocator import FeatureSet, allocate
 from dra.gpus import catalog, device_classes, node_resource_slices, synthetic_node
-from simulator.cluster import ClusterSpec, NodeSpec
+from simulator.cluster import ClusterSpec, NodeSpec, mig_profile, resolve_gpu
 from simulator.engine import run
-from simulator.gputypes import resolve_gpu_type
 from simulator.metrics import summarize
 from simulator.strategies import make_strategy
-from simulator.traces.generator import legacy_pod
-from simulator.workload import SimPod
+from simulator.workload import SimPod, legacy_pod
 from webhook.policy import load_policies
 
 VRAM = 3072
@@ -39,7 +37,7 @@ def _allocated(model: str, mig: str, *, shareable: bool) -> dict[str, Any]:
 
 
 def _simulated(model: str, mig: str, *, sharing: bool) -> dict[str, Any]:
-    gpu = resolve_gpu_type(model)
+    gpu = resolve_gpu(model)
     spec = ClusterSpec("one", [NodeSpec("node-a", "p", 64000, 262144, 2, gpu, gpu.key, mig, (), sharing)])
     pod = SimPod("emb", 2000, 8192, 1, 200, VRAM, workload_class="embedding")
     rec = run(spec, [pod], make_strategy("gpudra", mode="upstream"))
@@ -51,7 +49,7 @@ def test_dynamic_mig_takes_the_smallest_profile_on_the_fly() -> None:
     assert entry["request"] == "main/mig-1g-10gb" and "-mig-1g10gb-" in entry["device"]
     sim = _simulated("H100-SXM5-80GB", "dynamic", sharing=False)
     assert sim["on_the_fly_partitions"] == 1
-    assert sim["held_vram"] == resolve_gpu_type("H100-SXM5-80GB").profile("1g.10gb").memory_mib
+    assert sim["held_vram"] == mig_profile(resolve_gpu("H100-SXM5-80GB"), "1g.10gb").memory_mib
 
 
 def test_shareable_gpu_gets_a_memory_share() -> None:
@@ -65,4 +63,4 @@ def test_without_multiple_allocations_the_claim_takes_a_whole_gpu() -> None:
     entry = _allocated("L40S", "none", shareable=False)
     assert entry["request"] == "main/whole"
     sim = _simulated("L40S", "none", sharing=False)
-    assert sim["held_vram"] == resolve_gpu_type("L40S").memory_mib
+    assert sim["held_vram"] == resolve_gpu("L40S").memory_mib

@@ -7,8 +7,14 @@ from pathlib import Path
 import pytest
 
 from dra.errors import TraceError
-from simulator.cluster import default_cluster, load_cluster, nvlink_groups, place_layout, read_openb_nodes
-from simulator.gputypes import resolve_gpu_type
+from simulator.cluster import (
+    default_cluster,
+    load_cluster,
+    nvlink_groups,
+    place_layout,
+    read_openb_nodes,
+    resolve_gpu,
+)
 
 from .conftest import write
 
@@ -39,9 +45,12 @@ def test_yaml_pools(tmp_path: Path) -> None:
     assert spec.name == "lab" and len(spec.nodes) == 6 and spec.total_gpus == 20
     hgx = spec.nodes[0]
     assert hgx.name == "hgx-000" and hgx.cpu_milli == 96000 and hgx.memory_mib == 1024 * 1024
-    assert hgx.mig == "dynamic" and hgx.gpu is not None and hgx.gpu.mig_capable
+    assert hgx.mig == "dynamic" and hgx.gpu is not None and hgx.gpu.mig is not None
     pcie = spec.nodes[2]
-    assert pcie.mig == "static" and [(p.name, s) for p, s in pcie.layout] == [("3g.40gb", 0), ("3g.40gb", 4)]
+    assert pcie.mig == "static" and [(pl.profile.name, pl.start) for pl in pcie.layout] == [
+        ("3g.40gb", 0),
+        ("3g.40gb", 4),
+    ]
     assert spec.nodes[5].gpu is None and spec.nodes[5].gpu_count == 0
     assert spec.summary()["gpus"] == 20
 
@@ -54,6 +63,9 @@ def test_yaml_pools(tmp_path: Path) -> None:
         ("gpu: A100-SXM4-80GB\n    gpus: 1\n    mig: [9g.1gb]", "no MIG profile"),
         ("gpu: L40S\n    gpus: 1\n    mig: dynamic", "dynamic MIG on a GPU without MIG"),
         ("gpu: T4\n    gpus: 1\n    colour: red", "unknown keys"),
+        ("gpu: A100-SXM4-80GB\n    gpus: 1\n    mig: [1g.10gb+me]", "no MIG profile"),  # +me: placed as its base
+        ("gpu: T4\n    gpus: 1\n    cpu: 1e3k", "cpu: invalid quantity '1e3k'"),  # the old reader took it
+        ("gpu: T4\n    gpus: 1\n    memory: 2 Gi", "memory: invalid quantity"),
     ],
 )
 def test_yaml_errors_name_the_pool_line(tmp_path: Path, pool: str, message: str) -> None:
@@ -81,7 +93,7 @@ def test_openb_unknown_model_line(tmp_path: Path) -> None:
 
 
 def test_mig_layout_rules() -> None:
-    a100 = resolve_gpu_type("A100-SXM4-80GB")
+    a100 = resolve_gpu("A100-SXM4-80GB")
     assert place_layout(a100, ["4g.40gb", "3g.40gb"]) is not None
     assert place_layout(a100, ["3g.40gb", "2g.20gb", "1g.10gb"]) is not None
     assert place_layout(a100, ["1g.10gb"] * 7) is not None
@@ -91,9 +103,9 @@ def test_mig_layout_rules() -> None:
 
 
 def test_nvlink_groups() -> None:
-    assert nvlink_groups(resolve_gpu_type("H100-SXM5-80GB"), 8) == (tuple(range(8)),)
-    assert nvlink_groups(resolve_gpu_type("A100-PCIE-80GB"), 4) == ((0, 1), (2, 3))
-    assert nvlink_groups(resolve_gpu_type("L40S"), 2) == ((0,), (1,))
+    assert nvlink_groups(resolve_gpu("H100-SXM5-80GB"), 8) == (tuple(range(8)),)
+    assert nvlink_groups(resolve_gpu("A100-PCIE-80GB"), 4) == ((0, 1), (2, 3))
+    assert nvlink_groups(resolve_gpu("L40S"), 2) == ((0,), (1,))
 
 
 def test_default_cluster() -> None:
@@ -114,3 +126,23 @@ def test_device_plugin_drain_knobs(tmp_path: Path) -> None:
     assert result.summary()["strategies"]["device-plugin"]["drained_node_hours"] == pytest.approx(120 / 3600, abs=1e-3)
     with pytest.raises(TraceError, match="device_plugin"):
         load_cluster(write(tmp_path / "d.yaml", "device_plugin: {drain: 1}\npools: []\n"))
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "mib", "nvlink"),
+    [("P100", "P100", 16384, "mesh"), ("t4", "T4", 16384, "none"), ("V100M16", "V100M16", 16384, "mesh"),
+     ("V100M32", "V100M32", 32768, "mesh"), ("A10", "A10", 24576, "none"),
+     ("V100-SXM2-16GB", "V100M16", 16384, "mesh"), ("Tesla-T4", "T4", 16384, "none"),
+     ("NVIDIA T4", "T4", 15360, "none"), ("H100", "H100-SXM5-80GB", 81559, "nvswitch"),
+     ("NVIDIA A100 80GB PCIe", "A100-PCIE-80GB", 81920, "pairs")],
+)  # fmt: skip
+def test_resolve_gpu_pins_the_openb_trace_models(name: str, key: str, mib: int, nvlink: str) -> None:
+    model = resolve_gpu(name)
+    assert (model.key, model.memory_mib, model.nvlink) == (key, mib, nvlink)
+
+
+def test_unknown_gpu_model_is_an_input_error() -> None:
+    from dra.errors import InputError
+
+    with pytest.raises(InputError, match=r"unknown GPU model 'Z9000' \(known: .*V100M16"):
+        resolve_gpu("Z9000")

@@ -11,8 +11,7 @@ from simulator.engine import run
 from simulator.metrics import summarize
 from simulator.strategies import make_strategy
 from simulator.strategies.gpudra import ClaimDemand, Gpudra, legacy_claim
-from simulator.traces.generator import legacy_pod
-from simulator.workload import SimPod
+from simulator.workload import SimPod, legacy_pod
 
 from .helpers import cluster, node
 

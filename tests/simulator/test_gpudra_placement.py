@@ -10,15 +10,14 @@ import pytest
 
 from dra.allocator import Unsatisfiable, allocate
 from dra.gpus import device_classes
-from simulator.cluster import ClusterSpec, NodeSpec, place_layout
+from dra.quantity import Quantity
+from simulator.cluster import ClusterSpec, NodeSpec, mig_profiles, place_layout, resolve_gpu
 from simulator.engine import run
-from simulator.gputypes import resolve_gpu_type
 from simulator.metrics import summarize
 from simulator.state import ClusterState
 from simulator.strategies.gpudra import ClaimDemand, Gpudra
 from simulator.strategies.placement import node_slices
 from simulator.traces.generator import GeneratorConfig, generate
-from simulator.traces.jsonl import parse_quantity
 from simulator.vram import VramModel
 from simulator.workload import SimPod
 
@@ -26,7 +25,7 @@ _MIG = re.compile(r"^gpu-(\d+)-mig-(.+)-\d+-(\d+)$")
 
 
 def _node(name: str, model: str, gpus: int, mig: str = "none", layout: list[str] | None = None) -> NodeSpec:
-    gpu = resolve_gpu_type(model)
+    gpu = resolve_gpu(model)
     placed = place_layout(gpu, layout) if layout else ()
     assert placed is not None
     return NodeSpec(name, name, 64000, 262144, gpus, gpu, gpu.key, "static" if layout else mig, placed)
@@ -63,8 +62,8 @@ def test_placements_equal_the_allocator_answers(spec: NodeSpec, mode: str) -> No
     strategy = Gpudra(mode=mode)
     state = ClusterState(ClusterSpec("one", [spec]))
     assert spec.gpu is not None
-    mig_names = {p.name.replace(".", "").lower(): p.name for p in spec.gpu.mig_profiles}
-    slices = node_slices(spec, spec.name)
+    mig_names = {p.name.replace(".", "").lower(): p.name for p in mig_profiles(spec.gpu)}
+    slices = node_slices(spec, spec.name).slices
     in_use: list[dict[str, Any]] = []
     placed = 0
     for k, (gpus, milli, vram, klass) in enumerate(PODS):
@@ -94,7 +93,7 @@ def test_placements_equal_the_allocator_answers(spec: NodeSpec, mode: str) -> No
 
 
 def _bytes(quantity: str) -> int:
-    return int(parse_quantity(quantity))
+    return int(Quantity.parse(quantity).value)
 
 
 @pytest.mark.parametrize("mode", ["upstream", "scored"])

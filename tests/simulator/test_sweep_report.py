@@ -80,7 +80,7 @@ def test_cluster_from_resource_slices(tmp_path: Path) -> None:
     spec = load_cluster(path)
     by_name = {n.name: n for n in spec.nodes}
     assert set(by_name) == {"node-a", "node-b", "node-c"}
-    assert by_name["node-a"].mig == "static" and [p.name for p, _ in by_name["node-a"].layout] == ["3g.40gb"] * 2
+    assert by_name["node-a"].mig == "static" and [pl.profile.name for pl in by_name["node-a"].layout] == ["3g.40gb"] * 2
     assert by_name["node-a"].gpu_count == 2
     assert by_name["node-b"].mig == "dynamic" and by_name["node-b"].gpu_count == 4
     assert by_name["node-c"].mig == "none" and by_name["node-c"].gpu_count == 2

@@ -93,6 +93,21 @@ def test_pod_demand_sums_containers_and_init_max() -> None:
     assert pod_demand(_pod(mig="nvidia.com/mig-3g.40gb")) == (4000, 3072, 1, 428, 40 * 1024)
 
 
+def test_pod_demand_reads_quantities_as_kubernetes_does() -> None:
+    pod = _pod(gpus="1")
+    pod["spec"]["containers"][1]["resources"]["requests"]["cpu"] = "1e3k"  # type: ignore[index]
+    with pytest.raises(ValueError, match=r"spec\.containers\[1\]\.resources\.requests\[cpu\]: invalid quantity '1e3k'"):
+        pod_demand(pod)
+
+
+def test_jsonl_line_with_a_bad_quantity_names_the_field(tmp_path: Path) -> None:
+    pod = _pod(gpus="1")
+    pod["spec"]["initContainers"][0]["resources"]["requests"]["memory"] = "1 Gi"  # type: ignore[index]
+    path = write(tmp_path / "bad.jsonl", json.dumps({"pod": pod}) + "\n")
+    with pytest.raises(TraceError, match=r"bad\.jsonl:1: spec\.initContainers\[0\]\.resources\.requests\[memory\]"):
+        load_trace(path)
+
+
 def test_jsonl_reader(tmp_path: Path) -> None:
     lines = [
         json.dumps({"pod": _pod(gpus="1"), "arrival": 5, "duration": 60, "vram_mib": 6000}),

@@ -93,3 +93,22 @@ def test_topology_kind_per_model() -> None:
     assert catalog.get("H100-NVL-94GB").topology(4).groups() == [[0, 1], [2, 3]]
     assert catalog.get("L40S").topology().groups() == []
     assert catalog.get("V100-SXM2-32GB").topology().groups() == [list(range(8))]
+
+
+@pytest.mark.parametrize(
+    ("label", "mib", "nvlink"),
+    [("P100", 16384, "mesh"), ("T4", 16384, "none"), ("V100M16", 16384, "mesh"), ("V100M32", 32768, "mesh"),
+     ("A10", 24576, "none")],
+)  # fmt: skip
+def test_openb_trace_models_keep_their_pinned_figures(label: str, mib: int, nvlink: str) -> None:
+    model = catalog.trace_model(label)
+    assert model is not None and model.key == label
+    assert model.memory_mib == mib and model.nvlink == nvlink and model.mig is None
+    assert catalog.trace_model(label.lower()) is model
+    assert model in catalog.trace_models() and model not in catalog.all_models()
+
+
+def test_trace_models_leave_the_real_entries_alone() -> None:
+    assert catalog.get("T4").memory_mib == 15360 and catalog.get("A10").memory_mib == 23028
+    assert catalog.get("P100").key == "P100-PCIE-16GB" and catalog.get("V100M16").key == "V100-SXM2-16GB"
+    assert catalog.trace_model("H100") is None and catalog.trace_model("P100-PCIE-16GB") is None

@@ -158,3 +158,22 @@ def test_addable_agrees_with_the_checker(data: st.DataObject) -> None:
     addable = {pl.start for pl in geometry.addable(layout, profile.name)}
     for start in profile.starts:
         assert (start in addable) == geometry.is_valid_layout([*layout, Placement(start, profile)])
+
+
+def test_place_puts_the_largest_first_at_the_lowest_free_start() -> None:
+    p = A100.profile
+    layout = A100.place([p("1g.10gb"), p("3g.40gb"), p("2g.20gb")])
+    assert layout is not None and [str(pl) for pl in layout] == ["3g.40gb@0", "2g.20gb@4", "1g.10gb@6"]
+    assert A100.is_valid_layout(layout)
+    assert A100.place([p("1g.10gb")] * 7) is not None
+    assert A100.place([p("1g.10gb")] * 8) is None  # 8 compute slices
+    assert A100.place([p("4g.40gb"), p("4g.40gb")]) is None  # 4g only starts at 0
+    assert A100.place([p("3g.40gb"), p("3g.40gb"), p("1g.10gb")]) is None  # 9 memory slices
+    assert A100.place([p("1g.10gb+me"), p("1g.10gb+me")]) is None  # one media-extension instance at most
+    assert A100.place([]) == ()
+
+
+def test_base_profiles_leave_out_media_extensions() -> None:
+    assert [p.name for p in A100.base_profiles] == [p.name for p in A100.profiles if "+me" not in p.name]
+    assert A100.base_profiles and all(not p.media_extensions for p in A100.base_profiles)
+    assert A100.profile("3g.40gb").compute_milli == 428 and A100.profile("7g.80gb").compute_milli == 1000

@@ -329,3 +329,29 @@ def test_static_mig_slices_publish_exactly_the_layout(data: st.DataObject) -> No
     held = [int(k.removeprefix("memorySlice")) for d in migs for k in d["capacity"] if k.startswith("memorySlice")]
     assert sorted(held) == sorted(s for pl in layout for s in pl.memory_slices)
     assert {d["attributes"]["profile"]["string"] for d in migs} == {pl.profile.name for pl in layout}
+
+
+@pytest.mark.parametrize("mig_mode", ["none", "static", "dynamic"])
+def test_device_index_names_every_generated_device(mig_mode: str) -> None:
+    from dra.gpus import SliceDevice, indexed_node_slices
+
+    node = synthetic_node(A100, "n", 2, mig_layouts={1: [("3g.40gb", 4), ("1g.10gb", 0)]})
+    made = indexed_node_slices(node, mig_mode=mig_mode)  # type: ignore[arg-type]
+    assert made.slices == node_resource_slices(node, mig_mode=mig_mode)  # type: ignore[arg-type]
+    names = [d["name"] for d in devices(made.slices)]
+    assert sorted(names) == sorted(made.devices)
+    assert made.devices["gpu-0"] == SliceDevice(0)
+    for name, entry in made.devices.items():
+        assert name.startswith(f"gpu-{entry.gpu}")
+        if entry.profile is None:
+            assert name == f"gpu-{entry.gpu}" and entry.start == 0
+        else:  # the name the driver writes for that profile and start
+            profile = entry.profile
+            assert name == f"gpu-{entry.gpu}-mig-{profile.device_name_part}-{profile.gi_profile_id}-{entry.start}"
+    if mig_mode == "static":
+        assert A100.mig is not None
+        assert made.devices["gpu-1-mig-3g40gb-9-4"] == SliceDevice(1, A100.mig.profile("3g.40gb"), 4)
+        assert "gpu-1" not in made.devices
+    if mig_mode == "dynamic":  # every placement of every profile, +me variants included
+        assert A100.mig is not None
+        assert sum(1 for d in made.devices.values() if d.profile is not None) == 2 * len(A100.mig.placements())
