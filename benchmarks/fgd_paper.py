@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from simulator.cluster import load_cluster  # noqa: E402
 from simulator.engine import EngineConfig, run  # noqa: E402
-from simulator.metrics import summarize  # noqa: E402
+from simulator.kpis import summarize  # noqa: E402
 from simulator.strategies import make_strategy  # noqa: E402
 from simulator.traces import load_trace  # noqa: E402
 from simulator.vram import VramModel  # noqa: E402

@@ -169,7 +169,7 @@ def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -
     if path.suffix.lower() == ".csv":
         return read_openb_nodes(path, model_map=model_map)
     if path.is_dir():  # a folder of inventory snapshots, one per node
-        from .inventory import cluster_from_snapshots
+        from .cluster_sources import cluster_from_snapshots
 
         return cluster_from_snapshots(sorted(path.glob("*.json")))
     try:
@@ -185,7 +185,7 @@ def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -
             f"invalid YAML: {exc}", source=str(path), line=None if mark is None else mark.line + 1
         ) from exc
     if isinstance(data, dict) and data.get("schema") == "gpudra.io/inventory-snapshot/v1":
-        from .inventory import cluster_from_snapshots
+        from .cluster_sources import cluster_from_snapshots
 
         return cluster_from_snapshots([path])
     if (
@@ -193,7 +193,7 @@ def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -
         and "pools" not in data
         and data.get("kind") in ("ResourceSlice", "List", "ResourceSliceList")
     ):
-        from .inventory import load_slices
+        from .cluster_sources import load_slices
 
         return load_slices(path)
     if not isinstance(data, dict) or not isinstance(data.get("pools"), list):

@@ -21,7 +21,7 @@ from typing import Any
 
 from .cluster import ClusterSpec
 from .frag import TypicalPod, typical_pods
-from .metrics import Recorder, cluster_fragmentation
+from .kpis import Recorder, cluster_fragmentation
 from .state import Allocation, ClusterState
 from .strategies.base import Strategy
 from .workload import SimPod

@@ -34,7 +34,7 @@ import yaml
 
 from dra.errors import InputError
 
-from .run import simulate
+from .comparison import simulate
 
 __all__ = ["SweepConfig", "Job", "load_sweep", "run_job", "run_sweep"]
 

@@ -44,8 +44,8 @@ def simulate(
     mode: str = "scored",
 ) -> Outcome:
     """Run every strategy, write the report (its path goes to stderr at once), and the table or JSON summary."""
-    from simulator.run import DEFAULT_STRATEGIES
-    from simulator.run import simulate as run
+    from simulator.comparison import DEFAULT_STRATEGIES
+    from simulator.comparison import simulate as run
     from simulator.strategies import STRATEGY_NAMES
 
     try:
@@ -71,7 +71,7 @@ def simulate(
         return input_error(exc)
     summary = result.summary()
     if report is not None:
-        from simulator.report import write_report
+        from simulator.html_report import write_report
 
         err.print(f"report: {write_report(result, report)}")
     if as_json:

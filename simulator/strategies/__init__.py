@@ -37,9 +37,9 @@ def make_strategy(name: str, *, seed: int = 0, **options: Any) -> Strategy:
         **BASELINES,
     }
     if name == "gpudra":
-        from .gpudra import Gpudra
+        from .policy_claims import PolicyClaims
 
-        return Gpudra(seed=seed, **options)
+        return PolicyClaims(seed=seed, **options)
     if name not in factories:
         raise ValueError(f"unknown strategy {name!r} (known: {', '.join(STRATEGY_NAMES)})")
     return factories[name](seed=seed, **options)

@@ -8,7 +8,7 @@ from dra.allocator import FeatureSet, allocate
 from dra.gpus import catalog, device_classes, node_resource_slices, synthetic_node
 from simulator.cluster import ClusterSpec, NodeSpec, mig_profile, resolve_gpu
 from simulator.engine import run
-from simulator.metrics import summarize
+from simulator.kpis import summarize
 from simulator.strategies import make_strategy
 from simulator.workload import SimPod, legacy_pod
 from webhook.policy import load_policies

@@ -114,7 +114,7 @@ def test_default_cluster() -> None:
 
 
 def test_device_plugin_drain_knobs(tmp_path: Path) -> None:
-    from simulator.run import simulate
+    from simulator.comparison import simulate
     from simulator.workload import SimPod, Workload
 
     pool = "{name: h, count: 1, gpu: H100-SXM5-80GB, gpus: 1, mig: dynamic}"

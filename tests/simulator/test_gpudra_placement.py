@@ -13,10 +13,10 @@ from dra.gpus import device_classes
 from dra.quantity import Quantity
 from simulator.cluster import ClusterSpec, NodeSpec, mig_profiles, place_layout, resolve_gpu
 from simulator.engine import run
-from simulator.metrics import summarize
+from simulator.kpis import summarize
 from simulator.state import ClusterState
-from simulator.strategies.gpudra import ClaimDemand, Gpudra
 from simulator.strategies.placement import node_slices
+from simulator.strategies.policy_claims import ClaimDemand, PolicyClaims
 from simulator.traces.generator import GeneratorConfig, generate
 from simulator.vram import VramModel
 from simulator.workload import SimPod
@@ -59,7 +59,7 @@ def _expected_device(name: str, mig_names: dict[str, str]) -> str:
 @pytest.mark.parametrize("mode", ["upstream", "scored"])
 @pytest.mark.parametrize("spec", NODES, ids=lambda n: n.name)
 def test_placements_equal_the_allocator_answers(spec: NodeSpec, mode: str) -> None:
-    strategy = Gpudra(mode=mode)
+    strategy = PolicyClaims(mode=mode)
     state = ClusterState(ClusterSpec("one", [spec]))
     assert spec.gpu is not None
     mig_names = {p.name.replace(".", "").lower(): p.name for p in mig_profiles(spec.gpu)}
@@ -107,7 +107,7 @@ def test_memo_gives_the_answers_of_no_memo(mode: str) -> None:
     work = generate(GeneratorConfig(pods=150, seed=3), spec.total_gpus, vram=VramModel(kind="class"))
     runs = []
     for memoize in (True, False):
-        strategy = Gpudra(mode=mode, memoize=memoize)
+        strategy = PolicyClaims(mode=mode, memoize=memoize)
         rec = run(spec, work.pods, strategy)
         runs.append((strategy.placer.calls, summarize(rec), rec.samples))
     (memo_calls, memo_summary, memo_samples), (plain_calls, plain_summary, plain_samples) = runs

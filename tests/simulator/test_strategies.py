@@ -6,7 +6,7 @@ import pytest
 
 from simulator.engine import EngineConfig, fgd_sample, run
 from simulator.frag import typical_pods
-from simulator.metrics import summarize
+from simulator.kpis import summarize
 from simulator.strategies import STRATEGY_NAMES, make_strategy
 
 from .helpers import cluster, node, pod

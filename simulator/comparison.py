@@ -10,7 +10,7 @@ from typing import Any
 from .cluster import ClusterSpec, default_cluster, load_cluster
 from .engine import EngineConfig, run
 from .frag import typical_pods
-from .metrics import Recorder, summarize
+from .kpis import Recorder, summarize
 from .strategies import make_strategy
 from .traces import GeneratorConfig, generate, load_trace
 from .vram import VramModel

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from simulator.engine import run
-from simulator.metrics import summarize
+from simulator.kpis import summarize
 from simulator.strategies import make_strategy
-from simulator.strategies.gpudra import ClaimDemand, Gpudra, legacy_claim
+from simulator.strategies.policy_claims import ClaimDemand, PolicyClaims, legacy_claim
 from simulator.workload import SimPod, legacy_pod
 
 from .helpers import cluster, node
@@ -21,7 +21,7 @@ def _pod(gpus: int, milli: int, vram: int, klass: str = "trace", spec: dict[str,
 
 
 def test_right_size_claim_goes_to_the_allocator_as_the_policy_built_it() -> None:
-    strategy = Gpudra()
+    strategy = PolicyClaims()
     _, demand = strategy._demand(_pod(1, 250, 3072))
     assert isinstance(demand, ClaimDemand) and demand.share_milli == 250
     (request,) = json.loads(demand.claim)["devices"]["requests"]
@@ -32,14 +32,14 @@ def test_right_size_claim_goes_to_the_allocator_as_the_policy_built_it() -> None
 
 def test_tensor_parallel_pod_gets_nvlink_constraint() -> None:
     spec = legacy_pod("vllm", 8000, 65536, 4, "llm-serving")
-    _, demand = Gpudra()._demand(_pod(4, 1000, 60000, "llm-serving", spec))
+    _, demand = PolicyClaims()._demand(_pod(4, 1000, 60000, "llm-serving", spec))
     assert isinstance(demand, ClaimDemand)
     claim = json.loads(demand.claim)
     assert claim["devices"]["constraints"] == [{"matchAttribute": "gpu.gpudra.io/nvlinkGroup", "requests": ["main"]}]
 
 
 def test_untouched_pod_keeps_its_legacy_request(tmp_path: Path) -> None:
-    strategy = Gpudra(policies=tmp_path)  # no policy: nothing mutates
+    strategy = PolicyClaims(policies=tmp_path)  # no policy: nothing mutates
     _, demand = strategy._demand(_pod(2, 1000, 2048))
     assert isinstance(demand, ClaimDemand) and json.loads(demand.claim) == legacy_claim(2)
     assert strategy.outcomes["legacy request"] == 1
@@ -64,11 +64,11 @@ spec:
     pods = [SimPod("a", 1000, 1024, 1, 1000, 1024), SimPod("cpu", 1000, 1024, 0, 0, 0)]
     out = summarize(run(cluster(node("n", "T4", 1)), pods, strategy))
     assert out["pods_placed"] == 1 and out["pods_pending"] == 1
-    assert isinstance(strategy, Gpudra) and strategy.outcomes["denied"] == 1
+    assert isinstance(strategy, PolicyClaims) and strategy.outcomes["denied"] == 1
 
 
 def test_modes_and_errors() -> None:
     with pytest.raises(ValueError, match="mode"):
-        Gpudra(mode="fast")
-    upstream, scored = Gpudra(mode="upstream"), Gpudra(mode="scored")
+        PolicyClaims(mode="fast")
+    upstream, scored = PolicyClaims(mode="upstream"), PolicyClaims(mode="scored")
     assert (upstream.placer.mode, scored.placer.mode) == ("upstream", "scored")

@@ -6,7 +6,7 @@ import pytest
 
 from simulator.engine import EngineConfig, run
 from simulator.frag import TypicalPod, frag_amount, typical_pods
-from simulator.metrics import summarize
+from simulator.kpis import summarize
 from simulator.strategies import make_strategy
 
 from .helpers import cluster, node, pod

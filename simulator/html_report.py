@@ -17,8 +17,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .metrics import Recorder  # noqa: E402
-from .run import SimulationResult  # noqa: E402
+from .comparison import SimulationResult  # noqa: E402
+from .kpis import Recorder  # noqa: E402
 
 __all__ = ["SERIES_COLUMNS", "write_report", "write_series"]
 

@@ -1,4 +1,4 @@
-"""gpudra: pods go through the policy engine, and `dra.allocator` places the claims it builds.
+"""The `gpudra` strategy: pods go through the policy engine, and `dra.allocator` places the claims it builds.
 
 Each distinct pod shape is evaluated once by `webhook.policy` (the shipped policies, or `--policies DIR`),
 which returns the DRA claim the webhook would create; a pod they leave alone keeps its legacy request as the
@@ -24,7 +24,7 @@ from ..workload import SimPod
 from .base import Answer, Demand, Option, Strategy
 from .placement import Placer
 
-__all__ = ["ClaimDemand", "Gpudra", "legacy_claim"]
+__all__ = ["ClaimDemand", "PolicyClaims", "legacy_claim"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ def _device_shape(groups: tuple[tuple[tuple[Any, ...], ...], ...]) -> tuple[Any,
     return tuple(sorted(tuple(sorted((g[0], g[2]) if g[0] == PLAIN else g for g in group)) for group in groups))
 
 
-class Gpudra(Strategy):
+class PolicyClaims(Strategy):
     name = "gpudra"
 
     def __init__(
