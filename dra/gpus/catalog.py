@@ -10,6 +10,7 @@ the GPU model names of the Alibaba cluster-trace-gpu-v2023 (`V100M16`, `V100M32`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from dra.gpus import _mig_tables
 from dra.gpus.mig import MigGeometry
@@ -38,8 +39,9 @@ class GPUModel:
     memory_verified: bool = False
     name_verified: bool = False
 
-    @property
+    @cached_property
     def memory_mib(self) -> int:
+        """`memory_bytes` in MiB (cached: the simulator reads it in its inner loops)."""
         return self.memory_bytes // MIB
 
     @property
