@@ -117,3 +117,23 @@ def test_fuzz_any_wrong_value_anywhere_is_never_an_internal_error(
             pass
         else:
             assert answer["response"]["allowed"] is True
+
+
+def test_a_pod_with_ten_thousand_containers_is_decided_in_linear_time(admission: Admission) -> None:
+    """Found at 10k containers: 32.5 s (quadratic claim-memo lookups). Now every container is visited a fixed number
+    of times: 1k and 10k differ by about 10x, and 10k is well inside the deadline."""
+    import time
+
+    def decide(n: int) -> float:
+        containers = [
+            {"name": f"c{i}", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1" if i < 2 else "0"}}}
+            for i in range(n)
+        ]
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"wide-{n}"}, "spec": {"containers": containers}}
+        started = time.perf_counter()
+        assert admission.mutate(parse_review(review_body(pod)))["response"]["allowed"] is True
+        return time.perf_counter() - started
+
+    decide(1000)  # warm the compiled policies
+    small, large = decide(1000), decide(10_000)
+    assert large < 2.0 and large < 40 * max(small, 0.005), (small, large)

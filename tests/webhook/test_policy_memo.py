@@ -155,3 +155,25 @@ def test_memoization_off_evaluates_everything_and_decides_the_same() -> None:
         _same(warm.evaluate(pod, namespace), cold.evaluate(pod, namespace))
     assert cold.memo_sizes() == {"gpu": 0, "match": 0, "claim": 0, "value": 0}
     assert warm.memo_sizes()["value"] > 0
+
+
+def test_memo_tables_are_bounded_in_bytes_not_only_entries() -> None:
+    from webhook.policy._memo import MAX_BYTES, MemoTable, weigh
+
+    policies = load_policies()
+    for i in range(40):  # 40 distinct pods, each with a 1 MB annotation every pod-level fingerprint holds
+        pod, namespace = generate_pods(1, seed=i)[0]
+        pod["metadata"].setdefault("annotations", {})["note"] = f"{i}" + "x" * 2**20
+        policies.evaluate(pod, namespace)
+    held = policies.memo_bytes()
+    assert all(size <= MAX_BYTES for size in held.values()), held
+    assert held["value"] > 2**20  # the big fingerprints were memoized, then dropped when the bound came
+
+    table: MemoTable[str, str] = MemoTable(max_entries=100, max_bytes=10_000)
+    table.put("a", "x" * 4000)
+    table.put("b", "y" * 4000)
+    assert len(table) == 2 and table.bytes == weigh("a") + weigh("x" * 4000) + weigh("b") + weigh("y" * 4000)
+    table.put("c", "z" * 4000)  # over the bound: cleared whole, then stored
+    assert len(table) == 1 and table.get("c") is not None
+    table.put("d", "w" * 20_000)  # larger than the whole bound: never stored
+    assert table.get("d") is None and len(table) == 1

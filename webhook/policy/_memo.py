@@ -3,7 +3,7 @@ the inputs it can read, so that a decision never depends on what is in them.
 
 `PolicyMemo` belongs to one `PolicySet`: each policy's `Plan` (what of it is memoizable, decided once from its
 expressions' sources), the tables, and `for_pod`, the per-evaluation view that fingerprints the pod's inputs.
-Every table is a `MemoTable`, the one place where their size is bounded.
+Every table is a `MemoTable`, the one place where their size is bounded (entries and bytes).
 """
 
 from __future__ import annotations
@@ -19,10 +19,13 @@ from ._deps import Read, closure, path_closure, path_closure_levels, reads
 from .facts import ContainerFacts, PodFacts
 from .loader import CompiledExpr, CompiledPolicy
 
-__all__ = ["MAX_ENTRIES", "ClaimEntry", "MemoTable", "Plan", "PodMemo", "PolicyMemo", "ReadRecorder"]
+__all__ = ["MAX_BYTES", "MAX_ENTRIES", "ClaimEntry", "MemoTable", "Plan", "PodMemo", "PolicyMemo", "ReadRecorder"]
 
-# Tables are dropped whole when they reach this many entries.
+# Tables are dropped whole when they reach this many entries or this many bytes of keys and values (a pod's
+# fingerprints hold the JSON text of what its expressions read: a 1 MB annotation is a 1 MB key).
 MAX_ENTRIES = 4096
+MAX_BYTES = 8 * 2**20
+_MAX_WEIGH_DEPTH = 8  # deeper structure is charged a flat amount: weighing must stay cheaper than memoizing
 # Inputs whose values the facts token (gpu), the container's legacy counts and the policy itself (params) pin down.
 FACT_ROOTS = frozenset({"gpu", "params"})
 _CLAIM_ROOTS = frozenset({"gpu", "params", "legacy"})
@@ -34,22 +37,43 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
+def weigh(value: Any, depth: int = 0) -> int:
+    """Roughly the bytes `value` holds: strings by length, containers by their members (a bound, not a measure)."""
+    if isinstance(value, (str, bytes)):
+        return 49 + len(value)
+    if depth >= _MAX_WEIGH_DEPTH:
+        return 64
+    if isinstance(value, (tuple, list)):
+        return 56 + 8 * len(value) + sum(weigh(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return 64 + sum(weigh(k, depth + 1) + weigh(v, depth + 1) for k, v in value.items())
+    return 32
+
+
 class MemoTable(Generic[K, V]):
-    """A dict that is cleared whole when it reaches `max_entries`."""
+    """A dict that is cleared whole when it reaches `max_entries` entries or `max_bytes` (`weigh` of each key and
+    value, charged when stored)."""
 
-    __slots__ = ("_data", "max_entries")
+    __slots__ = ("_data", "max_entries", "max_bytes", "bytes")
 
-    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
         self._data: dict[K, V] = {}
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.bytes = 0
 
     def get(self, key: K) -> V | None:
         return self._data.get(key)
 
     def put(self, key: K, value: V) -> V:
-        if len(self._data) >= self.max_entries:
+        weight = weigh(key) + weigh(value)
+        if weight > self.max_bytes:  # never kept: it would evict everything else and still not fit
+            return value
+        if len(self._data) >= self.max_entries or self.bytes + weight > self.max_bytes:
             self._data.clear()
+            self.bytes = 0
         self._data[key] = value
+        self.bytes += weight
         return value
 
     def __len__(self) -> int:
@@ -207,6 +231,15 @@ class PolicyMemo:
 
     def sizes(self) -> dict[str, int]:
         return {"gpu": len(self._gpu), "match": len(self._match), "claim": len(self._claim), "value": len(self._value)}
+
+    def weights(self) -> dict[str, int]:
+        """The bytes each table holds, as `MemoTable` charges them."""
+        return {
+            "gpu": self._gpu.bytes,
+            "match": self._match.bytes,
+            "claim": self._claim.bytes,
+            "value": self._value.bytes,
+        }
 
 
 class PodMemo:

@@ -215,6 +215,10 @@ class PolicySet:
         """Entries in the memo tables (for tests and benchmarks)."""
         return self._memo.sizes()
 
+    def memo_bytes(self) -> dict[str, int]:
+        """Bytes held by each memo table (each bounded by `_memo.MAX_BYTES`)."""
+        return self._memo.weights()
+
     def names(self) -> list[str]:
         return [p.name for p in self.policies]
 
