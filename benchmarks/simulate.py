@@ -21,7 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simulator.cluster import ClusterSpec, load_cluster  # noqa: E402
+from simulator.cluster import ClusterSpec  # noqa: E402
+from simulator.cluster_sources import load_cluster  # noqa: E402
 from simulator.engine import EngineConfig, run  # noqa: E402
 from simulator.kpis import summarize  # noqa: E402
 from simulator.strategies import STRATEGY_NAMES, make_strategy  # noqa: E402

@@ -28,8 +28,9 @@ from typing import Any, cast
 
 import yaml
 
+from dra import gpus
 from dra.errors import InputError, QuantityError, TraceError
-from dra.gpus import GPUModel, MigProfile, Placement, catalog
+from dra.gpus import GPUModel, MigProfile, Placement
 from dra.quantity import Quantity
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
     "Layout",
     "NodeSpec",
     "default_cluster",
-    "load_cluster",
+    "cluster_from_spec",
     "mig_profile",
     "mig_profiles",
     "nvlink_groups",
@@ -68,9 +69,9 @@ def resolve_gpu(name: str) -> GPUModel:
 
     Raises `InputError` naming the model and the known keys."""
     key = _TRACE_ALIASES.get(name.strip().upper(), name)
-    model = catalog.trace_model(key) or catalog.find(key)
+    model = gpus.trace_model(key) or gpus.find(key)
     if model is None:
-        known = sorted({m.key for m in (*catalog.trace_models(), *catalog.all_models())})
+        known = sorted({m.key for m in (*gpus.trace_models(), *gpus.all_models())})
         raise InputError(f"unknown GPU model {name!r} (known: {', '.join(known)}; NVML product names are accepted too)")
     return model
 
@@ -163,39 +164,8 @@ def _line_of(node: yaml.Node | None) -> int | None:
     return None if node is None else node.start_mark.line + 1
 
 
-def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -> ClusterSpec:
-    """A cluster YAML spec, an openb node CSV (`.csv`), a ResourceSlice dump, or inventory snapshot(s) (file/dir)."""
-    path = Path(path)
-    if path.suffix.lower() == ".csv":
-        return read_openb_nodes(path, model_map=model_map)
-    if path.is_dir():  # a folder of inventory snapshots, one per node
-        from .cluster_sources import cluster_from_snapshots
-
-        return cluster_from_snapshots(sorted(path.glob("*.json")))
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TraceError(f"cannot read cluster spec: {exc.strerror}", source=str(path)) from exc
-    try:
-        root = yaml.compose(text)
-        data = next(iter(yaml.safe_load_all(text)), None)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise TraceError(
-            f"invalid YAML: {exc}", source=str(path), line=None if mark is None else mark.line + 1
-        ) from exc
-    if isinstance(data, dict) and data.get("schema") == "gpudra.io/inventory-snapshot/v1":
-        from .cluster_sources import cluster_from_snapshots
-
-        return cluster_from_snapshots([path])
-    if (
-        isinstance(data, dict)
-        and "pools" not in data
-        and data.get("kind") in ("ResourceSlice", "List", "ResourceSliceList")
-    ):
-        from .cluster_sources import load_slices
-
-        return load_slices(path)
+def cluster_from_spec(data: Any, root: yaml.Node | None, path: Path) -> ClusterSpec:
+    """A cluster YAML spec (`pools`, optional `device_plugin`), parsed; `root` locates each pool's line."""
     if not isinstance(data, dict) or not isinstance(data.get("pools"), list):
         raise TraceError("a cluster spec needs a 'pools' list", source=str(path), line=1)
     pool_nodes: list[yaml.Node | None] = [None] * len(data["pools"])

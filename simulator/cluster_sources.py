@@ -1,4 +1,5 @@
-"""Clusters from a real cluster: its ResourceSlices (`kubectl get resourceslices -o yaml`) or inventory snapshots.
+"""Where a cluster comes from: `load_cluster` reads any of a cluster YAML spec, the openb node CSV, a real cluster's
+ResourceSlices (`kubectl get resourceslices -o yaml`) or inventory snapshots.
 
 Nodes are grouped by `spec.nodeName`; GPUs are the NVIDIA driver's devices: `type: gpu` whole GPUs, `type: mig`
 with a `uuid` (static MIG, its layout read from the `profile` attributes) or with `consumesCounters`
@@ -13,16 +14,48 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from dra.documents import load_documents
 from dra.errors import InputError, TraceError
 
-from .cluster import ClusterSpec, Layout, NodeSpec, place_layout, resolve_gpu
+from .cluster import ClusterSpec, Layout, NodeSpec, cluster_from_spec, place_layout, read_openb_nodes, resolve_gpu
 
-__all__ = ["SNAPSHOT_SCHEMA", "cluster_from_slices", "cluster_from_snapshots", "load_slices"]
+__all__ = ["SNAPSHOT_SCHEMA", "cluster_from_slices", "cluster_from_snapshots", "load_cluster", "load_slices"]
 
 SNAPSHOT_SCHEMA = "gpudra.io/inventory-snapshot/v1"
 
 DRIVER = "gpu.nvidia.com"
+
+
+def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -> ClusterSpec:
+    """A cluster YAML spec, an openb node CSV (`.csv`), a ResourceSlice dump, or inventory snapshot(s) (file/dir)."""
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        return read_openb_nodes(path, model_map=model_map)
+    if path.is_dir():  # a folder of inventory snapshots, one per node
+        return cluster_from_snapshots(sorted(path.glob("*.json")))
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TraceError(f"cannot read cluster spec: {exc.strerror}", source=str(path)) from exc
+    try:
+        root = yaml.compose(text)
+        data = next(iter(yaml.safe_load_all(text)), None)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise TraceError(
+            f"invalid YAML: {exc}", source=str(path), line=None if mark is None else mark.line + 1
+        ) from exc
+    if isinstance(data, dict) and data.get("schema") == "gpudra.io/inventory-snapshot/v1":
+        return cluster_from_snapshots([path])
+    if (
+        isinstance(data, dict)
+        and "pools" not in data
+        and data.get("kind") in ("ResourceSlice", "List", "ResourceSliceList")
+    ):
+        return load_slices(path)
+    return cluster_from_spec(data, root, path)
 
 
 def load_slices(path: str | Path, *, cpu_milli: int = 64000, memory_mib: int = 524288) -> ClusterSpec:

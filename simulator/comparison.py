@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cluster import ClusterSpec, default_cluster, load_cluster
+from .cluster import ClusterSpec, default_cluster
+from .cluster_sources import load_cluster
 from .engine import EngineConfig, run
 from .frag import typical_pods
 from .kpis import Recorder, summarize

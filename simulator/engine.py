@@ -23,7 +23,7 @@ from .cluster import ClusterSpec
 from .frag import TypicalPod, typical_pods
 from .kpis import Recorder, cluster_fragmentation
 from .state import Allocation, ClusterState
-from .strategies.base import Strategy
+from .strategies import Strategy
 from .workload import SimPod
 
 __all__ = ["EngineConfig", "run", "fgd_sample"]

@@ -51,4 +51,6 @@ __all__ = [
     "to_models",
     "trace_model",
     "trace_models",
+    "trace_model",
+    "trace_models",
 ]

@@ -18,10 +18,11 @@ from dra.gpus import (
     GPUModel,
     IndexedSlices,
     SliceDevice,
-    catalog,
     device_classes,
+    get,
     indexed_node_slices,
     synthetic_node,
+    trace_models,
 )
 from dra.quantity import Quantity
 
@@ -38,8 +39,8 @@ Result = tuple[tuple[str, int], ...]  # the allocator's answer in the same shape
 def _slice_model(gpu: GPUModel) -> GPUModel:
     """The model the node's slices are generated from: the openb trace's models are published as the catalog
     product their label names (`P100` -> P100-PCIE-16GB), as the simulator has always done."""
-    if gpu in catalog.trace_models():
-        return catalog.get(gpu.key)
+    if gpu in trace_models():
+        return get(gpu.key)
     return gpu
 
 

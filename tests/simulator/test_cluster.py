@@ -9,12 +9,12 @@ import pytest
 from dra.errors import TraceError
 from simulator.cluster import (
     default_cluster,
-    load_cluster,
     nvlink_groups,
     place_layout,
     read_openb_nodes,
     resolve_gpu,
 )
+from simulator.cluster_sources import load_cluster
 
 from .conftest import write
 

@@ -11,7 +11,7 @@ import yaml
 
 from dra.errors import InputError
 from dra.gpus import catalog, node_resource_slices, synthetic_node
-from simulator.cluster import load_cluster
+from simulator.cluster_sources import load_cluster
 from simulator.comparison import simulate
 from simulator.html_report import SERIES_COLUMNS, write_report
 from simulator.sweep import load_sweep, run_sweep
