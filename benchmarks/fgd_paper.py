@@ -30,7 +30,8 @@ from simulator.strategies import make_strategy  # noqa: E402
 from simulator.traces import load_trace  # noqa: E402
 from simulator.vram import VramModel  # noqa: E402
 
-DEFAULT_DIR = "/work/shared/traces/alibaba-gpu-v2023/"
+# ../shared beside the checkout, as the project lays it out; pass TRACE_DIR elsewhere.
+DEFAULT_DIR = str(Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "alibaba-gpu-v2023")
 BASELINES = ("random", "dotprod", "gpuclustering", "gpupacking", "bestfit")
 PAPER = {
     "source": "https://www.usenix.org/conference/atc23/presentation/weng (abstract)",

@@ -29,7 +29,8 @@ from simulator.strategies import STRATEGY_NAMES, make_strategy  # noqa: E402
 from simulator.traces import load_trace  # noqa: E402
 from simulator.workload import SimPod  # noqa: E402
 
-DEFAULT_DIR = "/work/shared/traces/alibaba-gpu-v2023/"
+# ../shared beside the checkout, as the project lays it out; pass TRACE_DIR elsewhere.
+DEFAULT_DIR = str(Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "alibaba-gpu-v2023")
 
 
 def scaled(cluster: ClusterSpec, pods: list[SimPod], k: int) -> tuple[ClusterSpec, list[SimPod]]:
