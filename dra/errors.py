@@ -18,6 +18,7 @@ __all__ = [
     "PolicyError",
     "QuantityError",
     "TraceError",
+    "UnknownName",
 ]
 
 
@@ -50,6 +51,13 @@ class InputError(GpudraError, ValueError):
         self.line = line
         where = source + (f":{line}" if line is not None else "")
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class UnknownName(InputError, KeyError):
+    """A name a catalog does not know (a GPU model, a MIG profile). Also a `KeyError`, as a failed lookup reads."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return InputError.__str__(self)
 
 
 class CelError(GpudraError):

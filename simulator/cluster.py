@@ -29,7 +29,7 @@ from typing import Any, cast
 import yaml
 
 from dra import gpus
-from dra.errors import InputError, QuantityError, TraceError
+from dra.errors import InputError, QuantityError, TraceError, UnknownName
 from dra.gpus import GPUModel, MigProfile, Placement
 from dra.quantity import Quantity
 
@@ -87,7 +87,7 @@ def mig_profile(gpu: GPUModel, name: str) -> MigProfile:
         if prof.name == name:
             return prof
     names = ", ".join(p.name for p in mig_profiles(gpu)) or "none"
-    raise KeyError(f"GPU {gpu.key} has no MIG profile {name!r} (profiles: {names})")
+    raise UnknownName(f"GPU {gpu.key} has no MIG profile {name!r} (profiles: {names})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,4 @@ __all__ = [
     "to_models",
     "trace_model",
     "trace_models",
-    "trace_model",
-    "trace_models",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from dra.errors import UnknownName
 from dra.gpus import _mig_tables
 from dra.gpus.mig import MigGeometry
 from dra.gpus.topology import NvlinkKind, NvlinkTopology
@@ -138,11 +139,11 @@ def find(name: str) -> GPUModel | None:
 
 
 def get(name: str) -> GPUModel:
-    """Like `find`, but raises KeyError naming the known keys."""
+    """Like `find`, but raises `UnknownName` (a KeyError too) naming the known keys."""
     model = find(name)
     if model is None:
         known = ", ".join(m.key for m in _MODELS)
-        raise KeyError(f"unknown GPU model {name!r} (known: {known}; NVML product names are accepted too)")
+        raise UnknownName(f"unknown GPU model {name!r} (known: {known}; NVML product names are accepted too)")
     return model
 
 

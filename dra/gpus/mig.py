@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from dra.errors import UnknownName
+
 __all__ = ["MigGeometry", "MigProfile", "Placement"]
 
 MIB = 1024 * 1024
@@ -118,7 +120,7 @@ class MigGeometry:
                 if p.gi_profile_id == key:
                     return p
         known = ", ".join(p.name for p in self.profiles)
-        raise KeyError(f"MIG profile {key!r} is not a profile of {self.name} (known: {known})")
+        raise UnknownName(f"MIG profile {key!r} is not a profile of {self.name} (known: {known})")
 
     def placements(self) -> list[Placement]:
         """Every (profile, start) the GPU allows, in the profile table's order."""

@@ -112,3 +112,12 @@ def test_trace_models_leave_the_real_entries_alone() -> None:
     assert catalog.get("T4").memory_mib == 15360 and catalog.get("A10").memory_mib == 23028
     assert catalog.get("P100").key == "P100-PCIE-16GB" and catalog.get("V100M16").key == "V100-SXM2-16GB"
     assert catalog.trace_model("H100") is None and catalog.trace_model("P100-PCIE-16GB") is None
+
+
+def test_an_unknown_model_is_in_the_one_error_family() -> None:
+    from dra.errors import GpudraError, InputError
+
+    with pytest.raises(GpudraError) as info:
+        catalog.get("H900")
+    assert isinstance(info.value, InputError) and isinstance(info.value, KeyError)
+    assert str(info.value).startswith("unknown GPU model 'H900'")  # not quoted as a bare KeyError would be
