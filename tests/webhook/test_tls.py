@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import socket
 import ssl
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,35 @@ from webhook.tls import (
     service_dns_names,
     write_dev_certificates,
 )
+
+
+@contextlib.contextmanager
+def _tls_server(reloading: ReloadingCertificate) -> Iterator[int]:
+    """A loopback TLS server on `reloading`'s context (each connection: handshake, read a byte); yields its port."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            try:
+                with reloading.context.wrap_socket(conn, server_side=True) as tls:
+                    tls.recv(1)
+            except (ssl.SSLError, OSError):
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield int(server.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()
 
 
 def test_serving_certificate_has_service_names_and_is_signed_by_the_ca(tmp_path: Path) -> None:
@@ -57,26 +88,7 @@ def test_reload_swaps_certificate_for_new_handshakes_and_keeps_old_on_broken_fil
     first = write_dev_certificates(tmp_path, ["localhost"])
     reloading = ReloadingCertificate(tmp_path / "tls.crt", tmp_path / "tls.key")
     assert reloading.valid_now() and reloading.reloads == 0
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-    stop = threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            try:
-                with reloading.context.wrap_socket(conn, server_side=True) as tls:
-                    tls.recv(1)
-            except (ssl.SSLError, OSError):
-                pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
+    with _tls_server(reloading) as port:
         serial_1 = _handshake_subject(port, first.ca_cert_pem)
         assert reloading.reload_if_changed() is False  # unchanged files: nothing to do
         second = write_dev_certificates(tmp_path, ["localhost"])
@@ -87,10 +99,6 @@ def test_reload_swaps_certificate_for_new_handshakes_and_keeps_old_on_broken_fil
         assert reloading.reload_if_changed() is False
         assert reloading.last_error is not None and "not a PEM certificate" in reloading.last_error
         assert _handshake_subject(port, second.ca_cert_pem) == serial_2  # old pair keeps serving
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        server.close()
 
 
 def test_keys_are_created_owner_only_and_exclusively_whatever_the_umask(
@@ -129,32 +137,9 @@ def _tls12_handshake(port: int, ca_pem: bytes, ciphers: str) -> str:
 def test_tls12_offers_only_forward_secret_aead_suites(tmp_path: Path) -> None:
     certs = write_dev_certificates(tmp_path, ["localhost"])
     reloading = ReloadingCertificate(tmp_path / "tls.crt", tmp_path / "tls.key")
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-    stop = threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            try:
-                with reloading.context.wrap_socket(conn, server_side=True) as tls:
-                    tls.recv(1)
-            except (ssl.SSLError, OSError):
-                pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
+    with _tls_server(reloading) as port:
         assert "GCM" in _tls12_handshake(port, certs.ca_cert_pem, "ECDHE+AESGCM")
         # Python's default server list offers these two CBC suites for an EC key.
         for cbc in ("ECDHE-ECDSA-AES256-SHA384", "ECDHE-ECDSA-AES128-SHA256"):
             with pytest.raises(ssl.SSLError):
                 _tls12_handshake(port, certs.ca_cert_pem, cbc)
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        server.close()
