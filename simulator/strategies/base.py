@@ -80,8 +80,12 @@ class Strategy:
         spread = least_allocated(node, demand)
         return spread if self.node_score == "least-allocated" else -spread
 
+    def demand_key(self, pod: SimPod) -> Any:
+        """What `demand(pod)` depends on: pods with equal keys share one demand (and its caches)."""
+        return pod.shape
+
     def _demand(self, pod: SimPod) -> tuple[int, Demand | None]:
-        key = pod.shape
+        key = self.demand_key(pod)
         found = self._demands.get(key)
         if found is None:
             demand = self.demand(pod)

@@ -90,18 +90,13 @@ class PolicyClaims(Strategy):
         self._shapes.clear()
         self._room.clear()
 
-    def _demand(self, pod: SimPod) -> tuple[int, Demand | None]:
-        key = (
+    def demand_key(self, pod: SimPod) -> Any:
+        """The policies read more than the shape: the workload class, the namespace and the pod object itself."""
+        return (
             pod.shape, pod.workload_class, pod.namespace,
             id(pod.pod) if pod.pod is not None else None,
             id(pod.namespace_object) if pod.namespace_object is not None else None,
         )  # fmt: skip
-        found = self._demands.get(key)
-        if found is None:
-            demand = self.demand(pod)
-            did = self._ids.setdefault(demand, len(self._ids)) if demand is not None else -1
-            found = self._demands[key] = (did, demand)
-        return found
 
     def demand(self, pod: SimPod) -> Demand | None:
         if not pod.is_gpu:
