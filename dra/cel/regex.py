@@ -38,6 +38,13 @@ _GO_CODES: Final = {
     "invalid named capture group": "invalid named capture",
 }
 
+try:
+    from re2 import _re2
+
+    _UNANCHORED: Any = _re2.RE2.Anchor.UNANCHORED
+except (ImportError, AttributeError):  # pragma: no cover - other re2 builds have only the public API
+    _UNANCHORED = None
+
 _CACHE: dict[str, Any] = {}
 _CACHE_MAX: Final = 4096
 
@@ -90,7 +97,54 @@ def _go_message(err: Exception, pattern: str) -> str:
 
 
 def go_find_all(compiled: Any, text: str, n: int) -> list[str]:
-    """Go `Regexp.FindAllString(text, n)`: n < 0 means all matches."""
+    """Go `Regexp.FindAllString(text, n)`: n < 0 means all matches.
+
+    One pass over the UTF-8 bytes, encoded once: each search resumes at a byte offset of the same buffer
+    (the text before it stays the context of `^` and `\\b`), and only the matches are decoded. The public
+    `re2` API re-encodes the text and re-counts code points from the start on every `search(text, pos)`,
+    which made a loop over it quadratic in the length (issue 12).
+    """
+    low = getattr(compiled, "_regexp", None)
+    if _UNANCHORED is None or low is None:  # pragma: no cover - other re2 builds: public API, quadratic
+        return _find_all_public(compiled, text, n)
+    data = text.encode("utf-8")
+    end = len(data)
+    if n < 0:
+        n = end + 1
+    match = low.Match
+    out: list[str] = []
+    pos = 0
+    prev_end = -1
+    while len(out) < n and pos <= end:
+        start, stop = match(_UNANCHORED, data, pos, end)[0]
+        if start < 0:
+            break
+        accept = True
+        if stop == pos:
+            # An empty match right after the previous match is not reported; step over one code point.
+            if start == prev_end:
+                accept = False
+            pos += _utf8_width(data[pos]) if pos < end else 1
+        else:
+            pos = stop
+        prev_end = stop
+        if accept:
+            out.append(data[start:stop].decode("utf-8"))
+    return out
+
+
+def _utf8_width(lead: int) -> int:
+    """The byte length of the UTF-8 sequence that starts with `lead` (the text came from a str: valid)."""
+    if lead < 0x80:
+        return 1
+    if lead < 0xE0:
+        return 2
+    if lead < 0xF0:
+        return 3
+    return 4
+
+
+def _find_all_public(compiled: Any, text: str, n: int) -> list[str]:  # pragma: no cover - see go_find_all
     if n < 0:
         n = len(text) + 1
     out: list[str] = []
@@ -103,7 +157,6 @@ def go_find_all(compiled: Any, text: str, n: int) -> list[str]:
         start, end = m.span()
         accept = True
         if end == pos:
-            # An empty match right after the previous match is not reported; step over one code point.
             if start == prev_end:
                 accept = False
             pos += 1
