@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from webhook.tls import issue_certificate, new_ca
 
 _VALIDITY = datetime.timedelta(days=2)
 
@@ -37,86 +38,10 @@ def _write_key(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey, path: Path) 
     path.chmod(0o600)
 
 
-def _name(common_name: str, organization: str | None = None) -> x509.Name:
-    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
-    if organization is not None:
-        attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
-    return x509.Name(attrs)
-
-
-def _issue(
-    ca_key: ec.EllipticCurvePrivateKey,
-    ca_name: x509.Name,
-    subject: x509.Name,
-    *,
-    server: bool,
-    sans: list[x509.GeneralName] | None = None,
-) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-    )
-    if sans:
-        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    return builder.sign(ca_key, hashes.SHA256()), key
-
-
 def generate(directory: Path, service_ip: str = "10.0.0.1") -> Pki:
     """Writes a fresh PKI into `directory` (PEM files) and returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("gpudra-test-ca")
-    now = datetime.datetime.now(datetime.UTC)
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca_cert, ca_key = new_ca("gpudra-test-ca", validity=_VALIDITY)
 
     def save(stem: str, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> KeyPair:
         pair = KeyPair(directory / f"{stem}.crt", directory / f"{stem}.key")
@@ -136,8 +61,12 @@ def generate(directory: Path, service_ip: str = "10.0.0.1") -> Pki:
         )
     ]
     sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", service_ip)]
-    serving = save("apiserver", *_issue(ca_key, ca_name, _name("kube-apiserver"), server=True, sans=sans))
-    admin = save("admin", *_issue(ca_key, ca_name, _name("gpudra-admin", "system:masters"), server=False))
+    ca_pair = (ca_cert, ca_key)
+    serving = save("apiserver", *issue_certificate(ca_pair, "kube-apiserver", validity=_VALIDITY, sans=sans))
+    admin = save(
+        "admin",
+        *issue_certificate(ca_pair, "gpudra-admin", validity=_VALIDITY, server=False, organization="system:masters"),
+    )
 
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     sa_private = directory / "sa.key"
