@@ -35,6 +35,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from webhook.review import pod_review  # noqa: E402
 from webhook.tls import write_dev_certificates  # noqa: E402
 
 
@@ -74,20 +75,7 @@ def replica_pods(count: int) -> list[dict[str, Any]]:
 
 
 def _review(pod: dict[str, Any], uid: str) -> bytes:
-    return json.dumps(
-        {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": uid,
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "namespace": pod["metadata"].get("namespace", "default"),
-                "operation": "CREATE",
-                "object": pod,
-            },
-        }
-    ).encode()
+    return pod_review(pod, uid=uid)
 
 
 def _percentile(values: list[float], q: float) -> float:

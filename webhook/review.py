@@ -24,6 +24,7 @@ __all__ = [
     "denied_response",
     "operation_label",
     "parse_review",
+    "pod_review",
 ]
 
 API_VERSION = "admission.k8s.io/v1"
@@ -169,6 +170,31 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 def _envelope(response: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+def pod_review(
+    pod: dict[str, Any], *, uid: str, namespace: str | None = None, operation: str = "CREATE", dry_run: bool = False
+) -> bytes:
+    """The AdmissionReview body the API server sends for `pod` (for `curl` experiments, tests and benchmarks).
+
+    As the API server does, the request's namespace is the object's: `namespace` (default: the pod's own, else
+    "default") replaces whatever the pod's metadata names.
+    """
+    found = pod.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    ns = namespace or str(metadata.get("namespace") or "default")
+    if metadata.get("namespace"):
+        pod = {**pod, "metadata": {**metadata, "namespace": ns}}
+    request = {
+        "uid": uid,
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "namespace": ns,
+        "operation": operation,
+        "dryRun": dry_run,
+        "object": pod,
+    }
+    return json.dumps({"apiVersion": API_VERSION, "kind": "AdmissionReview", "request": request}).encode()
 
 
 def allowed_response(

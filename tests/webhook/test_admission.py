@@ -21,7 +21,7 @@ from webhook.kube import ApiServerError, NamespaceCache, TemplateResult
 from webhook.metrics import WebhookMetrics
 from webhook.policy import PolicySet, load_policies, shipped_policies_dir
 from webhook.policy_store import PolicyStore
-from webhook.review import AdmissionDenied, BadReview, parse_review
+from webhook.review import AdmissionDenied, BadReview, parse_review, pod_review
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -56,24 +56,7 @@ def example(name: str) -> dict[str, Any]:
 
 
 def review_body(pod: dict[str, Any], *, namespace: str = "team-a", dry_run: bool = False, uid: str = "u-1") -> bytes:
-    if isinstance(pod.get("metadata"), dict) and pod["metadata"].get("namespace"):
-        # As the API server does: the object's namespace is the request's (it refuses a pod naming another).
-        pod = {**pod, "metadata": {**pod["metadata"], "namespace": namespace}}
-    return json.dumps(
-        {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": uid,
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "namespace": namespace,
-                "operation": "CREATE",
-                "dryRun": dry_run,
-                "object": pod,
-            },
-        }
-    ).encode()
+    return pod_review(pod, uid=uid, namespace=namespace, dry_run=dry_run)
 
 
 @pytest.fixture
