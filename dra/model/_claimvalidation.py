@@ -78,6 +78,19 @@ def _request_ref(errs: Errors, ref: str, path: Path, names: _RequestNames) -> No
         errs.invalid(path, ref, _REQUEST_REF_MSG)
 
 
+def _config_entry(errs: Errors, item: Any, names: _RequestNames, p: Path) -> None:
+    """One `config` entry (of a claim's spec or its allocation status): the requests it names and its opaque part."""
+    _set(
+        errs,
+        item.requests,
+        _L["DeviceRequestsMaxSize"],
+        lambda r, q: _request_ref(errs, r, q, names),
+        lambda r: r,
+        p.child("requests"),
+    )
+    _opaque(errs, item.opaque, p)
+
+
 def _defaulted(request: DeviceRequest | DeviceSubRequest) -> dict[str, Any]:
     """A request as the API server shows a duplicate: its JSON after defaulting (allocationMode, count)."""
     data = request.to_k8s()
@@ -197,15 +210,7 @@ def _device_claim(errs: Errors, claim: DeviceClaim, path: Path) -> None:
     )
 
     def config(item: Any, p: Path) -> None:
-        _set(
-            errs,
-            item.requests,
-            _L["DeviceRequestsMaxSize"],
-            lambda r, q: _request_ref(errs, r, q, names),
-            lambda r: r,
-            p.child("requests"),
-        )
-        _opaque(errs, item.opaque, p)
+        _config_entry(errs, item, names, p)
 
     _slice(errs, claim.config, _L["DeviceConfigMaxSize"], config, path.child("config"))
 
@@ -245,15 +250,7 @@ def _allocation(errs: Errors, allocation: AllocationResult, path: Path, names: _
                 errs.required(p.child("source"))
             elif item.source not in ("FromClaim", "FromClass"):
                 errs.not_supported(p.child("source"), item.source, ["FromClaim", "FromClass"])
-            _set(
-                errs,
-                item.requests,
-                _L["DeviceRequestsMaxSize"],
-                lambda r, q: _request_ref(errs, r, q, names),
-                lambda r: r,
-                p.child("requests"),
-            )
-            _opaque(errs, item.opaque, p)
+            _config_entry(errs, item, names, p)
 
         _slice(errs, devices.config, 2 * _L["DeviceConfigMaxSize"], config, path.child("devices", "config"))
     if allocation.node_selector is not None:
