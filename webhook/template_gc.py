@@ -17,7 +17,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from webhook.kube import LAST_USED_ANNOTATION, ApiServerError
@@ -48,12 +48,7 @@ class GcReport:
     changed_since_listed: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "deleted": self.deleted,
-            "in_use": self.in_use,
-            "recently_used": self.recently_used,
-            "changed_since_listed": self.changed_since_listed,
-        }
+        return asdict(self)
 
 
 def _timestamp(text: Any) -> dt.datetime | None:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
 
 from dra.cel import Environment, device_value, to_json
+from dra.documents import load_documents
 from dra.errors import CelError, InputError
 
 from ..options import activation_variable
@@ -26,18 +26,10 @@ EXIT_ERROR = 2
 
 
 def _load_device(path: Path) -> Any:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read device file: {exc.strerror}", source=str(path)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML/JSON: {exc}", source=str(path), line=mark.line + 1 if mark else None) from None
-    if not isinstance(data, dict):
-        raise InputError("expected one device (a mapping, as in a ResourceSlice's spec.devices)", source=str(path))
-    return data
+    documents = load_documents(path)
+    if len(documents) != 1:
+        raise InputError(f"expected one device, found {len(documents)} documents", source=str(path))
+    return documents[0]
 
 
 def _evaluate(expression: str, device: Path | None, driver: str, variables: Sequence[str]) -> Any:

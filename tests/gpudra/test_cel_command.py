@@ -66,7 +66,10 @@ def test_bad_var_and_bad_device(tmp_path: Path) -> None:
     assert evaluate("1", variables=["nope"]).stderr == "error: --var expects NAME=JSON, got 'nope'\n"
     bad = tmp_path / "d.yaml"
     bad.write_text("- a\n- b\n")
-    assert "expected one device" in evaluate("true", device=bad).stderr
+    assert f"{bad}:1: expected a Kubernetes object (a mapping)" in evaluate("true", device=bad).stderr
+    two = tmp_path / "two.yaml"
+    two.write_text("name: a\n---\nname: b\n")
+    assert "expected one device, found 2 documents" in evaluate("true", device=two).stderr
     assert evaluate("true", device=tmp_path / "missing.yaml").code == 2
 
 
