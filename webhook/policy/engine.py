@@ -386,6 +386,10 @@ class PolicySet:
         if state.chosen is policy:
             state.claim, state.containers = None, []
         if policy.failure_policy == "Ignore":
+            # Skipped, as if it had not matched: a lower-priority claim policy (the whole-gpu fallback) decides the
+            # claim instead of the pod going through untranslated.
+            if state.chosen is policy:
+                state.chosen, state.chosen_mode = None, None
             state.warnings.append(
                 f"GPUClaimPolicy '{policy.name}' could not be evaluated (failurePolicy Ignore): {error}"
             )
