@@ -16,7 +16,7 @@ from lark import Token, Tree
 
 from dra.cel import macros, stdlib
 from dra.cel._functions import FunctionRegistry, Overload, type_name
-from dra.cel.cost import COST_KEY, call_cost
+from dra.cel.cost import COST_KEY, SIZED_FUNCTIONS, add_cost, cost_function
 from dra.cel.literals import bytes_literal, int_literal, string_literal, uint_literal
 from dra.cel.nodes import Const, Fn, Node, as_fn
 from dra.cel.parse import OPT_ELEM, OPT_INDEX, OPT_KEY, OPT_SELECT
@@ -66,6 +66,8 @@ class Compiler:
         self.track_cost = track_cost
         self.scope: list[str] = []
         self.nodes = 0
+        # What the calls folded at compile time would have cost at run time (cel-go evaluates them there).
+        self.folded_cost = 0
         self.types = TypeChecker(self.error)
         self.type_idents = type_identifiers(registry)
 
@@ -361,12 +363,14 @@ class Compiler:
         f = ops[op_tree.data]
         left = self.compile(op_tree.children[0])
         right = self.compile(right_tree)
+        if f is stdlib.add and isinstance(left, Const) and isinstance(right, Const):
+            self.folded_cost += add_cost(left.value, right.value)
         folded = self.fold(f, left, right)
         if folded is not None:
             return folded
         lf, rf = as_fn(left), as_fn(right)
         if f is stdlib.add and self.track_cost:
-            # Concatenation inside loops or bindings can double a string per step: charge its size.
+            # Concatenation can double a string per step in loops or bindings: charge its size before building it.
             def costed_add(a: dict[str, Any]) -> Any:
                 x = lf(a)
                 y = rf(a)
@@ -374,7 +378,7 @@ class Compiler:
                 if (tx is str or tx is bytes or tx is list) and type(y) is tx:
                     meter = a.get(COST_KEY)
                     if meter is not None:
-                        meter.charge(call_cost([x, y]))
+                        meter.charge(add_cost(x, y))
                 return stdlib.add(x, y)
 
             return costed_add
@@ -661,7 +665,17 @@ class Compiler:
             dyn_node: Fn = lambda a: f_inner(a)  # noqa: E731 - a distinct closure marks the node as dyn-typed
             self.types.mark_dyn(dyn_node)
             return dyn_node
-        if all(isinstance(n, Const) for n in args):
+        price = cost_function(name)
+        foldable = all(isinstance(n, Const) for n in args)
+        if foldable and name in SIZED_FUNCTIONS:
+            # A constant call costs at run time in cel-go: count it, and leave an expensive one (a huge value
+            # from constants, 'a'.replace('a', 'aaaaaaaaaa') nested) to the meter instead of building it here.
+            fold_cost = price([n.value for n in args])  # type: ignore[union-attr]
+            if fold_cost > _FOLD_COST_MAX and self.track_cost:
+                foldable = False
+            else:
+                self.folded_cost += fold_cost
+        if foldable:
             try:
                 return Const(dispatch(*(n.value for n in args)))  # type: ignore[union-attr]
             except CelRuntimeError as e:
@@ -671,7 +685,7 @@ class Compiler:
                     raise self.error(tree, e.message) from None
         fns = [as_fn(n) for n in args]
         if self.track_cost:
-            return self._costed_call(dispatch, fns)
+            return self._costed_call(dispatch, fns, price, fitting)
         if len(fns) == 0:
             return lambda a: dispatch()
         if len(fns) == 1:
@@ -703,12 +717,37 @@ class Compiler:
             return lambda a: dispatch(f0(a), f1(a))
         return lambda a: dispatch(*[f(a) for f in fns])
 
-    def _costed_call(self, dispatch: Dispatcher, fns: list[Fn]) -> Fn:
+    def _costed_call(
+        self, dispatch: Dispatcher, fns: list[Fn], price: Callable[[list[Any]], int], fitting: list[Overload]
+    ) -> Fn:
+        if len(fns) == 2 and len(fitting) == 1:
+            # The common member call with one candidate: the exact argument types tested inline, as untracked.
+            f0, f1 = fns
+            t0, t1 = fitting[0].arg_types
+            impl2 = fitting[0].impl
+
+            def costed2(a: dict[str, Any]) -> Any:
+                x = f0(a)
+                y = f1(a)
+                meter = a.get(COST_KEY)
+                if meter is not None:
+                    meter.charge(price([x, y]))
+                if (type(x) is t0 or t0 is object) and (type(y) is t1 or t1 is object):
+                    try:
+                        return impl2(x, y)
+                    except CelRuntimeError:
+                        raise
+                    except Exception as e:
+                        raise runtime_error(e) from None
+                return dispatch(x, y)
+
+            return costed2
+
         def costed(a: dict[str, Any]) -> Any:
             args = [f(a) for f in fns]
             meter = a.get(COST_KEY)
             if meter is not None:
-                meter.charge(call_cost(args))
+                meter.charge(price(args))  # before the call: a value too expensive to build is never built
             return dispatch(*args)
 
         return costed
@@ -868,4 +907,6 @@ class _IndexKey(str):
     __slots__ = ()
 
 
+# The most a constant call may cost to be folded at compile time (a result of at most ~10^4 elements).
+_FOLD_COST_MAX: Final = 1000
 _FOLDED_AT_COMPILE: Final = frozenset({"int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp"})

@@ -16,7 +16,7 @@ from dra.cel import cidr, ip, lists, quantity, regex, semver, sets, stdlib, stri
 from dra.cel import format as format_library
 from dra.cel._functions import FunctionRegistry
 from dra.cel.compiler import MACROS, Compiler
-from dra.cel.cost import COST_KEY, DEFAULT_COST_LIMIT, CostMeter
+from dra.cel.cost import COST_KEY, DEFAULT_COST_LIMIT, GROWTH_FUNCTIONS, CostMeter
 from dra.cel.nodes import Const, Fn, as_fn
 from dra.cel.parse import parse
 from dra.errors import CelCompileError, CelCostError, CelRuntimeError
@@ -59,6 +59,16 @@ class Program:
 
     def evaluate(self, activation: Mapping[str, Any], cost_limit: int | None = None) -> Any:
         """The expression's value; raises `CelRuntimeError`, or `CelCostError` past `cost_limit` (default 1e6)."""
+        return self._evaluate(activation, cost_limit, None)
+
+    def evaluate_with_cost(self, activation: Mapping[str, Any], cost_limit: int | None = None) -> tuple[Any, int]:
+        """`(value, actual cost)`: the static cost plus what the meter was charged (compare cel-go's ActualCost)."""
+        limit = DEFAULT_COST_LIMIT if cost_limit is None else cost_limit
+        meter = CostMeter(limit, self.expression, self.static_cost) if self.tracked else None
+        value = self._evaluate(activation, cost_limit, meter)
+        return value, self.static_cost if meter is None else meter.used
+
+    def _evaluate(self, activation: Mapping[str, Any], cost_limit: int | None, meter: CostMeter | None) -> Any:
         limit = DEFAULT_COST_LIMIT if cost_limit is None else cost_limit
         if self.static_cost > limit:
             raise CelCostError(
@@ -66,7 +76,7 @@ class Program:
             )
         if self.tracked:
             a = dict(activation)
-            a[COST_KEY] = CostMeter(limit - self.static_cost, self.expression)
+            a[COST_KEY] = CostMeter(limit, self.expression, self.static_cost) if meter is None else meter
         elif type(activation) is dict:
             a = activation
         else:
@@ -166,7 +176,7 @@ class Environment:
         if not isinstance(expression, str):
             raise CelCompileError(f"expression must be a string, got {type(expression).__name__}")
         tree = parse(expression)
-        tracked = _has_loops(tree)
+        tracked = _needs_meter(tree)
         compiler = Compiler(
             expression,
             self.variables,
@@ -188,7 +198,9 @@ class Environment:
                 raise CelCompileError(
                     f"must evaluate to bool or the unknown type, not {result_type}", expression=expression
                 )
-        program = Program(expression, as_fn(node), max(compiler.nodes, 1), tracked, isinstance(node, Const))
+        program = Program(
+            expression, as_fn(node), max(compiler.nodes, 1) + compiler.folded_cost, tracked, isinstance(node, Const)
+        )
         if len(self._cache) >= _CACHE_SIZE:
             self._cache.clear()
         self._cache[expression] = program
@@ -204,9 +216,22 @@ class Environment:
         return f"Environment({self.name!r}, variables={sorted(self.variables)})"
 
 
-def _has_loops(tree: Any) -> bool:
+_METERED_MEMBERS: Final = frozenset({*MACROS, "bind", *(name.rpartition(".")[2] for name in GROWTH_FUNCTIONS)})
+_METERED_GLOBALS: Final = GROWTH_FUNCTIONS
+
+
+def _needs_meter(tree: Any) -> bool:
+    """Whether the program's cost can outgrow its size: comprehensions, bindings, `+` (strings and lists grow)
+    and calls that build strings or lists."""
     for sub in tree.iter_subtrees():
-        if sub.data == "member_dot_arg" and str(sub.children[1]) in (*MACROS, "bind"):
+        rule = sub.data
+        if rule == "member_dot_arg":
+            if str(sub.children[1]) in _METERED_MEMBERS:
+                return True
+        elif rule in ("ident_arg", "dot_ident_arg"):
+            if str(sub.children[0]) in _METERED_GLOBALS:
+                return True
+        elif rule == "addition_add":
             return True
     return False
 
