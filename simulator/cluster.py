@@ -104,13 +104,17 @@ class NodeSpec:
     mig: str = "none"
     layout: Layout = ()  # static: the MIG layout of every GPU
     sharing: bool = True  # GPUs published with allowMultipleAllocations (DRA consumable capacity)
+    # A node read from a real cluster keeps the ResourceSlices it published (the gpudra strategy allocates on
+    # them as they are); `slices_digest` stands for their content in the template (names and UUIDs aside).
+    slices: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
+    slices_digest: str = ""
 
     @property
     def template(self) -> tuple[Any, ...]:
         """Nodes with equal templates behave alike when equally loaded (the class index relies on it)."""
         return (
             self.cpu_milli, self.memory_mib, self.gpu_count, self.gpu, self.model_label, self.mig, self.layout,
-            self.sharing,
+            self.sharing, self.slices_digest,
         )  # fmt: skip
 
 

@@ -10,6 +10,8 @@ ResourceSlices carry no CPU or memory: nodes get `cpu_milli`/`memory_mib` defaul
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import yaml
 
 from dra.documents import load_documents
 from dra.errors import InputError, TraceError
+from dra.gpus import GPUModel, index_devices
 
 from .cluster import ClusterSpec, Layout, NodeSpec, cluster_from_spec, place_layout, read_openb_nodes, resolve_gpu
 
@@ -73,6 +76,38 @@ def _attr(device: dict[str, Any], name: str) -> str | None:
     return None if found is None else str(found)
 
 
+_NODE_SPECIFIC = frozenset({"uuid", "parentUUID"})
+
+
+def _digest(published: tuple[dict[str, Any], ...]) -> str:
+    """What of a node's slices the allocator can tell apart from another node's: all but names, UUIDs and pool."""
+    if not published:
+        return ""
+    shapes = []
+    for item in published:
+        devices = []
+        for device in (item.get("spec") or {}).get("devices") or []:
+            attrs = {k: v for k, v in (device.get("attributes") or {}).items() if k not in _NODE_SPECIFIC}
+            devices.append({**{k: v for k, v in device.items() if k != "name"}, "attributes": attrs})
+        spec = {k: v for k, v in (item.get("spec") or {}).items() if k not in ("pool", "nodeName", "devices")}
+        shapes.append({"spec": spec, "devices": devices})
+    return hashlib.sha256(json.dumps(shapes, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _same_layout(published: tuple[dict[str, Any], ...], gpu: GPUModel, layout: Layout) -> bool:
+    """Every GPU of the node published exactly `layout` (profile, start), as the simulated node state has it."""
+    try:
+        index = index_devices(published, gpu)
+    except InputError:
+        return False
+    per_gpu: dict[int, set[tuple[str, int]]] = {}
+    for device in index.values():
+        if device.profile is not None:
+            per_gpu.setdefault(device.gpu, set()).add((device.profile.name, device.start))
+    wanted = {(p.profile.name, p.start) for p in layout}
+    return bool(per_gpu) and all(found == wanted for found in per_gpu.values())
+
+
 def cluster_from_slices(
     data: dict[str, Any] | list[dict[str, Any]],
     *,
@@ -84,6 +119,7 @@ def cluster_from_slices(
         data if isinstance(data, list) else data.get("items", [data]) if data.get("kind") != "ResourceSlice" else [data]
     )
     per_node: dict[str, list[dict[str, Any]]] = {}
+    node_slices: dict[str, list[dict[str, Any]]] = {}
     skipped: Counter[str] = Counter()
     for obj in objects:
         spec = obj.get("spec") or {}
@@ -95,6 +131,7 @@ def cluster_from_slices(
             skipped["ResourceSlice without nodeName or pool"] += 1
             continue
         per_node.setdefault(str(node), []).extend(spec.get("devices") or [])
+        node_slices.setdefault(str(node), []).append(obj)
     nodes: list[NodeSpec] = []
     for name, devices in sorted(per_node.items()):
         product = next((_attr(d, "productName") for d in devices if _attr(d, "productName")), None)
@@ -112,10 +149,24 @@ def cluster_from_slices(
         for d in devices:
             if _attr(d, "type") == "mig" and not d.get("consumesCounters"):
                 static.setdefault(_attr(d, "parentUUID") or "?", []).append(_attr(d, "profile") or "")
+        published = tuple(node_slices[name])
         if dynamic:
             count = len(whole) or len({str(d["name"]).split("-mig-")[0] for d in devices})
             nodes.append(
-                NodeSpec(name, "inventory", cpu_milli, memory_mib, count, gpu, gpu.key, "dynamic", (), sharing)
+                NodeSpec(
+                    name,
+                    "inventory",
+                    cpu_milli,
+                    memory_mib,
+                    count,
+                    gpu,
+                    gpu.key,
+                    "dynamic",
+                    (),
+                    sharing,
+                    published,
+                    _digest(published),
+                )  # fmt: skip
             )
             continue
         count = len(whole - set(static)) + len(static)
@@ -124,9 +175,27 @@ def cluster_from_slices(
             common = Counter(tuple(sorted(p)) for p in static.values()).most_common(1)[0][0]
             if len(static) != count or len({tuple(sorted(p)) for p in static.values()}) > 1:
                 skipped["mixed MIG layouts on one node (most common layout used for all GPUs)"] += 1
+                published = ()  # the simulated layout is not what it published: its slices are generated
             layout = place_layout(gpu, list(common)) or ()
+            if layout and published and not _same_layout(published, gpu, layout):
+                published = ()
         mode = "static" if layout else "none"
-        nodes.append(NodeSpec(name, "inventory", cpu_milli, memory_mib, count, gpu, gpu.key, mode, layout, sharing))
+        nodes.append(
+            NodeSpec(
+                name,
+                "inventory",
+                cpu_milli,
+                memory_mib,
+                count,
+                gpu,
+                gpu.key,
+                mode,
+                layout,
+                sharing,
+                published,
+                _digest(published),
+            )  # fmt: skip
+        )
     cluster = ClusterSpec(name=Path(source).stem, nodes=nodes, source=source, skipped=dict(skipped))
     cluster.skipped.update({f"assumed cpu_milli={cpu_milli}, memory_mib={memory_mib} per node": 0})
     return cluster

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from dra.errors import InputError
+from dra.gpus.catalog import GPUModel
 from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu
 from dra.gpus.mig import MigProfile
 from dra.gpus.topology import NVLINK_GROUP_ATTRIBUTE
@@ -28,6 +30,7 @@ __all__ = [
     "MigMode",
     "SliceDevice",
     "device_classes",
+    "index_devices",
     "indexed_node_slices",
     "node_resource_slices",
     "parse_k8s_version",
@@ -246,6 +249,54 @@ def _static_devices(
         return devices
     index[gpu.name] = SliceDevice(gpu.index)
     return [full_gpu_device(gpu, node, groups)]
+
+
+def _string_attr(device: Mapping[str, Any], name: str) -> str:
+    value = (device.get("attributes") or {}).get(name) or {}
+    return str(value.get("string", ""))
+
+
+def _first_slice(names: Iterable[str], prefix: str) -> int | None:
+    found = [int(n[len(prefix) :]) for n in names if n.startswith(prefix) and n[len(prefix) :].isdigit()]
+    return min(found) if found else None
+
+
+def index_devices(slices: Iterable[Mapping[str, Any]], model: GPUModel) -> DeviceIndex:
+    """The device index of ResourceSlices as the NVIDIA driver publishes them (read from a real cluster): GPUs are
+    numbered in PCI bus order (as the driver walks them), a MIG device's GPU is its `parentUUID`, its profile the
+    `profile` attribute and its start the first memory slice it holds (`memorySlice<i>` capacity for an existing
+    MIG device, `memory-slice-<i>` counters for a DynamicMIG one). Raises `InputError` naming a device it cannot
+    place."""
+    devices = [d for item in slices for d in ((item.get("spec") or {}).get("devices") or [])]
+    buses: dict[str, str] = {}
+    for device in devices:
+        uuid = _string_attr(device, "uuid") if _string_attr(device, "type") == "gpu" else ""
+        uuid = uuid or _string_attr(device, "parentUUID")
+        if uuid:
+            bus = _string_attr(device, PCI_BUS_ID_ATTRIBUTE)
+            buses[uuid] = min(buses.get(uuid, bus), bus)
+    order = {uuid: i for i, uuid in enumerate(sorted(buses, key=lambda u: (buses[u], u)))}
+    index: DeviceIndex = {}
+    for device in devices:
+        name = str(device.get("name", ""))
+        kind = _string_attr(device, "type")
+        if kind == "gpu":
+            index[name] = SliceDevice(order[_string_attr(device, "uuid")])
+            continue
+        if kind != "mig":
+            continue  # not a GPU device (vfio, IMEX channels): not the simulator's
+        parent = _string_attr(device, "parentUUID")
+        if parent not in order or model.mig is None:
+            raise InputError(f"MIG device {name}: no parent GPU or no MIG geometry for {model.key}")
+        profile = model.mig.profile(_string_attr(device, "profile"))
+        start = _first_slice(device.get("capacity") or {}, "memorySlice")
+        if start is None:
+            counters = [k for use in device.get("consumesCounters") or [] for k in (use.get("counters") or {})]
+            start = _first_slice(counters, "memory-slice-")
+        if start is None:
+            raise InputError(f"MIG device {name}: no memory slice says where it starts")
+        index[name] = SliceDevice(order[parent], profile, start)
+    return index
 
 
 # -- slices ---------------------------------------------------------------------------------------------

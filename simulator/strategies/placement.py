@@ -8,6 +8,7 @@ states share one answer.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from dra.gpus import (
     SliceDevice,
     device_classes,
     get,
+    index_devices,
     indexed_node_slices,
     synthetic_node,
     trace_models,
@@ -45,9 +47,17 @@ def _slice_model(gpu: GPUModel) -> GPUModel:
 
 
 def node_slices(spec: NodeSpec, name: str) -> IndexedSlices:
-    """The ResourceSlices of node `name` built as `spec` and their device index; GPUs allow multiple
-    allocations where sharing is on."""
+    """The ResourceSlices of node `name` and their device index: the ones a real node published, as they are
+    (pool and node renamed), else built as `spec` (GPUs allow multiple allocations where sharing is on)."""
     assert spec.gpu is not None
+    if spec.slices:
+        renamed = []
+        for item in spec.slices:
+            copy = json.loads(json.dumps(item))
+            copy["spec"]["pool"] = {**(copy["spec"].get("pool") or {}), "name": name}
+            copy["spec"]["nodeName"] = name
+            renamed.append(copy)
+        return IndexedSlices(renamed, index_devices(spec.slices, spec.gpu))
     layouts = {i: list(spec.layout) for i in range(spec.gpu_count)} if spec.layout else None
     node = synthetic_node(_slice_model(spec.gpu), name, spec.gpu_count, mig_layouts=layouts)
     made = indexed_node_slices(node, mig_mode="static" if spec.mig == "static" else spec.mig)  # type: ignore[arg-type]
@@ -63,6 +73,7 @@ class _Template:
     slices: list[dict[str, Any]]
     devices: dict[str, SliceDevice]  # name -> GPU index, MIG profile, start
     names: dict[tuple[int, str, int], str]  # (GPU index, profile, start) -> MIG device name
+    whole: dict[int, str]  # GPU index -> the whole GPU's device name
     memory: int
     matcher: SelectorMatcher
     allocator: Allocator  # with nothing allocated; `with_allocated` reuses its parsed slices and selector results
@@ -93,10 +104,11 @@ class Placer:
             assert spec.gpu is not None
             made = node_slices(spec, _POOL)
             names = {(d.gpu, d.profile.name, d.start): n for n, d in made.devices.items() if d.profile is not None}
+            whole = {d.gpu: n for n, d in made.devices.items() if d.profile is None}
             matcher = _memo_matcher(cel_selector_matcher())
             base = Allocator(slices=made.slices, classes=self.classes, selector_matcher=matcher)
             found = self._templates[spec.template] = _Template(
-                made.slices, made.devices, names, spec.gpu.memory_mib, matcher, base
+                made.slices, made.devices, names, whole, spec.gpu.memory_mib, matcher, base
             )
         self._specs[id(spec)] = (spec, found)
         return found
@@ -111,10 +123,10 @@ class Placer:
                     assert part.profile is not None
                     used[tmpl.names[(part.gpu, part.profile.name, part.start)]] = -1
                 elif part.kind == "share":
-                    name = f"gpu-{part.gpu}"
+                    name = tmpl.whole[part.gpu]
                     used[name] = used.get(name, 0) + part.vram
                 else:
-                    used[f"gpu-{part.gpu}"] = -1
+                    used[tmpl.whole[part.gpu]] = -1
         return tuple(sorted(used.items()))
 
     def place(self, node: NodeState, claim_key: str, claim: Claim, share_milli: int) -> tuple[Part, ...] | None:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from dra.errors import InputError
 from dra.gpus import catalog, node_resource_slices, synthetic_node
+from simulator.cluster import ClusterSpec
 from simulator.cluster_sources import load_cluster
 from simulator.comparison import simulate
 from simulator.html_report import SERIES_COLUMNS, write_report
@@ -84,6 +87,58 @@ def test_cluster_from_resource_slices(tmp_path: Path) -> None:
     assert by_name["node-a"].gpu_count == 2
     assert by_name["node-b"].mig == "dynamic" and by_name["node-b"].gpu_count == 4
     assert by_name["node-c"].mig == "none" and by_name["node-c"].gpu_count == 2
+
+
+def _real_cluster_slices() -> list[dict[str, Any]]:
+    a100 = catalog.get("A100-PCIE-80GB")
+    static = synthetic_node(a100, "node-a", 4, mig_layouts={i: [("3g.40gb", 0), ("2g.20gb", 4), ("1g.10gb", 6)]
+                                                            for i in range(4)})  # fmt: skip
+    return [
+        *node_resource_slices(static, mig_mode="static"),
+        *node_resource_slices(synthetic_node(catalog.get("H100-SXM5-80GB"), "node-b", 8), mig_mode="dynamic"),
+        *node_resource_slices(synthetic_node(catalog.get("L40S"), "node-c", 4), mig_mode="none"),
+    ]
+
+
+def _renumbered(slices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same slices with the devices' minor numbers shifted, as another node's driver may number them."""
+    text = json.dumps(slices)
+    for minor in range(7, -1, -1):
+        text = text.replace(f'"gpu-{minor}', f'"gpu-{minor + 10}')
+    out: list[dict[str, Any]] = json.loads(text)
+    return out
+
+
+@pytest.mark.parametrize("renumber", [False, True])
+def test_a_cluster_from_real_slices_allocates_on_the_slices_it_published(tmp_path: Path, renumber: bool) -> None:
+    slices = _real_cluster_slices()
+    if renumber:
+        slices = _renumbered(slices)
+    path = write(tmp_path / "slices.yaml", yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": slices}))
+    spec = load_cluster(path)
+    assert all(node.slices and node.slices_digest for node in spec.nodes)
+    by_name = {n.name: n for n in spec.nodes}
+    assert by_name["node-a"].slices[0]["spec"]["devices"][0]["name"].startswith("gpu-1" if renumber else "gpu-0")
+    # The same nodes with generated slices: the placements must not change, only where the devices come from.
+    generated = ClusterSpec(
+        name=spec.name, nodes=[replace(n, slices=(), slices_digest="") for n in spec.nodes], source=spec.source
+    )
+    workload = GeneratorConfig(pods=150, seed=3)
+    real = simulate(spec, None, strategies=["gpudra"], generator=workload).summary()["strategies"]["gpudra"]
+    synthetic = simulate(generated, None, strategies=["gpudra"], generator=workload).summary()["strategies"]["gpudra"]
+    assert real == synthetic and real["pods_placed"] > 0
+
+
+def test_a_node_whose_gpus_differ_keeps_generated_slices(tmp_path: Path) -> None:
+    a100 = catalog.get("A100-PCIE-80GB")
+    mixed = synthetic_node(a100, "node-m", 2, mig_layouts={0: [("7g.80gb", 0)], 1: [("3g.40gb", 0), ("3g.40gb", 4)]})
+    path = write(
+        tmp_path / "mixed.yaml",
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": node_resource_slices(mixed, mig_mode="static")}),
+    )
+    spec = load_cluster(path)
+    (node,) = spec.nodes
+    assert node.slices == () and any("mixed MIG layouts" in reason for reason in spec.skipped)
 
 
 def test_sweep_command(tmp_path: Path) -> None:

@@ -355,3 +355,38 @@ def test_device_index_names_every_generated_device(mig_mode: str) -> None:
     if mig_mode == "dynamic":  # every placement of every profile, +me variants included
         assert A100.mig is not None
         assert sum(1 for d in made.devices.values() if d.profile is not None) == 2 * len(A100.mig.placements())
+
+
+@pytest.mark.parametrize(
+    ("model", "mig_mode", "layouts"),
+    [
+        ("H100-SXM5-80GB", "none", None),
+        ("H100-SXM5-80GB", "dynamic", None),
+        ("A100-SXM4-80GB", "dynamic", None),
+        ("A100-PCIE-80GB", "static", {0: [("3g.40gb", 0), ("2g.20gb", 4), ("1g.10gb", 6)], 2: [("7g.80gb", 0)]}),
+        ("L40S", "none", None),
+    ],
+)
+def test_reading_published_slices_back_gives_the_generators_index(
+    model: str, mig_mode: str, layouts: dict[int, list[tuple[str, int]]] | None
+) -> None:
+    """`index_devices` reads what a real cluster publishes (no generator bookkeeping): it must agree with the
+    index the generator kept, device by device."""
+    from dra.gpus import catalog, index_devices, indexed_node_slices, synthetic_node
+
+    gpu = catalog.get(model)
+    node = synthetic_node(gpu, "node-a", 4, mig_layouts=layouts)
+    made = indexed_node_slices(node, mig_mode=mig_mode)  # type: ignore[arg-type]
+    assert index_devices(made.slices, gpu) == made.devices
+
+
+def test_a_mig_device_without_a_parent_is_named() -> None:
+    from dra.errors import InputError
+    from dra.gpus import catalog, index_devices
+
+    orphan = {
+        "name": "gpu-0-mig-1g10gb-19-0",
+        "attributes": {"type": {"string": "mig"}, "profile": {"string": "1g.10gb"}},
+    }
+    with pytest.raises(InputError, match="gpu-0-mig-1g10gb-19-0"):
+        index_devices([{"spec": {"devices": [orphan]}}], catalog.get("A100-SXM4-80GB"))
