@@ -150,36 +150,21 @@ def cluster_from_slices(
             if _attr(d, "type") == "mig" and not d.get("consumesCounters"):
                 static.setdefault(_attr(d, "parentUUID") or "?", []).append(_attr(d, "profile") or "")
         published = tuple(node_slices[name])
+        layout: Layout = ()
         if dynamic:
             count = len(whole) or len({str(d["name"]).split("-mig-")[0] for d in devices})
-            nodes.append(
-                NodeSpec(
-                    name,
-                    "inventory",
-                    cpu_milli,
-                    memory_mib,
-                    count,
-                    gpu,
-                    gpu.key,
-                    "dynamic",
-                    (),
-                    sharing,
-                    published,
-                    _digest(published),
-                )  # fmt: skip
-            )
-            continue
-        count = len(whole - set(static)) + len(static)
-        layout: Layout = ()
-        if static:
-            common = Counter(tuple(sorted(p)) for p in static.values()).most_common(1)[0][0]
-            if len(static) != count or len({tuple(sorted(p)) for p in static.values()}) > 1:
-                skipped["mixed MIG layouts on one node (most common layout used for all GPUs)"] += 1
-                published = ()  # the simulated layout is not what it published: its slices are generated
-            layout = place_layout(gpu, list(common)) or ()
-            if layout and published and not _same_layout(published, gpu, layout):
-                published = ()
-        mode = "static" if layout else "none"
+            mode = "dynamic"
+        else:
+            count = len(whole - set(static)) + len(static)
+            if static:
+                common = Counter(tuple(sorted(p)) for p in static.values()).most_common(1)[0][0]
+                if len(static) != count or len({tuple(sorted(p)) for p in static.values()}) > 1:
+                    skipped["mixed MIG layouts on one node (most common layout used for all GPUs)"] += 1
+                    published = ()  # the simulated layout is not what it published: its slices are generated
+                layout = place_layout(gpu, list(common)) or ()
+                if layout and published and not _same_layout(published, gpu, layout):
+                    published = ()
+            mode = "static" if layout else "none"
         nodes.append(
             NodeSpec(
                 name,
