@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.decision_cache import DecisionCache
+from webhook.dra_demand import ClaimReader, claimed_gpu_devices
 from webhook.kube import ApiServerError, NamespaceCache, TemplateWriter
 from webhook.metrics import WebhookMetrics
 from webhook.pod_shape import check_pod_shape
@@ -107,8 +108,10 @@ class Admission:
         cache_size: int = DECISION_CACHE_SIZE,
         cache_bytes: int = DECISION_CACHE_BYTES,
         exempt_namespaces: frozenset[str] = DEFAULT_EXEMPT_NAMESPACES,
+        claims: ClaimReader | None = None,
     ) -> None:
         self.store = store
+        self.claims = claims
         self.metrics = metrics
         self.writer = writer
         self.namespaces = namespaces
@@ -144,7 +147,9 @@ class Admission:
                 reason="ServiceUnavailable",
             ) from exc
 
-    def _key(self, policies: PolicySet, info: dict[str, Any], pod: Any, namespace: Any) -> tuple[bytes, int] | None:
+    def _key(
+        self, policies: PolicySet, info: dict[str, Any], pod: Any, namespace: Any, dra_devices: int = 0
+    ) -> tuple[bytes, int] | None:
         """A digest of exactly what a decision reads: the pod, the namespace object and the request info (the uid
         left out unless some policy expression could read it). Replicas of one Deployment arrive identical at
         mutating admission, so they share one entry. With the digest, the text's size (the entry's weight). None
@@ -160,11 +165,24 @@ class Admission:
         try:
             # Not sorted: the API server writes a given object's keys in one order, and equal text means equal
             # inputs either way (another key order only misses the cache); sorting would double the cost.
-            text = json.dumps([pod, namespace, info], separators=(",", ":"), allow_nan=False)
+            text = json.dumps([pod, namespace, info, dra_devices], separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError):
             return None
         data = text.encode()
         return hashlib.blake2b(data, digest_size=20).digest(), len(data)
+
+    def _dra_devices(self, review: ReviewRequest, pod: dict[str, Any]) -> int:
+        """GPU devices the claims and templates the pod names ask for; an API-server failure denies (a cap that
+        cannot be checked is not waved through)."""
+        if self.claims is None or not (pod.get("spec") or {}).get("resourceClaims"):
+            return 0
+        try:
+            return claimed_gpu_devices(pod, review.namespace, self.claims)
+        except ApiServerError as exc:
+            raise AdmissionDenied(
+                f"gpudra: cannot read the pod's ResourceClaims to check GPU caps: {exc}", code=503,
+                reason="ServiceUnavailable",
+            ) from exc  # fmt: skip
 
     def _decide(self, review: ReviewRequest) -> _Cached | None:
         if not review.is_pod or review.operation != "CREATE":
@@ -179,12 +197,13 @@ class Admission:
         namespace = self._namespace(review)
         info = _request_info(review)
         policies = self.store.current
-        keyed = self._key(policies, info, pod, namespace) if self.cache_size > 0 else None
+        dra_devices = self._dra_devices(review, pod)
+        keyed = self._key(policies, info, pod, namespace, dra_devices) if self.cache_size > 0 else None
         if keyed is not None:
             cached = self._cache.get(keyed[0])
             if cached is not None:
                 return cached
-        entry = _Cached(pod, policies.evaluate(pod, namespace, info))
+        entry = _Cached(pod, policies.evaluate(pod, namespace, info, dra_devices=dra_devices))
         if keyed is not None:
             self._cache.put(keyed[0], entry, keyed[1])
         return entry

@@ -156,6 +156,24 @@ class KubeSideEffects:
             raise ApiServerError(self._explain("mark ResourceClaimTemplate used", namespace, name, exc)) from exc
         return True
 
+    def read_claim_spec(self, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
+        """`webhook.dra_demand.ClaimReader`: a ResourceClaim's spec, or a ResourceClaimTemplate's `spec.spec`."""
+        plural = "resourceclaims" if kind == "claim" else PLURAL
+        try:
+            found = cast(
+                dict[str, Any],
+                self._custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural, name, _request_timeout=self._timeout()
+                ),
+            )
+        except Exception as exc:
+            if _status(exc) == 404:
+                return None
+            raise ApiServerError(self._explain(f"read {kind}", namespace, name, exc)) from exc
+        spec = (found or {}).get("spec") or {}
+        result: dict[str, Any] = spec if kind == "claim" else (spec.get("spec") or {})
+        return result
+
     def get_namespace(self, name: str) -> dict[str, Any] | None:
         try:
             ns = self._core.read_namespace(name, _request_timeout=self._timeout())

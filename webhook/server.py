@@ -97,8 +97,9 @@ def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) 
     if os.environ.get("POD_NAMESPACE"):
         exempt |= {os.environ["POD_NAMESPACE"]}
     admission = Admission(
-        store, metrics, writer=writer, namespaces=namespaces, rollout=RolloutConfig(), exempt_namespaces=exempt
-    )
+        store, metrics, writer=writer, namespaces=namespaces, rollout=RolloutConfig(), exempt_namespaces=exempt,
+        claims=writer if isinstance(writer, KubeSideEffects) else None,
+    )  # fmt: skip
     certificate = _certificate(settings)
 
     def reload_policies() -> None:

@@ -94,6 +94,7 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
 
     assert verbs(roles["gpudra-webhook"]) == {
         ("resourceclaimtemplates", ("create", "get", "patch")),
+        ("resourceclaims", ("get",)),
         ("namespaces", ("get",)),
     }
     assert verbs(roles["gpudra-template-gc"]) == {("resourceclaimtemplates", ("list", "delete")), ("pods", ("list",))}

@@ -335,6 +335,28 @@ def test_guardrail_denial_and_dra_pod_left_alone(kube: Kube, namespace: str) -> 
     assert "gpudra.io/translated" not in (created["metadata"].get("annotations") or {})
     _, devices = _bound_with_claim(kube, namespace, "dra-native")
     assert len(devices) == 1
+    # A user's own template for 8 GPUs is counted against the cap too (it used to be admitted).
+    kube.create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "eight-gpus", "namespace": namespace},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 8}}]
+                    }
+                }
+            },
+        }
+    )
+    greedy = _pod("pod-already-dra.yaml", namespace, name="dra-eight")
+    greedy["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]
+    for container in greedy["spec"]["containers"]:
+        container["resources"] = {"claims": [{"name": "gpus"}]}
+    with pytest.raises(ApiException) as capped:
+        kube.create(greedy)
+    assert capped.value.status == 403 and "asks for 8 GPU devices" in str(capped.value.body)
 
 
 def test_webhook_down_fails_closed_and_recovers(kube: Kube, namespace: str, webhook: Webhook) -> None:

@@ -227,15 +227,18 @@ class PolicySet:
         pod: Mapping[str, Any],
         namespace: Mapping[str, Any] | None = None,
         request: Mapping[str, Any] | None = None,
+        *,
+        dra_devices: int = 0,
     ) -> Decision:
-        """Decide what happens to `pod` (Kubernetes JSON) given its Namespace object and admission request."""
+        """Decide what happens to `pod` (Kubernetes JSON) given its Namespace object and admission request;
+        `dra_devices` is what the claims and templates it names ask for (`gpu.draDevices`)."""
         request = dict(request or {})
         ns_name = _namespace_name(pod, namespace, request)
         request.setdefault("operation", "CREATE")
         request.setdefault("namespace", ns_name)
         request.setdefault("dryRun", False)
         try:
-            facts = pod_facts(pod)
+            facts = pod_facts(pod, dra_devices=dra_devices)
         except InputError as exc:
             return Decision(False, f"pod cannot be read: {exc}", "Invalid", namespace=ns_name)
         # JSON data already is CEL runtime data (`dra.cel.from_json` is a deep copy that only changes ints beyond

@@ -93,11 +93,13 @@ class PodFacts:
 
     containers: tuple[ContainerFacts, ...]
     pod_claims: tuple[str, ...]
+    # GPU devices the ResourceClaims and templates the pod names ask for (read by the webhook; 0 elsewhere).
+    dra_devices: int = 0
     # Hashable and equal exactly when two pods' GPU facts (hence their `gpu` CEL values) are equal.
     key: tuple[Any, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", (tuple(c.key for c in self.containers), self.pod_claims))
+        object.__setattr__(self, "key", (tuple(c.key for c in self.containers), self.pod_claims, self.dra_devices))
 
     @property
     def legacy_containers(self) -> tuple[ContainerFacts, ...]:
@@ -124,6 +126,7 @@ class PodFacts:
             "max": max((c.count for c in self.containers), default=0),
             "resources": resources,
             "claims": list(self.pod_claims),
+            "draDevices": self.dra_devices,
             "requestsOnly": [c.name for c in self.containers if c.requests_only],
             "mixed": [c.name for c in self.containers if c.legacy and c.claims],
             "containers": [c.to_cel() for c in self.containers],
@@ -202,8 +205,9 @@ def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
     )
 
 
-def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
-    """Read the GPU facts of `pod` (Kubernetes JSON form); raises `InputError` naming the bad field."""
+def pod_facts(pod: Mapping[str, Any], *, dra_devices: int = 0) -> PodFacts:
+    """Read the GPU facts of `pod` (Kubernetes JSON form); raises `InputError` naming the bad field.
+    `dra_devices`: the GPU devices its named claims and templates ask for (`webhook.dra_demand`)."""
     spec = pod.get("spec") or _EMPTY
     if type(spec) is not dict:
         raise _bad("spec", "a mapping", spec)
@@ -220,4 +224,4 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
     if not isinstance(pod_claims, list):
         raise InputError(f"spec.resourceClaims: expected a list (got {type(pod_claims).__name__})")
     names = tuple(str(c.get("name", "")) for c in pod_claims if isinstance(c, dict))
-    return PodFacts(tuple(found), names)
+    return PodFacts(tuple(found), names, dra_devices)

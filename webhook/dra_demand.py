@@ -1,0 +1,66 @@
+"""How many GPU devices a pod already asks for through DRA: the ResourceClaims and ResourceClaimTemplates its
+`spec.resourceClaims` name, read from the API server, so that namespace caps count them too (`gpu.draDevices`).
+
+A request counts its `count` (ExactCount, 1 when unset); `allocationMode: All` counts as the most one claim can
+allocate (32, AllocationResultsMaxSize), since it can take every matching device; `firstAvailable` counts its
+largest alternative. Only requests of the NVIDIA driver's GPU DeviceClasses count. A claim or template that does
+not exist counts 0: the pod cannot start until it does, and the API server checks it then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+__all__ = ["GPU_DEVICE_CLASSES", "MAX_DEVICES_PER_CLAIM", "ClaimReader", "claimed_gpu_devices", "spec_gpu_devices"]
+
+GPU_DEVICE_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"})
+MAX_DEVICES_PER_CLAIM = 32  # resource.k8s.io/v1 AllocationResultsMaxSize
+
+
+class ClaimReader(Protocol):
+    def read_claim_spec(self, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
+        """The ResourceClaimSpec of ResourceClaim (`kind="claim"`) or ResourceClaimTemplate (`"template"`)
+        `namespace/name`, or None when it does not exist."""
+        ...
+
+
+def _request_devices(request: Mapping[str, Any]) -> int:
+    if request.get("deviceClassName") not in GPU_DEVICE_CLASSES:
+        return 0
+    if request.get("allocationMode") == "All":
+        return MAX_DEVICES_PER_CLAIM
+    count = request.get("count", 1)
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1
+
+
+def spec_gpu_devices(spec: Mapping[str, Any]) -> int:
+    """The GPU devices one ResourceClaimSpec asks for (see the module's rules)."""
+    total = 0
+    found = spec.get("devices")
+    devices: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    for request in devices.get("requests") or []:
+        if not isinstance(request, dict):
+            continue
+        if isinstance(request.get("exactly"), dict):
+            total += _request_devices(request["exactly"])
+        elif isinstance(request.get("firstAvailable"), list):
+            total += max((_request_devices(s) for s in request["firstAvailable"] if isinstance(s, dict)), default=0)
+    return total
+
+
+def claimed_gpu_devices(pod: Mapping[str, Any], namespace: str, reader: ClaimReader) -> int:
+    """The GPU devices the claims and templates `pod` names ask for, read through `reader`."""
+    total = 0
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if not isinstance(entry, dict):
+            continue
+        if isinstance(entry.get("resourceClaimName"), str):
+            found = reader.read_claim_spec(namespace, "claim", entry["resourceClaimName"])
+        elif isinstance(entry.get("resourceClaimTemplateName"), str):
+            found = reader.read_claim_spec(namespace, "template", entry["resourceClaimTemplateName"])
+        else:
+            continue
+        if found is not None:
+            total += spec_gpu_devices(found)
+    return total
