@@ -111,13 +111,13 @@ class Admission:
         claims: ClaimReader | None = None,
     ) -> None:
         self.store = store
-        self.claims = claims
         self.metrics = metrics
         self.writer = writer
         self.namespaces = namespaces
         self.rollout = rollout or RolloutConfig()
         self.cache_size = cache_size
         self.exempt_namespaces = exempt_namespaces
+        self.claims = claims  # where the claims and templates a pod names are read (None: not counted)
         # Decisions (and their translations) by a digest of every input they depend on; see `_key`.
         self._cache: DecisionCache[_Cached] = DecisionCache(cache_size, cache_bytes)
         self._cache_policies: PolicySet | None = None

@@ -116,15 +116,9 @@ class KubeSideEffects:
         except Exception as exc:  # ApiException, urllib3 timeouts and connection errors
             if _status(exc) != 409:
                 raise ApiServerError(self._explain("create ResourceClaimTemplate", namespace, name, exc)) from exc
-        try:
-            existing = cast(
-                dict[str, Any],
-                self._custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, PLURAL, name, _request_timeout=self._timeout()
-                ),
-            )
-        except Exception as exc:
-            raise ApiServerError(self._explain("read ResourceClaimTemplate", namespace, name, exc)) from exc
+        existing = self._get(PLURAL, namespace, name, "read ResourceClaimTemplate")
+        if existing is None:  # collected between our create and our read: create it again
+            return None
         # The stored spec carries the API server's defaults, so the digest of what gpudra sent is compared.
         annotations = existing.get("metadata", {}).get("annotations") or {}
         if annotations.get(SPEC_DIGEST_ANNOTATION) != digest:
@@ -156,21 +150,25 @@ class KubeSideEffects:
             raise ApiServerError(self._explain("mark ResourceClaimTemplate used", namespace, name, exc)) from exc
         return True
 
+    def _get(self, plural: str, namespace: str, name: str, what: str) -> dict[str, Any] | None:
+        """One resource.k8s.io/v1 object, or None when it does not exist."""
+        try:
+            found = self._custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, name, _request_timeout=self._timeout()
+            )
+        except Exception as exc:  # ApiException, urllib3 timeouts and connection errors
+            if _status(exc) == 404:
+                return None
+            raise ApiServerError(self._explain(what, namespace, name, exc)) from exc
+        return cast(dict[str, Any], found)
+
     def read_claim_spec(self, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
         """`webhook.dra_demand.ClaimReader`: a ResourceClaim's spec, or a ResourceClaimTemplate's `spec.spec`."""
         plural = "resourceclaims" if kind == "claim" else PLURAL
-        try:
-            found = cast(
-                dict[str, Any],
-                self._custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, plural, name, _request_timeout=self._timeout()
-                ),
-            )
-        except Exception as exc:
-            if _status(exc) == 404:
-                return None
-            raise ApiServerError(self._explain(f"read {kind}", namespace, name, exc)) from exc
-        spec = (found or {}).get("spec") or {}
+        found = self._get(plural, namespace, name, f"read {kind}")
+        if found is None:
+            return None
+        spec = found.get("spec") or {}
         result: dict[str, Any] = spec if kind == "claim" else (spec.get("spec") or {})
         return result
 
