@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-__all__ = ["GPU_DEVICE_CLASSES", "MAX_DEVICES_PER_CLAIM", "ClaimReader", "claimed_gpu_devices", "spec_gpu_devices"]
+from webhook.pod_shape import MAX_DEVICES_PER_CLAIM
+
+__all__ = ["GPU_DEVICE_CLASSES", "ClaimReader", "claimed_gpu_devices", "spec_gpu_devices"]
 
 GPU_DEVICE_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"})
-MAX_DEVICES_PER_CLAIM = 32  # resource.k8s.io/v1 AllocationResultsMaxSize
 
 
 class ClaimReader(Protocol):

@@ -27,6 +27,7 @@ __all__ = [
     "TemplateResult",
     "TemplateWriter",
     "api_client",
+    "parse_timestamp",
     "spec_digest",
 ]
 
@@ -35,6 +36,18 @@ SPEC_DIGEST_ANNOTATION = "gpudra.io/spec-digest"
 # When the webhook last handed this template to a pod (RFC 3339, UTC); template garbage collection reads it.
 LAST_USED_ANNOTATION = "gpudra.io/last-used"
 LAST_USED_RESOLUTION = 60.0  # seconds: reusing a template stamps it at most this often
+
+
+def parse_timestamp(value: Any) -> dt.datetime | None:
+    """An RFC 3339 time as Kubernetes writes them (`2026-12-03T10:00:00Z`), timezone-aware (UTC when it names
+    none); None when `value` is not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
 
 
 def api_client(kubeconfig: str | None = None, *, in_cluster: bool = False) -> Any:
@@ -133,10 +146,7 @@ class KubeSideEffects:
     def _stamp_if_stale(self, namespace: str, name: str, last_used: Any) -> bool:
         """Mark a reused template as used now (so collection leaves it alone); False when it is gone."""
         now = dt.datetime.now(dt.UTC)
-        try:
-            stamped = dt.datetime.fromisoformat(str(last_used).replace("Z", "+00:00"))
-        except ValueError:
-            stamped = None
+        stamped = parse_timestamp(last_used)
         if stamped is not None and (now - stamped).total_seconds() < LAST_USED_RESOLUTION:
             return True
         patch = {"metadata": {"annotations": {LAST_USED_ANNOTATION: now.strftime("%Y-%m-%dT%H:%M:%SZ")}}}

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from webhook.kube import LAST_USED_ANNOTATION, ApiServerError
+from webhook.kube import LAST_USED_ANNOTATION, ApiServerError, parse_timestamp
 from webhook.translate import MANAGED_BY
 
 __all__ = ["GcReport", "TemplateStore", "collect", "run_forever", "unused_templates"]
@@ -51,20 +51,11 @@ class GcReport:
         return asdict(self)
 
 
-def _timestamp(text: Any) -> dt.datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _last_used(template: dict[str, Any]) -> dt.datetime | None:
     metadata = template.get("metadata") or {}
     stamps = [
-        _timestamp(metadata.get("creationTimestamp")),
-        _timestamp((metadata.get("annotations") or {}).get(LAST_USED_ANNOTATION)),
+        parse_timestamp(metadata.get("creationTimestamp")),
+        parse_timestamp((metadata.get("annotations") or {}).get(LAST_USED_ANNOTATION)),
     ]
     known = [s for s in stamps if s is not None]
     return max(known) if known else None

@@ -136,3 +136,12 @@ def test_an_unexpected_error_is_not_swallowed() -> None:
 
     with pytest.raises(RuntimeError):
         run_forever(Broken([], []), interval_seconds=1, min_idle=IDLE, sleep=lambda s: None, passes=1)
+
+
+def test_a_timestamp_without_a_zone_reads_as_utc_and_garbage_as_none() -> None:
+    naive = template("naive", created=600)
+    naive["metadata"]["annotations"] = {LAST_USED_ANNOTATION: "2026-12-03T11:58:00"}  # 2 min before NOW, no zone
+    garbage = template("garbage", created=600)
+    garbage["metadata"]["annotations"] = {LAST_USED_ANNOTATION: "yesterday"}
+    gone, report = unused_templates([naive, garbage], [], now=NOW, min_idle=IDLE)
+    assert [t["metadata"]["name"] for t in gone] == ["garbage"] and report.recently_used == 1
