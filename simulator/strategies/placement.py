@@ -8,7 +8,7 @@ states share one answer.
 
 from __future__ import annotations
 
-import json
+import copy
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -51,12 +51,10 @@ def node_slices(spec: NodeSpec, name: str) -> IndexedSlices:
     (pool and node renamed), else built as `spec` (GPUs allow multiple allocations where sharing is on)."""
     assert spec.gpu is not None
     if spec.slices:
-        renamed = []
-        for item in spec.slices:
-            copy = json.loads(json.dumps(item))
-            copy["spec"]["pool"] = {**(copy["spec"].get("pool") or {}), "name": name}
-            copy["spec"]["nodeName"] = name
-            renamed.append(copy)
+        renamed = copy.deepcopy(list(spec.slices))
+        for item in renamed:
+            item["spec"]["pool"] = {**(item["spec"].get("pool") or {}), "name": name}
+            item["spec"]["nodeName"] = name
         return IndexedSlices(renamed, index_devices(spec.slices, spec.gpu))
     layouts = {i: list(spec.layout) for i in range(spec.gpu_count)} if spec.layout else None
     node = synthetic_node(_slice_model(spec.gpu), name, spec.gpu_count, mig_layouts=layouts)
