@@ -47,6 +47,11 @@ def _shape(pod: SimPod) -> _Pod:
     return _Pod(pod.cpu_milli, pod.memory_mib, pod.num_gpu if gpu else 0, pod.gpu_milli if gpu else 0, pod.gpu_models)
 
 
+def _gpu_milli(pod: SimPod) -> int:
+    shape = _shape(pod)
+    return shape.num * shape.milli
+
+
 def inflate(pods: list[SimPod], capacity_milli: int, rng: random.Random, ratio: float = TUNE_RATIO) -> list[SimPod]:
     """The peer's workload: sorted by name, shuffled, then tuned to `ratio` x `capacity_milli` of GPU demand.
 
@@ -58,25 +63,23 @@ def inflate(pods: list[SimPod], capacity_milli: int, rng: random.Random, ratio: 
     out = list(original)
     rng.shuffle(out)
     target = ratio * capacity_milli
-    demand = sum(_shape(p).num * _shape(p).milli for p in out)
+    demand = sum(_gpu_milli(p) for p in out)
     if demand > target:
         while demand > target and out:
-            gone = _shape(out.pop(rng.randrange(len(out))))
-            demand -= gone.num * gone.milli
+            demand -= _gpu_milli(out.pop(rng.randrange(len(out))))
         return out
     while original:
         pick = original[rng.randrange(len(original))]
-        shape = _shape(pick)
-        if demand + shape.milli > target:
+        if demand + _shape(pick).milli > target:
             break
-        demand += shape.num * shape.milli
+        demand += _gpu_milli(pick)
         out.append(pick)
     return out
 
 
 @dataclass(slots=True)
 class PeerRun:
-    """One seed: per pod event the arrived and used GPU milli (both over the cluster's), and the failures."""
+    """One seed: per pod event the arrived and used GPU milli (both over the cluster's) and the failures so far."""
 
     policy: str
     seed: int
@@ -91,16 +94,6 @@ class PeerRun:
         pairs = [(round(a / cap), round(u / cap, 2)) for a, u in zip(self.arrived, self.used, strict=True)]
         values = [u for a, u in pairs if a == load] or [u for a, u in pairs if load - 1 <= a <= load + 1]
         return round(sum(values) / len(values), 2) if values else None
-
-    def failed_at(self, load: int) -> int:
-        """Pods failed by the last event whose rounded arrived share is at most `load` %."""
-        cap = self.capacity_milli / 100
-        count = 0
-        for a, f in zip(self.arrived, self.failed, strict=True):
-            if round(a / cap) > load:
-                break
-            count = f
-        return count
 
 
 class _Nodes:
