@@ -9,7 +9,10 @@ Differences from `Search` (upstream):
   set's remaining values), so the skipped subtree is a mirror image of one already explored — this is what
   removes the exponential blow-up of identical devices (kubernetes/kubernetes#131730);
 - complete allocations are collected up to `max_solutions`, the best by `scoring.score` wins; after the first
-  one the search goes on for at most as many steps again (plus `EXTRA_STEPS`), and never past `max_steps`.
+  one the search goes on for at most as many steps again (plus `EXTRA_STEPS`), and never past `max_steps`;
+- shares of devices that allow multiple allocations (consumable capacity, KEP-5075) are scored by capacity: a
+  share of a device nothing has consumed yet breaks a whole GPU (the score's first term), and among devices
+  already shared the one left with the least capacity is best (best fit, `fit` in the score).
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from dra.allocator._errors import AllocationError
+from dra.allocator._objects import Request
+from dra.allocator.capacity import consumed_capacity
 from dra.allocator.constraints import lookup_attribute
 from dra.allocator.requests import Candidate, RequestData
-from dra.allocator.scoring import Score, footprint, group_of, score, topology_attribute, unit_delta, unit_usage
+from dra.allocator.scoring import footprint, group_of, score, topology_attribute, unit_delta, unit_usage
 from dra.allocator.search import DeviceResult, MaxSizeExceeded, Search
 
 __all__ = ["EXTRA_STEPS", "MAX_SOLUTIONS", "MAX_STEPS", "ScoredSearch"]
@@ -27,6 +32,10 @@ __all__ = ["EXTRA_STEPS", "MAX_SOLUTIONS", "MAX_STEPS", "ScoredSearch"]
 MAX_SOLUTIONS = 8
 MAX_STEPS = 20_000
 EXTRA_STEPS = 16
+
+
+# `scoring.score` with the shares' capacity fit: (broken + fresh shares, fragmentation, spread, fit, order)
+SearchScore = tuple[int, int, int, int, int]
 
 
 class _Budget(Exception):
@@ -60,7 +69,7 @@ class ScoredSearch(Search):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.best: tuple[Score, list[list[DeviceResult]]] | None = None
+        self.best: tuple[SearchScore, list[list[DeviceResult]]] | None = None
         self.solutions = 0
         self._static: dict[int, tuple[Any, ...]] = {}
         self._before: dict[tuple[str, str], tuple[int, frozenset[int]]] | None = None
@@ -106,7 +115,12 @@ class ScoredSearch(Search):
 
     def on_solution(self) -> bool:
         chosen = [[r.candidate for r in rs] for rs in self.results]
-        value = score(self.before(), chosen)
+        broken, frag, spread, order = score(self.before(), chosen)
+        fresh = fit = 0
+        for r in (r for rs in self.results for r in rs if r.consumed):
+            share = self._share_terms(r.candidate, None)
+            fresh, fit = fresh + share[0], fit + share[1]
+        value: SearchScore = (broken + fresh, frag, spread, fit, order)
         if self.best is None or value < self.best[0]:
             self.best = (value, [list(rs) for rs in self.results])
         self.solutions += 1
@@ -148,12 +162,36 @@ class ScoredSearch(Search):
             self.view_cache[shared_key] = selectable
         usable = [c for c in selectable if admin or not self.in_use(c.key)]
 
-        def greedy(cand: Candidate) -> tuple[int, int, int, int]:
+        def greedy(cand: Candidate) -> tuple[int, int, int, int, int]:
             broken, frag = unit_delta(current, (footprint(cand),))
             new_group = 1 if multi and groups and group_of(cand) not in groups else 0
-            return broken, frag, new_group, cand.index
+            fresh, fit = self._share_terms(cand, rd.request) if cand.device.allow_multiple else (0, 0)
+            return broken + fresh, frag, new_group, fit, cand.index
 
         return sorted(usable, key=greedy)
+
+    def _share_terms(self, cand: Candidate, request: Request | None) -> tuple[int, int]:
+        """(breaks a whole device, permille of capacity left) of a share of `cand`, a device that allows multiple
+        allocations: after taking `request` from it, or as this call's results have already taken (None)."""
+        device = cand.device
+        if not device.allow_multiple or not device.capacity:
+            return 0, 0
+        prior = self.allocated.capacity.get(cand.key) or {}
+        taking = dict(self.allocating_capacity.get(cand.key) or {})
+        if request is not None:
+            try:
+                consumed = consumed_capacity(request, device.capacity, self.features.FractionalCapacityRange)
+            except AllocationError:  # surfaces where the search checks the capacity
+                return 0, 0
+            for name, (value, _) in consumed.items():
+                taking[name] = taking.get(name, 0) + value
+        whole = all(taking.get(n, 0) >= c.value for n, c in device.capacity.items())
+        fresh = 0 if whole or any(prior.values()) else 1
+        left = 0
+        for name, cap in device.capacity.items():
+            if cap.value:
+                left = max(left, int(1000 * (cap.value - prior.get(name, 0) - taking.get(name, 0)) / cap.value))
+        return fresh, left
 
     def _selectable_or_error(self, key: tuple[int, int, int], rd: RequestData, cand: Candidate) -> bool:
         # Errors surface later in iterate(), in search order, as in the upstream loop.
@@ -184,7 +222,8 @@ class ScoredSearch(Search):
                 remaining = self.ledger.remaining(pool_id, set_name, pool_available)
                 dynamic.append(tuple(sorted(remaining.items())))
         dynamic.append(self._unit_used(footprint(cand).unit))
-        if cand.device.allow_multiple:
+        if cand.device.allow_multiple:  # what earlier claims and this call consumed: feasibility and fit
+            dynamic.append(tuple(sorted((self.allocated.capacity.get(cand.key) or {}).items())))
             dynamic.append(tuple(sorted(self.allocating_capacity.get(cand.key, {}).items())))
         return static, tuple(dynamic)
 

@@ -12,6 +12,10 @@ by a tuple compared lexicographically, lower is better:
 3. **spread** — per claim with several devices, distinct NVLink groups − 1, where the group is gpudra's
    `gpu.gpudra.io/nvlinkGroup`, else `resource.kubernetes.io/pcieRoot`, else the unit.
 4. **order** — the sum of the devices' positions in upstream's search order, so ties go the upstream way.
+
+The scored search (`scored.py`) adds what needs the allocation state: a share of a device that allows multiple
+allocations counts as broken when nothing had consumed the device before, and a *fit* term (capacity left,
+permille) before the order, so shares go to the tightest already-shared device.
 """
 
 from __future__ import annotations

@@ -121,3 +121,38 @@ def test_distinct_attribute_without_enough_values_is_refuted_quickly() -> None:
     assert search.steps < 200
     with pytest.raises(Unsatisfiable):
         alloc.allocate([c], node=node(), mode="scored")
+
+
+def _shared(name: str) -> dict[str, Any]:
+    d = device(name, memory="40Gi")
+    d["allowMultipleAllocations"] = True
+    return d
+
+
+def _share(name: str, memory: str) -> dict[str, Any]:
+    return claim(name, exact("r", capacity={"requests": {"memory": memory}}))
+
+
+def _consumed(pool_device: str, memory: str, k: int) -> dict[str, Any]:
+    return allocated(f"in-use-{k}", ("node-a", pool_device), shareID=f"s{k}", consumedCapacity={"memory": memory})
+
+
+def test_scored_puts_a_share_on_the_shared_gpu_it_fits_tightest_and_keeps_free_gpus_whole() -> None:
+    slices = [rslice("s", [_shared("gpu-0"), _shared("gpu-1"), _shared("gpu-2")])]
+    # gpu-0 untouched, gpu-1 has 30Gi left, gpu-2 has 10Gi left
+    in_use = [_consumed("gpu-1", "10Gi", 1), _consumed("gpu-2", "30Gi", 2)]
+    alloc = Allocator(slices=slices, classes=[GPU_CLASS], allocated=in_use)
+    small = [_share("c", "8Gi")]
+    assert picked(alloc.allocate(small, node=node(), mode="upstream")) == [[("r", "gpu-0")]]  # first fit
+    assert picked(alloc.allocate(small, node=node(), mode="scored")) == [[("r", "gpu-2")]]  # tightest fit
+    # too big for gpu-2: the other shared GPU, still not the whole one
+    assert picked(alloc.allocate([_share("c", "20Gi")], node=node(), mode="scored")) == [[("r", "gpu-1")]]
+    # a share of all of a device's memory breaks nothing: first in order among untouched ones
+    assert picked(alloc.allocate([_share("c", "40Gi")], node=node(), mode="scored")) == [[("r", "gpu-0")]]
+
+
+def test_scored_shares_go_to_a_fresh_gpu_only_when_no_shared_one_fits() -> None:
+    slices = [rslice("s", [_shared("gpu-0"), _shared("gpu-1")])]
+    alloc = Allocator(slices=slices, classes=[GPU_CLASS], allocated=[_consumed("gpu-1", "36Gi", 1)])
+    assert picked(alloc.allocate([_share("c", "4Gi")], node=node(), mode="scored")) == [[("r", "gpu-1")]]
+    assert picked(alloc.allocate([_share("c", "5Gi")], node=node(), mode="scored")) == [[("r", "gpu-0")]]
