@@ -7,13 +7,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dra.errors import InputError
+
 from .cluster import ClusterSpec, default_cluster
 from .cluster_sources import load_cluster
 from .engine import EngineConfig, run
 from .frag import typical_pods
 from .kpis import Recorder, summarize
+from .peer_protocol import PEER_POLICIES, run_peer
 from .strategies import make_strategy
 from .traces import GeneratorConfig, generate, load_trace
+from .tuning import TUNE_RATIO
 from .vram import VramModel
 from .workload import Workload
 
@@ -40,11 +44,12 @@ def simulate(
     strategies: tuple[str, ...] | list[str] = DEFAULT_STRATEGIES,
     seed: int = 0,
     protocol: str = "auto",
-    load: float = 1.0,
+    load: float | None = None,
     vram: VramModel | None = None,
     model_map: dict[str, str] | None = None,
     generator: GeneratorConfig | None = None,
     mode: str = "scored",
+    node_score: str | None = None,
     progress: StrategyProgress | None = None,
 ) -> SimulationResult:
     """Run every strategy on the same cluster and workload (defaults: built-in cluster and generator)."""
@@ -59,8 +64,12 @@ def simulate(
     else:
         work = load_trace(trace, vram=vram)
     vram_model = vram or VramModel(kind="class" if work.kind == "generated" else "proportional")
+    _note_unknown_models(work, spec)
     if protocol == "auto":  # openb times are a snapshot (replayed, < 1% of the GPUs are ever busy): use FGD's
         protocol = "fgd" if work.kind == "openb" else "replay"
+    load = TUNE_RATIO if load is None else load
+    if protocol == "fgd" and load <= 0:
+        raise InputError(f"load must be above 0 (got {load})")
     config = EngineConfig(protocol=protocol, load=load, seed=seed)
     result = SimulationResult(
         input={
@@ -72,24 +81,46 @@ def simulate(
             "seed": seed,
             "policies": str(policies) if policies else None,
             "allocator_mode": mode,
+            "node_score": node_score or "least-allocated",
             "strategies": list(strategies),
         }
     )
     typical = typical_pods(work.pods)
     for name in strategies:
-        options: dict[str, Any] = {"policies": policies, "mode": mode} if name == "gpudra" else {}
+        callback = None if progress is None else _bind(progress, name)
+        if protocol == "fgd" and name in PEER_POLICIES:  # the FGD paper's baselines as its simulator runs them
+            peer = run_peer(spec, work.pods, name, seed, ratio=load, progress=callback)
+            result.runs[name] = peer.recorder()
+            result.input.setdefault("strategy_details", {})[name] = {"implementation": "simulator.peer_protocol"}
+            continue
+        options: dict[str, Any] = {}
+        if name == "gpudra":  # on the FGD protocol, under its resource model: shares bound by compute too
+            options = {"policies": policies, "mode": mode, "compute_bound": protocol == "fgd", "node_score": node_score}
         if name == "device-plugin" and spec.device_plugin:
             knobs = dict(spec.device_plugin)
             if "drain_max_pods" in knobs:
                 options["drain_max_pods"] = int(knobs.pop("drain_max_pods"))
             options.update(knobs)
         strategy = make_strategy(name, seed=seed, **options)
-        callback = None if progress is None else _bind(progress, name)
         result.runs[name] = run(spec, work.pods, strategy, config, callback, typical)
+        if name in PEER_POLICIES:  # the replay engine's carry-over of the paper's baseline (departures, queue)
+            result.input.setdefault("strategy_details", {})[name] = {"implementation": "simulator.strategies"}
         describe = getattr(strategy, "describe", None)
         if describe is not None:  # e.g. gpudra: the policy directory, allocator mode and what the policies decided
             result.input.setdefault("strategy_details", {})[name] = describe()
     return result
+
+
+def _note_unknown_models(work: Workload, spec: ClusterSpec) -> None:
+    """Count the pods whose allowed GPU models no node of the cluster has: they can only fail."""
+    present = {n.model_label for n in spec.nodes} | {n.gpu.key for n in spec.nodes if n.gpu is not None}
+    prefix = "GPU model not in the cluster: "
+    for reason in [r for r in work.notes if r.startswith(prefix)]:  # counted again for this cluster
+        del work.notes[reason]
+        work.note_examples.pop(reason, None)
+    for pod in work.pods:
+        if pod.is_gpu and pod.gpu_models and not set(pod.gpu_models) & present:
+            work.note(prefix + "|".join(pod.gpu_models), pod.source or pod.name)
 
 
 def _bind(progress: StrategyProgress, name: str) -> Callable[[int, int], None]:

@@ -5,15 +5,14 @@ Two protocols:
   in a FIFO queue and is retried whenever capacity is freed (departure, node back from a drain). A strategy
   with a `reconfigure` hook (device plugin) may drain nodes to change their MIG layout: their pods are evicted
   and requeued, the node is down for the drain time. Preemption (off by default) evicts lower-priority pods.
-- `fgd`: the FGD paper's protocol: pods drawn at random (with replacement, seeded) from the workload arrive
-  one by one and never leave, until the requested GPUs reach `load` x the cluster's GPUs; a pod that does
-  not fit fails and is not retried.
+- `fgd`: the FGD paper's protocol as its simulator runs it: the workload tuned to `load` x the cluster's GPUs
+  (`simulator.tuning`, the peer's 1.3 by default), pods arriving one by one in that order and never leaving;
+  a pod that does not fit fails and is not retried.
 """
 
 from __future__ import annotations
 
 import heapq
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -21,12 +20,13 @@ from typing import Any
 
 from .cluster import ClusterSpec
 from .frag import TypicalPod, typical_pods
-from .kpis import Recorder, cluster_fragmentation
+from .kpis import KPI_LOADS, Recorder, cluster_fragmentation
 from .state import Allocation, ClusterState
 from .strategies import Strategy
+from .tuning import TUNE_RATIO, tuned_workload
 from .workload import SimPod
 
-__all__ = ["EngineConfig", "run", "fgd_sample"]
+__all__ = ["EngineConfig", "fgd_workload", "run"]
 
 Progress = Callable[[int, int], None]
 RECONFIGURE_EVERY = 300.0  # seconds between reconfiguration checks while the queue is unchanged
@@ -35,24 +35,16 @@ RECONFIGURE_EVERY = 300.0  # seconds between reconfiguration checks while the qu
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
     protocol: str = "replay"  # replay | fgd
-    load: float = 1.0  # fgd: stop once requested GPUs reach load x capacity
+    load: float = TUNE_RATIO  # fgd: the workload's GPU demand as a multiple of the cluster's GPUs
     seed: int = 0
     preemption: bool = False
     frag_samples: int = 100  # fragmentation samples per run (each costs one pass over node classes)
 
 
-def fgd_sample(pods: list[SimPod], total_gpus: int, load: float, seed: int) -> list[SimPod]:
-    """Pods drawn with replacement until their GPU request reaches `load` x `total_gpus` (arrival = order)."""
-    if not any(p.is_gpu for p in pods):
-        return []
-    rng = random.Random(seed)
-    out: list[SimPod] = []
-    requested = 0.0
-    while requested < load * total_gpus:
-        pod = pods[rng.randrange(len(pods))]
-        out.append(replace(pod, name=f"{pod.name}#{len(out)}", arrival=float(len(out)), duration=None))
-        requested += pod.gpu_request
-    return out
+def fgd_workload(pods: list[SimPod], total_gpus: int, load: float, seed: int) -> list[SimPod]:
+    """The tuned workload (`simulator.tuning`), each pod named by its position so repeated draws stay distinct."""
+    tuned = tuned_workload(pods, total_gpus * 1000, seed, load)
+    return [replace(p, name=f"{p.name}#{i}", arrival=float(i), duration=None) for i, p in enumerate(tuned)]
 
 
 def run(
@@ -68,7 +60,7 @@ def run(
     started = time.perf_counter()
     state = ClusterState(cluster)
     if config.protocol == "fgd":
-        pods = fgd_sample(pods, cluster.total_gpus, config.load, config.seed)
+        pods = fgd_workload(pods, cluster.total_gpus, config.load, config.seed)
     elif config.protocol != "replay":
         raise ValueError(f"protocol must be replay or fgd (got {config.protocol!r})")
     typical = typical if typical is not None else typical_pods(pods)
@@ -136,12 +128,16 @@ class _Sim:
         step = max(1, len(pods) // max(1, self.config.frag_samples))
         arrived = 0.0
         failed = 0
+        loads = list(KPI_LOADS)  # fragmentation is also sampled at each KPI load, where the summary reads it
         for i, pod in enumerate(pods):
             arrived += pod.gpu_request
             if self.place(pod, float(i)) is None:
                 failed += 1
+            at_load = bool(loads) and round(arrived / gpus * 100) >= loads[0]
+            while loads and round(arrived / gpus * 100) >= loads[0]:
+                loads.pop(0)
             last = i == len(pods) - 1
-            frag = self.frag() if (i % step == 0 or last) else None
+            frag = self.frag() if (i % step == 0 or last or at_load) else None
             self.rec.sample(self.state, float(i), failed, failed, frag, arrived / gpus)
             self.tick()
         self.rec.pending_at_end = failed

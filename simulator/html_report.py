@@ -30,6 +30,7 @@ SERIES_COLUMNS = (
 
 def _rows(rec: Recorder) -> list[dict[str, Any]]:
     gpus = max(1, rec.total_gpus)
+    vram = rec.extra.get("vram_modelled", True)  # the FGD paper's baselines have no VRAM: left blank
     rows = []
     for s in rec.samples:
         rows.append(
@@ -38,13 +39,21 @@ def _rows(rec: Recorder) -> list[dict[str, Any]]:
                 "arrived_ratio": round(s.arrived, 6),
                 "allocation_ratio": round(s.allocated / gpus, 6),
                 "held_ratio": round(s.held / gpus, 6),
-                "vram_waste_ratio": round(1 - s.vram_needed / s.vram_held, 6) if s.vram_held else 0.0,
+                "vram_waste_ratio": ""
+                if not vram
+                else round(1 - s.vram_needed / s.vram_held, 6)
+                if s.vram_held
+                else 0.0,
                 "fragmentation_ratio": "" if s.fragmentation is None else round(s.fragmentation, 6),
                 "pending": s.pending,
                 "pending_gpu": s.pending_gpu,
             }
         )
     return rows
+
+
+def _waste(s: Any) -> float:
+    return round(1 - s.vram_needed / s.vram_held, 6) if s.vram_held else 0.0
 
 
 def write_series(rec: Recorder, path: Path) -> Path:
@@ -75,6 +84,12 @@ def _plot(result: SimulationResult, key: str, title: str, ylabel: str, path: Pat
     return path
 
 
+def _allocation_title(result: SimulationResult) -> str:
+    if result.input.get("protocol") == "fgd":  # the FGD paper's Fig. 9(a): allocation against arrived demand
+        return "GPU allocation vs arrived GPU demand (FGD protocol)"
+    return "GPU allocation (requested compute / GPUs)"
+
+
 def write_report(result: SimulationResult, directory: str | Path) -> Path:
     """Write index.html, the PNGs, summary.json and one CSV series per strategy; returns index.html."""
     out = Path(directory)
@@ -83,7 +98,7 @@ def write_report(result: SimulationResult, directory: str | Path) -> Path:
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     series = {name: write_series(rec, out / f"series-{name}.csv").name for name, rec in result.runs.items()}
     plots = [
-        _plot(result, "allocation_ratio", "GPU allocation (requested compute / GPUs)", "ratio", out / "allocation.png"),
+        _plot(result, "allocation_ratio", _allocation_title(result), "ratio", out / "allocation.png"),
         _plot(result, "vram_waste_ratio", "VRAM waste (1 - needed / held)", "ratio", out / "vram_waste.png"),
         _plot(result, "fragmentation_ratio", "GPU fragmentation (FGD measure)", "ratio", out / "fragmentation.png"),
         _plot(result, "pending", "Pods pending", "pods", out / "pending.png"),
@@ -93,14 +108,37 @@ def write_report(result: SimulationResult, directory: str | Path) -> Path:
     return index
 
 
+def _cell(value: Any) -> str:
+    return "-" if value is None else html.escape(str(value))
+
+
+def _load_table(table: dict[str, Any]) -> str:
+    """The FGD protocol's KPIs (allocation %, fragmentation, failed pods) at each arrived-demand load."""
+    rows = {name: row["at_load"] for name, row in table.items() if "at_load" in row}
+    if not rows:
+        return ""
+    loads = list(next(iter(rows.values())))
+    kpis = [("gpu_allocation_pct", "GPU allocation %"), ("fragmentation_ratio", "fragmentation")]
+    kpis.append(("failed_pods", "failed pods"))
+    head = "".join(f"<th>{html.escape(t)} @{load}%</th>" for load in loads for _, t in kpis)
+    body = "".join(
+        f"<tr><th>{html.escape(name)}</th>"
+        + "".join(f"<td>{_cell(at[load][k])}</td>" for load in loads for k, _ in kpis)
+        + "</tr>"
+        for name, at in rows.items()
+    )
+    return f"<h2>At arrived demand (FGD protocol)</h2><table><tr><th>strategy</th>{head}</tr>{body}</table>"
+
+
 def _html(summary: dict[str, Any], plots: list[str], series: dict[str, str]) -> str:
     table = summary["strategies"]
-    keys = list(next(iter(table.values())).keys()) if table else []
+    keys = [k for k in next(iter(table.values())).keys() if k != "at_load"] if table else []
     head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
     body = "".join(
         f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{html.escape(str(row[k]))}</td>" for k in keys) + "</tr>"
         for name, row in table.items()
     )
+    at_load = _load_table(table)
     images = "".join(f'<figure><img src="{p}" alt="{p}"></figure>' for p in plots)
     links = " · ".join(f'<a href="{f}">{html.escape(n)}</a>' for n, f in series.items())
     info = html.escape(json.dumps(summary["input"], indent=2))
@@ -111,7 +149,7 @@ td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:right;font-size:.9em}}
 figure{{display:inline-block;margin:.5em}}
 pre{{background:#f6f6f6;padding:1em;overflow:auto}}</style></head><body>
 <h1>gpudra simulation report</h1>
-<h2>Summary</h2><table><tr><th>strategy</th>{head}</tr>{body}</table>
+<h2>Summary</h2><table><tr><th>strategy</th>{head}</tr>{body}</table>{at_load}
 <p>Ratios are in [0, 1]; definitions in docs/simulator.md.
 Time series (CSV): {links} · <a href="summary.json">summary.json</a></p>
 <h2>Plots</h2>{images}

@@ -18,7 +18,9 @@ from typing import Any
 from .frag import TypicalPod, frag_amount
 from .state import PLAIN, STATIC, ClusterState
 
-__all__ = ["Recorder", "Sample", "cluster_fragmentation", "summarize"]
+__all__ = ["Recorder", "Sample", "alloc_pct_at", "cluster_fragmentation", "load_kpis", "summarize"]
+
+KPI_LOADS = (80, 100, 130)  # arrived demand (% of capacity) at which the FGD protocol's KPIs are read
 
 
 @dataclass(slots=True)
@@ -54,10 +56,8 @@ def cluster_fragmentation(
 def _node_free(node: Any) -> list[int]:
     out = []
     for gpu in node.gpus:
-        if gpu.mode == PLAIN:
-            out.append(gpu.free_milli)
-        elif gpu.mode == STATIC:
-            out.append(gpu.free_milli)
+        if gpu.mode in (PLAIN, STATIC):  # memory shares may overcommit compute: free never goes below 0
+            out.append(max(0, gpu.free_milli))
         else:
             out.append(0 if gpu.whole else (7 - gpu.compute) * 1000 // 7)
     return out
@@ -104,6 +104,39 @@ class Recorder:
         )
 
 
+def alloc_pct_at(arrived_pct: list[float], used_pct: list[float], load: int) -> float | None:
+    """The FGD paper's allocation at `load` % arrived, as its scripts compute it: the mean of round(used %, 2)
+    over the pod events whose round(arrived %) is `load` (`load` +- 1 when none is); None past the run's end."""
+    pairs = [(round(a), round(u, 2)) for a, u in zip(arrived_pct, used_pct, strict=True)]
+    values = [u for a, u in pairs if a == load] or [u for a, u in pairs if load - 1 <= a <= load + 1]
+    return round(sum(values) / len(values), 2) if values else None
+
+
+def load_kpis(rec: Recorder) -> dict[str, dict[str, float | int | None]]:
+    """Per KPI load: GPU allocation % (the paper's metric), the fragmentation ratio (mean of the samples taken
+    at that rounded load, else the nearest sample) and the pods failed by then."""
+    gpus = max(1, rec.total_gpus)
+    arrived = [s.arrived * 100 for s in rec.samples]
+    used = [s.allocated / gpus * 100 for s in rec.samples]
+    frags = [(a, s.fragmentation) for a, s in zip(arrived, rec.samples, strict=True) if s.fragmentation is not None]
+    out: dict[str, dict[str, float | int | None]] = {}
+    for load in KPI_LOADS:
+        alloc = alloc_pct_at(arrived, used, load)
+        if alloc is None:
+            out[str(load)] = {"gpu_allocation_pct": None, "fragmentation_ratio": None, "failed_pods": None}
+            continue
+        band = [f for a, f in frags if round(a) == load]
+        if not band and frags:
+            band = [min(frags, key=lambda af: abs(af[0] - load))[1]]
+        failed = [s.pending for a, s in zip(arrived, rec.samples, strict=True) if round(a) <= load]
+        out[str(load)] = {
+            "gpu_allocation_pct": alloc,
+            "fragmentation_ratio": round(sum(band) / len(band), 6) if band else None,
+            "failed_pods": failed[-1] if failed else 0,
+        }
+    return out
+
+
 def _weighted(samples: list[Sample], start: float, end: float) -> list[tuple[Sample, float]]:
     """Each sample with how long it held within [start, end] (a state lasts until the next sample)."""
     out = []
@@ -143,12 +176,13 @@ def summarize(rec: Recorder) -> dict[str, Any]:
         else:
             unallocated = rec.total_gpus - max(s.held for s in rec.samples)
     waits = list(rec.waits.values())
-    return {
+    out: dict[str, Any] = {
         "pods_total": rec.pods_total,
         "pods_placed": len(rec.placed),
         "pods_pending": rec.pending_at_end,
         "gpu_allocation_ratio": round(_unit(alloc), 6),
-        "vram_waste_ratio": round(_unit(waste), 6),
+        # None where the run has no VRAM model (the FGD paper's baselines: compute shares only)
+        "vram_waste_ratio": round(_unit(waste), 6) if rec.extra.get("vram_modelled", True) else None,
         "fragmentation_ratio": round(_unit(frag), 6),
         "unallocated_gpus": round(max(0.0, unallocated), 3),
         "nvlink_satisfied_ratio": round(rec.multi_gpu_nvlink / rec.multi_gpu, 6) if rec.multi_gpu else 1.0,
@@ -159,6 +193,9 @@ def summarize(rec: Recorder) -> dict[str, Any]:
         "on_the_fly_partitions": rec.partitions_created,
         "multi_gpu_pods": rec.multi_gpu,
     }
+    if rec.protocol == "fgd":
+        out["at_load"] = load_kpis(rec)
+    return out
 
 
 def _unit(value: float) -> float:

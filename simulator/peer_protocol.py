@@ -6,29 +6,35 @@ appending draws with replacement; pods arrive once, never leave, and fail when n
 integer node score, ties to a random but fixed node rank per seed; the allocation ratio at X % arrived demand
 is the mean over the pod events whose rounded arrived share is X. No code is taken from there.
 
-Implemented here: Random, DotProd, GpuClustering, GpuPacking, BestFit. FGD is not yet peer-exact (its
-fragmentation gradient runs in `simulator.strategies`).
+Implemented here: Random, DotProd, GpuClustering, GpuPacking, BestFit and FGD (the fragmentation gradient over
+the original trace's typical pods, `simulator.frag`). Every run also records the cluster's fragmentation ratio
+per event, and `PeerRun.recorder()` turns a run into the engine's `Recorder` so the summary, the KPIs at
+80/100/130 % and the report treat it like any other strategy.
 """
 
 from __future__ import annotations
 
+import math
 import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from .cluster import ClusterSpec
+from .frag import TypicalPod, frag_amount, typical_pods
+from .kpis import Recorder, Sample, alloc_pct_at
+from .tuning import TUNE_RATIO, tuned_workload
 from .workload import SimPod
 
-__all__ = ["PEER_POLICIES", "PeerRun", "inflate", "run_peer"]
+__all__ = ["PEER_POLICIES", "PeerRun", "run_peer"]
 
 MILLI = 1000
 MAX_CPU = 128_000  # the peer's MaxSpecCpu: node CPU is normalised by it
 MAX_GPU = 8_000  # the peer's MaxSpecGpu: 8 GPUs
-TUNE_RATIO = 1.3
-PEER_POLICIES = ("random", "dotprod", "gpuclustering", "gpupacking", "bestfit")
-LOADS = (80, 100, 130)
+PEER_POLICIES = ("random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd")
 
 Ints = npt.NDArray[np.int64]
 
@@ -47,36 +53,6 @@ def _shape(pod: SimPod) -> _Pod:
     return _Pod(pod.cpu_milli, pod.memory_mib, pod.num_gpu if gpu else 0, pod.gpu_milli if gpu else 0, pod.gpu_models)
 
 
-def _gpu_milli(pod: SimPod) -> int:
-    shape = _shape(pod)
-    return shape.num * shape.milli
-
-
-def inflate(pods: list[SimPod], capacity_milli: int, rng: random.Random, ratio: float = TUNE_RATIO) -> list[SimPod]:
-    """The peer's workload: sorted by name, shuffled, then tuned to `ratio` x `capacity_milli` of GPU demand.
-
-    Below the target, draws with replacement from the original trace are appended while the next draw's
-    per-GPU milli (the peer's test, not its total) keeps the demand within the target; above it, random pods
-    are removed until it is within.
-    """
-    original = sorted(pods, key=lambda p: p.name)
-    out = list(original)
-    rng.shuffle(out)
-    target = ratio * capacity_milli
-    demand = sum(_gpu_milli(p) for p in out)
-    if demand > target:
-        while demand > target and out:
-            demand -= _gpu_milli(out.pop(rng.randrange(len(out))))
-        return out
-    while original:
-        pick = original[rng.randrange(len(original))]
-        if demand + _shape(pick).milli > target:
-            break
-        demand += _gpu_milli(pick)
-        out.append(pick)
-    return out
-
-
 @dataclass(slots=True)
 class PeerRun:
     """One seed: per pod event the arrived and used GPU milli (both over the cluster's) and the failures so far."""
@@ -87,19 +63,34 @@ class PeerRun:
     arrived: list[int] = field(default_factory=list)
     used: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
+    fragmentation: list[float] = field(default_factory=list)  # the cluster's FGD ratio after each event
+    wall_seconds: float = 0.0
 
     def alloc_pct_at(self, load: int) -> float | None:
-        """The peer's value: mean of round(used %, 2) over events with round(arrived %) == load (±1 if none)."""
+        """The peer's allocation % at `load` % arrived (`simulator.kpis.alloc_pct_at`)."""
         cap = self.capacity_milli / 100
-        pairs = [(round(a / cap), round(u / cap, 2)) for a, u in zip(self.arrived, self.used, strict=True)]
-        values = [u for a, u in pairs if a == load] or [u for a, u in pairs if load - 1 <= a <= load + 1]
-        return round(sum(values) / len(values), 2) if values else None
+        return alloc_pct_at([a / cap for a in self.arrived], [u / cap for u in self.used], load)
+
+    def recorder(self) -> Recorder:
+        """The run as the engine records one: a sample per pod event (VRAM is not part of the peer's model)."""
+        rec = Recorder(strategy=self.policy, total_gpus=self.capacity_milli // MILLI, protocol="fgd")
+        rec.pods_total = len(self.arrived)
+        placed = len(self.arrived) - (self.failed[-1] if self.failed else 0)
+        rec.placed = {str(i) for i in range(placed)}
+        for i, (a, u, f, frag) in enumerate(zip(self.arrived, self.used, self.failed, self.fragmentation, strict=True)):
+            gpus = u / MILLI
+            rec.samples.append(Sample(float(i), gpus, gpus, 0.0, 0.0, f, f, -1, frag, a / self.capacity_milli))
+        rec.pending_at_end = self.failed[-1] if self.failed else 0
+        rec.window = (0.0, float(len(self.arrived)))
+        rec.wall_seconds = self.wall_seconds
+        rec.extra["vram_modelled"] = False
+        return rec
 
 
 class _Nodes:
     """The cluster as arrays: CPU, memory and per-GPU milli left, GPU-pod tags, and each node's rank."""
 
-    def __init__(self, cluster: ClusterSpec, rng: random.Random) -> None:
+    def __init__(self, cluster: ClusterSpec, rng: random.Random, typical: tuple[TypicalPod, ...] = ()) -> None:
         specs = sorted(cluster.nodes, key=lambda n: n.name)
         width = max([n.gpu_count for n in specs] + [1])
         self.count = len(specs)
@@ -113,6 +104,17 @@ class _Nodes:
         self.tags: Ints = np.zeros((self.count, width + 1), dtype=np.int64)  # 0: share-gpu, k: k-gpu pods
         self.rank: Ints = np.array(rng.sample(range(self.count), self.count), dtype=np.int64)
         self._model_masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = {}
+        self.frag = _FragStates(typical)
+        self.state: Ints = np.array([self._intern(i) for i in range(self.count)], dtype=np.int64)
+        self.frag_total = float(sum(self.frag.values[s] for s in self.state))
+        self.free_total = int(self.left.sum())
+
+    def _intern(self, i: int) -> int:
+        return self.frag.intern(int(self.cpu[i]), tuple(sorted(int(v) for v in self.left[i])), self.models[i])
+
+    def fragmentation(self) -> float:
+        """sum_n F_n(M) / sum_n free GPU milli (0 when nothing is free), as `simulator.kpis` defines it."""
+        return min(1.0, self.frag_total / self.free_total) if self.free_total > 0 else 0.0
 
     def feasible(self, pod: _Pod) -> Ints:
         ok = (self.cpu >= pod.cpu) & (self.mem >= pod.mem)
@@ -136,9 +138,77 @@ class _Nodes:
             self.left[i, g] -= pod.milli
         if pod.num:
             self.tags[i, 0 if pod.milli < MILLI else pod.num] += 1
+        self.frag_total -= self.frag.values[int(self.state[i])]
+        self.state[i] = self._intern(i)
+        self.frag_total += self.frag.values[int(self.state[i])]
+        self.free_total -= pod.num * pod.milli
+
+
+_State = tuple[int, tuple[int, ...], str]  # free CPU, sorted free GPU milli, GPU model
+
+
+class _FragStates:
+    """Node states interned to ids with their fragmentation F_n(M), and FGD's score of a pod shape on a state."""
+
+    def __init__(self, typical: tuple[TypicalPod, ...]) -> None:
+        self.typical = typical
+        self.ids: dict[_State, int] = {}
+        self.keys: list[_State] = []
+        self.values: list[float] = []
+        self._scores: dict[tuple[int, int, int, int], tuple[int, frozenset[int]]] = {}
+
+    def intern(self, cpu: int, left: tuple[int, ...], model: str) -> int:
+        key = (cpu, left, model)
+        found = self.ids.get(key)
+        if found is None:
+            found = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+            self.values.append(frag_amount(cpu, left, model, self.typical))
+        return found
+
+    def fgd(self, state: int, pod: _Pod) -> tuple[int, frozenset[int]]:
+        """`int(sigmoid((F_before - F_after) / 1000) * 100)` for the pod's best placement on `state`, and for a
+        shared pod the free milli values of the GPUs that reach it (the peer takes the first such GPU)."""
+        key = (state, pod.cpu, pod.num, pod.milli)
+        found = self._scores.get(key)
+        if found is not None:
+            return found
+        cpu, left, model = self.keys[state]
+        before = self.values[state]
+
+        def score(after: list[int]) -> int:
+            gain = (before - frag_amount(cpu - pod.cpu, tuple(sorted(after)), model, self.typical)) / 1000
+            return int(100 / (1 + math.exp(-gain)))
+
+        if pod.num == 1 and pod.milli < MILLI:
+            best, values = -1, set()
+            for value in sorted(set(left)):
+                if value < pod.milli:
+                    continue
+                after = list(left)
+                after[after.index(value)] -= pod.milli
+                got = score(after)
+                if got > best:
+                    best, values = got, {value}
+                elif got == best:
+                    values.add(value)
+            found = (best, frozenset(values))
+        else:  # whole GPUs (or none): taken from the least sufficient ones, as the peer's NodeResource.Sub
+            after, need = list(left), pod.num
+            for k, value in enumerate(after):  # `left` is sorted ascending
+                if need and value >= pod.milli:
+                    after[k] -= pod.milli
+                    need -= 1
+            found = (score(after), frozenset())
+        self._scores[key] = found
+        return found
 
 
 def _score(nodes: _Nodes, idx: Ints, pod: _Pod, policy: str) -> Ints:
+    if policy == "fgd":
+        states, inverse = np.unique(nodes.state[idx], return_inverse=True)
+        scores = np.array([nodes.frag.fgd(int(st), pod)[0] for st in states], dtype=np.int64)
+        return np.asarray(scores[inverse], dtype=np.int64)
     left = nodes.left[idx]
     total = left.sum(axis=1)
     if policy == "dotprod":
@@ -179,19 +249,34 @@ def _gpus(nodes: _Nodes, i: int, pod: _Pod, policy: str, rng: random.Random) -> 
     fits = [int(g) for g in np.nonzero(row >= pod.milli)[0]]
     if policy == "random":
         return [rng.choice(fits)]
+    if policy == "fgd":  # the first GPU whose placement scores best
+        values = nodes.frag.fgd(int(nodes.state[i]), pod)[1]
+        return [next(g for g in fits if int(row[g]) in values)]
     return [min(fits, key=lambda g: (int(row[g]), g))]  # best fit: the least left, first index on ties
 
 
-def run_peer(cluster: ClusterSpec, pods: list[SimPod], policy: str, seed: int) -> PeerRun:
-    """One seed of the peer's protocol for `policy` on `cluster` with the trace `pods`."""
+def run_peer(
+    cluster: ClusterSpec,
+    pods: list[SimPod],
+    policy: str,
+    seed: int,
+    *,
+    ratio: float = TUNE_RATIO,
+    workload: list[SimPod] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PeerRun:
+    """One seed of the peer's protocol for `policy` on `cluster` with the trace `pods` (the original trace:
+    FGD's typical pods come from it), tuned to `ratio` x capacity unless the tuned `workload` is given."""
     if policy not in PEER_POLICIES:
         raise ValueError(f"unknown peer policy {policy!r} (known: {', '.join(PEER_POLICIES)})")
-    rng = random.Random(seed)
-    nodes = _Nodes(cluster, rng)
+    started = time.perf_counter()
+    rng = random.Random(f"{seed}:nodes")  # the node rank, Random's GPU draws; the workload has its own stream
+    nodes = _Nodes(cluster, rng, typical_pods(pods))
     capacity = int(nodes.gpus.sum()) * MILLI
     run = PeerRun(policy, seed, capacity)
     arrived = used = failed = 0
-    for sim_pod in inflate(pods, capacity, rng):
+    tuned = workload if workload is not None else tuned_workload(pods, capacity, seed, ratio)
+    for done, sim_pod in enumerate(tuned, 1):
         pod = _shape(sim_pod)
         arrived += pod.num * pod.milli  # counted before scheduling: failed pods arrive too
         idx = nodes.feasible(pod)
@@ -211,4 +296,8 @@ def run_peer(cluster: ClusterSpec, pods: list[SimPod], policy: str, seed: int) -
         run.arrived.append(arrived)
         run.used.append(used)
         run.failed.append(failed)
+        run.fragmentation.append(nodes.fragmentation())
+        if progress is not None and (done % 256 == 0 or done == len(tuned)):
+            progress(done, len(tuned))
+    run.wall_seconds = time.perf_counter() - started
     return run

@@ -7,9 +7,10 @@ Config (YAML):
     policies: [null, ./policies]                          # for gpudra; null = the shipped policies
     strategies: [device-plugin, dra-whole, gpudra, fgd]
     modes: [scored]                                       # gpudra allocator mode(s)
+    node_scores: [least-allocated]                        # gpudra node ranking(s); fragmentation: FGD's score
     seeds: [0, 1, 2]
     protocol: auto                                        # replay | fgd | auto
-    load: 1.0
+    load: 1.3                                             # fgd: workload tuned to 1.3 x capacity
     output: sweep-out                                     # results.csv, results.json, index.html, plot
     backend: process                                      # process (all cores) | ray (if installed)
     workers: 0                                            # 0 = all cores
@@ -38,8 +39,8 @@ from .comparison import simulate
 
 __all__ = ["SweepConfig", "Job", "load_sweep", "run_job", "run_sweep"]
 
-_KEYS = {"clusters", "traces", "policies", "strategies", "modes", "seeds", "protocol", "load", "output", "backend",
-         "workers"}  # fmt: skip
+_KEYS = {"clusters", "traces", "policies", "strategies", "modes", "node_scores", "seeds", "protocol", "load", "output",
+         "backend", "workers"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,8 @@ class Job:
     mode: str
     seed: int
     protocol: str
-    load: float
+    load: float | None
+    node_score: str = "least-allocated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +93,20 @@ def load_sweep(path: str | Path) -> SweepConfig:
     policies = [None if p is None else resolve(p, "") for p in _list(data, "policies", [None])]
     strategies = [str(s) for s in _list(data, "strategies", ["device-plugin", "gpudra"])]
     modes = [str(m) for m in _list(data, "modes", ["scored"])]
+    node_scores = [str(n) for n in _list(data, "node_scores", ["least-allocated"])]
+    known = ("least-allocated", "most-allocated", "fragmentation")
+    for name in node_scores:
+        if name not in known:
+            raise InputError(f"node_scores: unknown {name!r} (known: {', '.join(known)})", source=str(path))
     seeds = [int(s) for s in _list(data, "seeds", [0])]
-    protocol, load = str(data.get("protocol", "auto")), float(data.get("load", 1.0))
+    protocol = str(data.get("protocol", "auto"))
+    load = None if data.get("load") is None else float(data["load"])
     jobs = []
     for cluster, trace, strategy, seed in itertools.product(clusters, traces, strategies, seeds):
-        variants = itertools.product(policies, modes) if strategy == "gpudra" else [(None, "scored")]
-        for policy, mode in variants:
-            jobs.append(Job(cluster, trace, policy, strategy, mode, seed, protocol, load))
+        gpudra = strategy == "gpudra"
+        variants = itertools.product(policies, modes, node_scores) if gpudra else [(None, "scored", "least-allocated")]
+        for policy, mode, node_score in variants:
+            jobs.append(Job(cluster, trace, policy, strategy, mode, seed, protocol, load, node_score))
     backend = str(data.get("backend", "process"))
     if backend not in ("process", "ray"):
         raise InputError(f"backend must be process or ray (got {backend!r})", source=str(path))
@@ -116,14 +125,20 @@ def run_job(job: Job) -> dict[str, Any]:
         protocol=job.protocol,
         load=job.load,
         mode=job.mode,
+        node_score=job.node_score,
     )
     summary = result.summary()
     row: dict[str, Any] = {
         "cluster": job.cluster, "trace": job.trace, "policies": job.policies or "", "strategy": job.strategy,
-        "mode": job.mode if job.strategy == "gpudra" else "", "seed": job.seed,
+        "mode": job.mode if job.strategy == "gpudra" else "",
+        "node_score": job.node_score if job.strategy == "gpudra" else "", "seed": job.seed,
         "protocol": summary["input"]["protocol"],
     }  # fmt: skip
-    row.update(summary["strategies"][job.strategy])
+    kpis = dict(summary["strategies"][job.strategy])
+    at_load = kpis.pop("at_load", {})
+    row.update(kpis)
+    for load, values in at_load.items():  # the FGD protocol's KPIs as flat columns, one per KPI and load
+        row.update({f"{key}_at_{load}": value for key, value in values.items()})
     row["wall_seconds"] = round(result.runs[job.strategy].wall_seconds, 3)
     return row
 
@@ -195,7 +210,7 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
 
     groups: dict[str, list[float]] = {}
     for row in rows:
-        label = row["strategy"] + (f" ({row['mode']})" if row["mode"] else "")
+        label = row["strategy"] + (f" ({row['mode']}, {row['node_score']})" if row["mode"] else "")
         groups.setdefault(label, []).append(float(row["gpu_allocation_ratio"]))
     fig, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
     names = list(groups)

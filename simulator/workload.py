@@ -72,10 +72,18 @@ class Workload:
     kind: str  # "openb" | "jsonl" | "generated"
     skipped: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
+    notes: Counter[str] = field(default_factory=Counter)  # pods kept but worth knowing about, by reason
+    note_examples: dict[str, list[str]] = field(default_factory=dict)
 
     def skip(self, reason: str, where: str) -> None:
         self.skipped[reason] += 1
         seen = self.examples.setdefault(reason, [])
+        if len(seen) < 3:
+            seen.append(where)
+
+    def note(self, reason: str, where: str) -> None:
+        self.notes[reason] += 1
+        seen = self.note_examples.setdefault(reason, [])
         if len(seen) < 3:
             seen.append(where)
 
@@ -87,6 +95,7 @@ class Workload:
             "gpu_pods": sum(1 for p in self.pods if p.is_gpu),
             "skipped": sum(self.skipped.values()),
             "skipped_reasons": {r: {"count": n, "examples": self.examples.get(r, [])} for r, n in self.skipped.items()},
+            "kept_notes": {r: {"count": n, "examples": self.note_examples.get(r, [])} for r, n in self.notes.items()},
         }
 
 

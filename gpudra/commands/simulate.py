@@ -16,6 +16,7 @@ from rich.console import Console
 from dra.errors import GpudraError
 
 from ..options import OptionError, allocator_mode, strategy_names
+from ..options import node_score as checked_node_score
 from ..outcome import Outcome, emit
 from ..render.simulation import comparison
 from ..terminal import progress_bar, styled
@@ -40,8 +41,9 @@ def simulate(
     report: Path | None = None,
     as_json: bool = False,
     protocol: str = "auto",
-    load: float = 1.0,
+    load: float | None = None,
     mode: str = "scored",
+    node_score: str | None = None,
 ) -> Outcome:
     """Run every strategy, write the report (its path goes to stderr at once), and the table or JSON summary."""
     from simulator.comparison import DEFAULT_STRATEGIES
@@ -51,6 +53,7 @@ def simulate(
     try:
         names = strategy_names(strategies, STRATEGY_NAMES, DEFAULT_STRATEGIES)
         checked_mode = allocator_mode(mode, "--allocator-mode")
+        checked_score = checked_node_score(node_score)
     except OptionError as exc:
         return Outcome(stderr=styled(f"[red]error:[/red] {exc}", stderr=True), code=EXIT_INPUT)
     err = Console(stderr=True)
@@ -65,7 +68,7 @@ def simulate(
 
             result = run(
                 cluster, trace, policies=policies, strategies=names, seed=seed, protocol=protocol, load=load,
-                mode=checked_mode, progress=progress,
+                mode=checked_mode, node_score=checked_score, progress=progress,
             )  # fmt: skip
     except (GpudraError, OSError) as exc:
         return input_error(exc)
@@ -95,8 +98,16 @@ def register(app: typer.Typer) -> None:
         protocol: str = typer.Option(
             "auto", "--protocol", help="replay (trace times), fgd (the FGD paper's) or auto (fgd for openb CSVs)."
         ),
-        load: float = typer.Option(1.0, "--load", help="fgd protocol: arrived GPU demand as a share of capacity."),
+        load: float | None = typer.Option(
+            None, "--load", help="fgd protocol: tune the workload's GPU demand to this x capacity (default 1.3)."
+        ),
         mode: str = typer.Option("scored", "--allocator-mode", help="gpudra's dra.allocator mode: upstream or scored."),
+        node_score: str | None = typer.Option(
+            None,
+            "--node-score",
+            help="gpudra's node ranking: least-allocated (kube-scheduler's default), most-allocated, or "
+            "fragmentation (FGD's score: a what-if for a fragmentation-aware scheduler).",
+        ),
     ) -> None:
         """Compare placement strategies; with no arguments: the built-in cluster and workload."""
         emit(
@@ -111,5 +122,6 @@ def register(app: typer.Typer) -> None:
                 protocol=protocol,
                 load=load,
                 mode=mode,
+                node_score=node_score,
             )
         )

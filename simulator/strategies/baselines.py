@@ -1,9 +1,13 @@
-"""The FGD paper's node-choice policies over shared GPUs: Random, BestFit, DotProd, GpuPacking, GpuClustering, FGD.
+"""The FGD paper's node-choice policies on the `replay` engine (departures, queue): Random, BestFit, DotProd,
+GpuPacking, GpuClustering, FGD.
 
-They follow the paper's resource model (Weng et al., ATC'23 §6.1): a pod asks for `num_gpu` GPUs with
-`gpu_milli` of compute each; a pod below 1000 milli shares one GPU with others (VRAM is held as the pod
-needs it, as GPU-sharing with memory isolation does). MIG is not part of that model, so MIG pools behave
-as plain GPUs here. Each policy only scores nodes (and a GPU inside the node for shared pods).
+On the `fgd` protocol the CLI runs them as the paper's own simulator does (`simulator.peer_protocol`); here they
+are carried over to an engine where pods leave: the same resource model (Weng et al., ATC'23 §6.1: `num_gpu`
+GPUs with `gpu_milli` of compute each, a pod below 1000 milli shares one GPU; VRAM held as the pod needs it;
+MIG pools behave as plain GPUs), and DotProd, BestFit and GpuPacking score with the peer's integer formulas
+(MaxSpecCpu 128,000, MaxSpecGpu 8,000). What differs, because nodes are scored per state class: ties go to the
+class evaluated first (not a random node rank), BestFit is not min-max normalised, GpuClustering clusters by
+equal share (the peer's pod-kind tags are not part of a class), and FGD breaks ties towards the fuller node.
 """
 
 from __future__ import annotations
@@ -45,11 +49,6 @@ def _free_milli(sig: Sig) -> list[int]:
     return [g[1] if g[0] == PLAIN else 0 for group in sig[3] for g in group]
 
 
-def _gpu_residual(node: NodeState, sig: Sig, parts: tuple[Part, ...]) -> float:
-    cap = node.spec.gpu_count * 1000
-    return (sum(_free_milli(sig)) - sum(p.milli for p in parts)) / cap if cap else 0.0
-
-
 class RandomFit(ShareStrategy):
     name = "random"
 
@@ -77,40 +76,50 @@ class RandomFit(ShareStrategy):
         raise AssertionError("unreachable")
 
 
+MAX_CPU = 128_000  # the peer's MaxSpecCpu
+MAX_GPU = 8_000  # the peer's MaxSpecGpu
+
+
 class BestFit(ShareStrategy):
-    """The node left with the least CPU and GPU after placement."""
+    """The node left with the least CPU and GPU after placement: the peer's `int((1 - residual) * 100)`."""
 
     name = "bestfit"
 
     def score(self, state: ClusterState, node: NodeState, sig: Sig, demand: Demand, parts: tuple[Part, ...]) -> float:
-        cpu = (node.free_cpu - demand.cpu) / node.spec.cpu_milli
-        return -(cpu + _gpu_residual(node, sig, parts)) / 2
+        left = sum(_free_milli(sig)) - sum(p.milli for p in parts)
+        residual = 0.5 * (node.free_cpu - demand.cpu) / MAX_CPU + 0.5 * left / MAX_GPU
+        return int((1 - residual) * 100)
 
 
 class DotProd(ShareStrategy):
-    """Tetris' alignment: the largest dot product of the pod's demand and the node's free resources."""
+    """The peer's DotProd: the smaller the dot product of the pod's demand and the node's free CPU and GPU,
+    the higher the score, `int(100 * (1 - dot / 2))`."""
 
     name = "dotprod"
-    device_order = "first"
 
     def score(self, state: ClusterState, node: NodeState, sig: Sig, demand: Demand, parts: tuple[Part, ...]) -> float:
-        spec = node.spec
-        gpu_cap = spec.gpu_count * 1000 or 1
-        want_gpu = sum(p.milli for p in parts) / gpu_cap
-        free_gpu = sum(_free_milli(sig)) / gpu_cap
-        return (demand.cpu / spec.cpu_milli) * (node.free_cpu / spec.cpu_milli) + want_gpu * free_gpu
+        want = sum(p.milli for p in parts)
+        dot = (node.free_cpu / MAX_CPU) * (demand.cpu / MAX_CPU) + (sum(_free_milli(sig)) / MAX_GPU) * (want / MAX_GPU)
+        return int((1 - dot / 2) * 100)
 
 
 class GpuPacking(ShareStrategy):
-    """Partly used GPUs first, then nodes with some GPUs in use, idle nodes last."""
+    """The peer's GpuPacking: the tightest partly used GPU first, then partly used nodes, idle nodes last."""
 
     name = "gpupacking"
 
     def score(self, state: ClusterState, node: NodeState, sig: Sig, demand: Demand, parts: tuple[Part, ...]) -> float:
+        if not parts:
+            return 0  # CPU pods: every node alike
         free = _free_milli(sig)
-        on_partial = any(0 < free[p.gpu] < 1000 for p in parts)
-        busy_gpus = sum(1 for f in free if f < 1000)
-        return (2.0 if on_partial else 1.0 if busy_gpus else 0.0) + busy_gpus / (len(free) + 1) / 10
+        idle = sum(1 for f in free if f == 1000)
+        if idle == len(free):
+            return max(33 - idle, idle)
+        milli = parts[0].milli
+        if milli >= 1000:
+            return max(50 - len(parts), 33)
+        tightest = min(f for f in free if f >= milli)
+        return 49 if tightest == 1000 else max(100 - (tightest * 100 // 1000) // 10, 50)
 
 
 class GpuClustering(ShareStrategy):

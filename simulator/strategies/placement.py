@@ -29,7 +29,7 @@ from dra.gpus import (
 from dra.quantity import Quantity
 
 from ..cluster import NodeSpec
-from ..state import NodeState, Part
+from ..state import PLAIN, NodeState, Part
 
 __all__ = ["Placer", "Usage", "node_slices"]
 
@@ -111,10 +111,15 @@ class Placer:
         self._specs[id(spec)] = (spec, found)
         return found
 
-    def usage(self, node: NodeState) -> Usage:
-        """The node's devices in use, pool-free and in a canonical order."""
+    def usage(self, node: NodeState, compute_milli: int = 0) -> Usage:
+        """The node's devices in use, pool-free and in a canonical order; with `compute_milli`, a shared GPU with
+        less compute than that left is offered as held (the compute-bound model of `PolicyClaims`)."""
         tmpl = self._template(node.spec)
         used: dict[str, int] = {}
+        if compute_milli:
+            for index, gpu in enumerate(node.gpus):
+                if gpu.mode == PLAIN and gpu.free_milli < compute_milli:
+                    used[tmpl.whole[index]] = -1
         for alloc in node.pods.values():
             for part in alloc.parts:
                 if part.kind == "mig":
@@ -122,17 +127,21 @@ class Placer:
                     used[tmpl.names[(part.gpu, part.profile.name, part.start)]] = -1
                 elif part.kind == "share":
                     name = tmpl.whole[part.gpu]
-                    used[name] = used.get(name, 0) + part.vram
+                    if used.get(name, 0) >= 0:
+                        used[name] = used.get(name, 0) + part.vram
                 else:
                     used[tmpl.whole[part.gpu]] = -1
         return tuple(sorted(used.items()))
 
-    def place(self, node: NodeState, claim_key: str, claim: Claim, share_milli: int) -> tuple[Part, ...] | None:
-        """The parts (real GPU indices) the allocator gives `claim` on `node`, or None when it cannot."""
+    def place(
+        self, node: NodeState, claim_key: str, claim: Claim, share_milli: int, *, compute_bound: bool = False
+    ) -> tuple[Part, ...] | None:
+        """The parts (real GPU indices) the allocator gives `claim` on `node`, or None when it cannot; with
+        `compute_bound`, only GPUs with `share_milli` of compute left are offered."""
         if node.spec.gpu is None:
             return None
         tmpl = self._template(node.spec)
-        usage = self.usage(node)
+        usage = self.usage(node, share_milli if compute_bound else 0)
         key = (id(tmpl), usage, claim_key)
         result = self._memo.get(key, ()) if self.memoize else ()
         if result == ():

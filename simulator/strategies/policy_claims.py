@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any, cast
 
 from dra.allocator import Claim, Mode, prepare_claim
 
+from ..frag import TypicalPod, frag_amount, typical_pods
 from ..state import PLAIN, STATIC, ClusterState, Part
 from ..workload import SimPod
 from .base import Answer, Demand, Option, Strategy
@@ -49,9 +51,14 @@ def _has_room(gpu: tuple[Any, ...]) -> bool:
     return not gpu[1] and gpu[2] != 0xFF and gpu[3] < 7
 
 
-def _device_shape(groups: tuple[tuple[tuple[Any, ...], ...], ...]) -> tuple[Any, ...]:
-    """A class's GPU states as the allocator sees them: free memory, not compute; sorted within NVLink groups."""
-    return tuple(sorted(tuple(sorted((g[0], g[2]) if g[0] == PLAIN else g for g in group)) for group in groups))
+def _device_shape(groups: tuple[tuple[tuple[Any, ...], ...], ...], compute: bool) -> tuple[Any, ...]:
+    """A class's GPU states as the allocator sees them: free memory (and compute when it bounds shares), sorted
+    within NVLink groups."""
+
+    def plain(g: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (g[0], g[2], g[1]) if compute else (g[0], g[2])
+
+    return tuple(sorted(tuple(sorted(plain(g) if g[0] == PLAIN else g for g in group)) for group in groups))
 
 
 class PolicyClaims(Strategy):
@@ -65,11 +72,23 @@ class PolicyClaims(Strategy):
         mode: str = "scored",
         node_score: str | None = None,
         memoize: bool = True,
+        compute_bound: bool = False,
     ) -> None:
-        super().__init__(seed, node_score=node_score)
+        if node_score not in (None, "least-allocated", "most-allocated", "fragmentation"):
+            raise ValueError(
+                f"node_score must be least-allocated, most-allocated or fragmentation (got {node_score!r})"
+            )
+        super().__init__(seed, node_score=None if node_score == "fragmentation" else node_score)
+        if node_score == "fragmentation":  # FGD's gradient as the node score (see `_fragmentation_score`)
+            self.node_score = node_score
+        self.typical: tuple[TypicalPod, ...] = ()
         if mode not in ("upstream", "scored"):
             raise ValueError(f"mode must be upstream or scored (got {mode!r})")
         self.mode = mode
+        # The driver's shared GPUs reserve memory only; with `compute_bound` a GPU also never serves more than
+        # 1000 milli of the pods' compute shares (the FGD protocol's resource model, which the trace's sharing
+        # enforced), so the allocator is offered only GPUs with the pod's share of compute left.
+        self.compute_bound = compute_bound
         self.placer = Placer(cast(Mode, mode), memoize=memoize)
         from webhook.policy import load_policies, shipped_policies_dir
 
@@ -85,6 +104,8 @@ class PolicyClaims(Strategy):
         self._shapes: dict[int, tuple[int, Any]] = {}  # class id -> (template, device shape)
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
+        if self.node_score == "fragmentation":
+            self.typical = typical_pods(pods)
         self.outcomes.clear()
         self._unfit.clear()  # keyed by the state's template and class ids
         self._shapes.clear()
@@ -134,7 +155,37 @@ class PolicyClaims(Strategy):
         host = self._hosts.get(id(demand))
         if host is None:
             host = self._hosts[id(demand)] = Demand(demand.cpu, demand.mem, (), demand.models)
-        return super().evaluate(state, cid, host)
+        answer = super().evaluate(state, cid, host)
+        if answer is None or self.node_score != "fragmentation":
+            return answer
+        return self._fragmentation_score(state, cid, demand), answer[1]
+
+    def _fragmentation_score(self, state: ClusterState, cid: int, demand: Demand) -> float:
+        """FGD's score of the node's fragmentation growth (`simulator.frag`), the pod's compute placed as
+        the scored allocator places a share (the already-shared GPU with the least left, else a free one) or on
+        fully free GPUs, and a CPU pod's CPU; ties go to the fuller node. It ranks nodes only: the allocator still
+        picks devices."""
+        node = state.representative(cid)
+        gpus = state.gpu_info(cid).gpus
+        free = [g[1] if g[0] == PLAIN else 0 for g in gpus]
+        label = node.spec.model_label
+        before = frag_amount(node.free_cpu, tuple(sorted(free)), label, self.typical)
+        after = list(free)
+        count = demand.options[0].count if demand.options else 0
+        share = demand.share_milli if isinstance(demand, ClaimDemand) else 1000
+        if share < 1000 and count == 1:
+            fits = [i for i, f in enumerate(free) if f >= share]
+            if fits:
+                best = min(fits, key=lambda i: (free[i] == 1000, gpus[i][2], i))
+                after[best] -= share
+        else:
+            for i in [i for i, f in enumerate(free) if f == 1000][:count]:
+                after[i] = 0
+        grown = frag_amount(node.free_cpu - demand.cpu, tuple(sorted(after)), label, self.typical) - before
+        # FGD's integer score (the peer simulator's `int(sigmoid(-grown / 1000) * 100)`): moves within a point
+        # tie, and ties go to the node with the least GPU compute left (measured best of the tie-breaks tried)
+        fgd = int(100 / (1 + math.exp(grown / 1000)))
+        return fgd - 1e-3 * sum(after) / max(1000, 1000 * len(after))
 
     def choose(self, state: ClusterState, pod: SimPod) -> tuple[int, tuple[Part, ...]] | None:
         did, demand = self._demand(pod)
@@ -154,11 +205,14 @@ class PolicyClaims(Strategy):
             # on the compute shares hold, so one refusal per (template, device shape, claim) holds for every class
             shape = self._shapes.get(cid)
             if shape is None:
-                shape = self._shapes[cid] = (node.template, _device_shape(state.sigs[cid][3]))
+                shape = self._shapes[cid] = (node.template, _device_shape(state.sigs[cid][3], self.compute_bound))
             unfit = (shape, demand.claim)
             parts = None
             if unfit not in self._unfit:
-                parts = self.placer.place(node, demand.claim, self._claims[demand.claim], demand.share_milli)
+                claim = self._claims[demand.claim]
+                parts = self.placer.place(
+                    node, demand.claim, claim, demand.share_milli, compute_bound=self.compute_bound
+                )
                 if parts is None and self.placer.memoize:
                     self._unfit.add(unfit)
             if parts is not None:
@@ -174,5 +228,5 @@ class PolicyClaims(Strategy):
     def describe(self) -> dict[str, Any]:
         return {
             "mode": self.mode, "policies": str(self.policy_dir), "decisions": dict(self.outcomes),
-            "allocator_calls": self.placer.calls,
+            "allocator_calls": self.placer.calls, "compute_bound": self.compute_bound, "node_score": self.node_score,
         }  # fmt: skip

@@ -71,6 +71,8 @@ def read_openb_pods(path: str | Path, *, vram: VramModel | None = None, strict: 
             if isinstance(pod, str):
                 work.skip(pod, where)
             else:
+                if pod.duration == 0.0:  # kept: demand for the FGD protocol, gone at once in a replay
+                    work.note("zero-length pod", where)
                 work.pods.append(pod)
     work.pods.sort(key=lambda p: p.arrival)
     return work

@@ -82,3 +82,38 @@ def test_simulate_allocator_mode(pod_csv: Path, node_csv: Path) -> None:
     assert summary["strategies"]["gpudra"]["pods_placed"] == 4
     bad = CliRunner().invoke(app, [*args, "--allocator-mode", "fast"])
     assert bad.exit_code == 2 and "allocator-mode" in bad.stderr
+
+
+def test_simulate_fgd_protocol_prints_the_kpis_at_each_load(pod_csv: Path, node_csv: Path) -> None:
+    args = ["simulate", "--cluster", str(node_csv), "--trace", str(pod_csv), "--strategies", "fgd,gpudra"]
+    result = CliRunner().invoke(app, [*args, "--protocol", "fgd"])
+    assert result.exit_code == 0, result.output
+    for title in ("alloc % @80%", "alloc % @100%", "frag @130%", "failed @130%"):
+        assert title in result.stdout
+    vram = next(line for line in result.stdout.splitlines() if "VRAM waste" in line)
+    cells = [c.strip() for c in vram.split("│")]
+    assert cells[1] == "-" and 0 <= float(cells[2]) <= 1  # FGD's model has no VRAM; gpudra's has a ratio
+
+
+def test_simulate_node_score(pod_csv: Path, node_csv: Path) -> None:
+    args = ["simulate", "--cluster", str(node_csv), "--trace", str(pod_csv), "--strategies", "gpudra", "--json"]
+    result = CliRunner().invoke(app, [*args, "--node-score", "fragmentation"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["input"]["node_score"] == "fragmentation"
+    assert summary["input"]["strategy_details"]["gpudra"]["node_score"] == "fragmentation"
+    bad = CliRunner().invoke(app, [*args, "--node-score", "tightest"])
+    assert bad.exit_code == 2 and "--node-score must be" in bad.stderr and "fragmentation" in bad.stderr
+
+
+def test_simulate_counts_pods_it_keeps_but_cannot_serve_as_asked(tmp_path: Path, node_csv: Path) -> None:
+    rows = ["p0,4000,8192,1,500,A800,LS,Running,0,100,0", "p1,4000,8192,1,500,T4|A800,LS,Running,5,5,5"]
+    trace = write(tmp_path / "pods.csv", POD_HEADER + "\n" + "\n".join(rows) + "\n")
+    args = ["simulate", "--cluster", str(node_csv), "--trace", str(trace), "--strategies", "fgd,gpudra"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.stdout)["input"]["workload"]["kept_notes"]
+    assert notes["GPU model not in the cluster: A800"] == {"count": 1, "examples": [f"{trace}:2"]}
+    assert notes["zero-length pod"] == {"count": 1, "examples": [f"{trace}:3"]}  # T4|A800: the T4 node serves it
+    table = CliRunner().invoke(app, args)
+    assert "(2 kept with notes, see --json)" in " ".join(table.stdout.split())  # the heading may wrap

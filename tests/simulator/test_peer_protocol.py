@@ -8,6 +8,7 @@ it those tests skip and say so. Everything else runs on hand-built clusters and 
 from __future__ import annotations
 
 import csv
+import math
 import random
 from pathlib import Path
 
@@ -16,8 +17,12 @@ import pytest
 
 from simulator.cluster import ClusterSpec, NodeSpec
 from simulator.cluster_sources import load_cluster
-from simulator.peer_protocol import PEER_POLICIES, _Nodes, _Pod, _score, inflate, run_peer
+from simulator.comparison import simulate
+from simulator.frag import TypicalPod, frag_amount
+from simulator.kpis import summarize
+from simulator.peer_protocol import PEER_POLICIES, _gpus, _Nodes, _Pod, _score, run_peer
 from simulator.traces import load_trace
+from simulator.tuning import inflate
 from simulator.workload import SimPod
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -94,6 +99,74 @@ def test_a_run_never_overdraws_and_counts_failures() -> None:
         assert run.arrived[-1] <= 1.3 * run.capacity_milli
 
 
+TYPICAL = (TypicalPod(1000, 1, 500, (), 0.5), TypicalPod(1000, 1, 1000, (), 0.3), TypicalPod(1000, 0, 0, (), 0.2))
+
+
+def _fgd(before: float, after: float) -> int:
+    return int(100 / (1 + math.exp(-(before - after) / 1000)))  # the peer's int64(sigmoid(diff / 1000) * 100)
+
+
+def test_fgd_scores_the_fragmentation_gradient_as_the_peer_does() -> None:
+    nodes = _Nodes(cluster(4, 4), random.Random(0), TYPICAL)
+    nodes.place(1, _Pod(1000, 1, 1, 700, ()), [0])  # node 1: GPU 0 has 300 left
+    share = _Pod(1000, 1, 1, 300, ())
+    score = _score(nodes, np.arange(2), share, "fgd")
+    free = (1000, 1000, 1000, 1000)
+    on_fresh = _fgd(
+        frag_amount(96_000, free, "T4", TYPICAL), frag_amount(95_000, (700, 1000, 1000, 1000), "T4", TYPICAL)
+    )
+    # on node 1 the share fills GPU 0's 300 exactly, which removes that fragment
+    before = frag_amount(96_000 - 1000, (300, 1000, 1000, 1000), "T4", TYPICAL)
+    on_hole = _fgd(before, frag_amount(94_000, (0, 1000, 1000, 1000), "T4", TYPICAL))
+    assert score.tolist() == [on_fresh, on_hole] and on_hole > on_fresh
+    assert _gpus(nodes, 1, share, "fgd", random.Random(0)) == [0]  # the GPU that scored best
+    assert _gpus(nodes, 0, share, "fgd", random.Random(0)) == [0]  # equal GPUs: the first index
+    whole = _score(nodes, np.arange(2), _Pod(1000, 1, 2, 1000, ()), "fgd")
+    after = frag_amount(95_000, (0, 0, 1000, 1000), "T4", TYPICAL)
+    assert whole[0] == _fgd(frag_amount(96_000, free, "T4", TYPICAL), after)
+
+
+def test_fgd_is_best_on_the_excerpt_and_every_run_records_its_fragmentation() -> None:
+    spec = load_cluster(str(FIXTURES / "openb_node_excerpt.csv"))
+    work = load_trace(FIXTURES / "openb_pod_excerpt.csv")
+    runs = {policy: run_peer(spec, work.pods, policy, seed=42) for policy in PEER_POLICIES}
+    for run in runs.values():
+        assert len(run.fragmentation) == len(run.arrived) and all(0 <= f <= 1 for f in run.fragmentation)
+    final = {policy: run.used[-1] for policy, run in runs.items()}
+    assert final["fgd"] >= max(final.values())
+
+
+def test_a_peer_run_reads_like_any_other_strategy() -> None:
+    spec = load_cluster(str(FIXTURES / "openb_node_excerpt.csv"))
+    work = load_trace(FIXTURES / "openb_pod_excerpt.csv")
+    run = run_peer(spec, work.pods, "fgd", seed=42)
+    out = summarize(run.recorder())
+    assert out["pods_total"] == len(run.arrived) and out["pods_pending"] == run.failed[-1]
+    assert out["pods_placed"] == len(run.arrived) - run.failed[-1]
+    assert out["vram_waste_ratio"] is None  # the paper's model has no VRAM
+    assert out["at_load"]["100"]["gpu_allocation_pct"] == run.alloc_pct_at(100)
+
+
+def test_the_fgd_protocol_runs_the_peer_baselines_and_gpudra_on_one_tuned_workload() -> None:
+    result = simulate(
+        FIXTURES / "openb_node_excerpt.csv", FIXTURES / "openb_pod_excerpt.csv",
+        strategies=["fgd", "bestfit", "gpudra", "device-plugin"], seed=42, protocol="fgd",
+    )  # fmt: skip
+    details = result.input["strategy_details"]
+    assert details["fgd"] == details["bestfit"] == {"implementation": "simulator.peer_protocol"}
+    assert details["gpudra"]["compute_bound"] is True
+    assert result.input["load"] == 1.3
+    totals = {name: rec.pods_total for name, rec in result.runs.items()}
+    assert len(set(totals.values())) == 1  # the same tuned workload for every strategy
+    summary = result.summary()["strategies"]
+    for name, row in summary.items():
+        assert set(row["at_load"]) == {"80", "100", "130"}, name
+        alloc = row["at_load"]["100"]["gpu_allocation_pct"]
+        assert alloc is None or 0 <= alloc <= 100, name  # compute is never overcommitted
+    fgd = summary["fgd"]["at_load"]["130"]["gpu_allocation_pct"]
+    assert fgd >= summary["device-plugin"]["at_load"]["130"]["gpu_allocation_pct"]
+
+
 def test_the_node_rank_breaks_ties() -> None:
     nodes = _Nodes(cluster(8, 8, 8, 8), random.Random(7))
     assert sorted(nodes.rank.tolist()) == [0, 1, 2, 3]  # a permutation per seed
@@ -109,9 +182,10 @@ def _reference_rows() -> list[tuple[str, str, float, float, float]]:
     if not REFERENCE.is_file():
         return []
     names = {"01-Random": "random", "02-DotProd": "dotprod", "03-GpuClustering": "gpuclustering"}
-    names |= {"04-GpuPacking": "gpupacking", "05-BestFit": "bestfit"}
+    names |= {"04-GpuPacking": "gpupacking", "05-BestFit": "bestfit", "06-FGD": "fgd"}
     wanted = {("openb_pod_list_default", "gpupacking"), ("openb_pod_list_default", "gpuclustering")}
     wanted |= {("openb_pod_list_gpushare40", "gpuclustering"), ("openb_pod_list_multigpu40", "bestfit")}
+    wanted |= {("openb_pod_list_default", "fgd"), ("openb_pod_list_multigpu40", "fgd")}
     rows = []
     with REFERENCE.open() as handle:
         for r in csv.DictReader(handle):

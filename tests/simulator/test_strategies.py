@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.engine import EngineConfig, fgd_sample, run
+from simulator.engine import EngineConfig, fgd_workload, run
 from simulator.frag import typical_pods
 from simulator.kpis import summarize
 from simulator.strategies import STRATEGY_NAMES, make_strategy
@@ -58,22 +58,37 @@ def test_fgd_no_worse_than_any_baseline_by_hand() -> None:
                if name not in ("device-plugin", "dra-whole", "gpudra")}  # fmt: skip
     assert results["fgd"]["unallocated_gpus"] == pytest.approx(0.0)
     assert results["fgd"]["pods_placed"] == 3
-    assert results["dotprod"]["unallocated_gpus"] == pytest.approx(1.0)  # aligns with the emptier node: spreads
+    # DotProd's integer score ties (99 on both nodes): the class seen first, the untouched node, wins and spreads
+    assert results["dotprod"]["unallocated_gpus"] == pytest.approx(1.0)
     for name, out in results.items():
         assert results["fgd"]["unallocated_gpus"] <= out["unallocated_gpus"], name
 
 
-def test_fgd_protocol_sampling() -> None:
+def test_fgd_protocol_workload_is_the_tuned_trace_with_distinct_names() -> None:
     pods = [pod("a", milli=500), pod("b", gpus=2), pod("c", gpus=0)]
-    sampled = fgd_sample(pods, total_gpus=10, load=1.0, seed=7)
-    assert sum(p.gpu_request for p in sampled) >= 10
-    assert sum(p.gpu_request for p in sampled[:-1]) < 10
-    assert sampled == fgd_sample(pods, total_gpus=10, load=1.0, seed=7)
-    assert len({p.name for p in sampled}) == len(sampled) and all(p.duration is None for p in sampled)
-    rec = run(cluster(node("n", "T4", 8)), pods, make_strategy("fgd"), EngineConfig(protocol="fgd", seed=7))
+    tuned = fgd_workload(pods, total_gpus=10, load=1.3, seed=7)
+    demand = sum(p.gpu_request for p in tuned)
+    assert 13 - 2 < demand <= 13 + 1  # stops once the next draw's per-GPU share would cross 1.3 x 10 GPUs
+    assert tuned == fgd_workload(pods, total_gpus=10, load=1.3, seed=7)
+    assert len({p.name for p in tuned}) == len(tuned) and all(p.duration is None for p in tuned)
+    assert {p.name.split("#")[0] for p in tuned[:3]} == {"a", "b", "c"}  # every original pod, shuffled, first
+
+
+def test_fgd_protocol_reads_the_kpis_at_80_100_and_130_percent_arrived() -> None:
+    # fine steps (1.25 % and 2.5 % of 8 GPUs), VRAM in proportion to compute (a T4 has 16 GiB), CPU to spare
+    a, b = pod("a", milli=100, vram=1638, cpu=100), pod("b", milli=200, vram=3276, cpu=100)
+    pods = [a, b, pod("c", gpus=0, cpu=100)]
+    rec = run(cluster(node("n", "T4", 8)), pods, make_strategy("gpudra"), EngineConfig(protocol="fgd", seed=7))
     out = summarize(rec)
-    assert out["pods_total"] == len(fgd_sample(pods, 8, 1.0, 7))
-    assert rec.samples[-1].arrived >= 1.0
+    tuned = fgd_workload(pods, 8, 1.3, 7)
+    assert out["pods_total"] == len(tuned)
+    assert rec.samples[-1].arrived == pytest.approx(sum(p.gpu_request for p in tuned) / 8)
+    at = out["at_load"]
+    assert list(at) == ["80", "100", "130"]
+    assert 78 <= at["80"]["gpu_allocation_pct"] <= 81  # everything fits up to the node's 8 GPUs
+    assert at["80"]["failed_pods"] == 0 and at["130"]["failed_pods"] > 0  # 1.3 x 8 GPUs cannot all fit
+    assert at["130"]["gpu_allocation_pct"] <= 100
+    assert all(0 <= at[load]["fragmentation_ratio"] <= 1 for load in at)
 
 
 def test_preemption_evicts_lower_priority() -> None:
@@ -116,4 +131,32 @@ def test_fgd_breaks_ties_towards_the_fuller_node() -> None:
     spec = cluster(node("a", "V100M32", 2), node("b", "V100M32", 2))
     pods = [pod("first", at=0), pod("second", at=1), pod("pair", gpus=2, at=2)]
     out = summarize(run(spec, pods, make_strategy("fgd", typical=typical_pods(pods[:2]))))
+    assert out["pods_placed"] == 3 and out["unallocated_gpus"] == pytest.approx(0.0)
+
+
+def test_gpudra_shares_are_bound_by_compute_only_when_asked() -> None:
+    # two 0.6-GPU pods with 4 GiB each: memory lets both share one 32 GiB GPU, compute does not
+    spec = cluster(node("v", "V100M32", 1))
+    pods = [pod("a", milli=600, vram=4096, at=0), pod("b", milli=600, vram=4096, at=1)]
+    memory_only = summarize(run(spec, pods, make_strategy("gpudra")))
+    bound = summarize(run(spec, pods, make_strategy("gpudra", compute_bound=True)))
+    assert memory_only["pods_placed"] == 2 and bound["pods_placed"] == 1
+
+
+def test_gpudra_fragmentation_node_score_keeps_a_node_whole_for_the_two_gpu_pod() -> None:
+    spec = cluster(node("a", "V100M16", 2), node("b", "V100M16", 2))
+    pods = [pod("first", at=0), pod("second", at=1), pod("pair", gpus=2, at=2)]
+    spread = summarize(run(spec, pods, make_strategy("gpudra")))  # kube-scheduler's least-allocated
+    packed = summarize(run(spec, pods, make_strategy("gpudra", node_score="fragmentation")))
+    assert spread["pods_placed"] == 2  # one whole GPU per node: the pair fits nowhere
+    assert packed["pods_placed"] == 3 and packed["unallocated_gpus"] == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="fragmentation"):
+        make_strategy("gpudra", node_score="tightest")
+
+
+def test_replay_dotprod_scores_as_the_peer_the_smaller_dot_product_wins() -> None:
+    # second 4-GPU pod: the half-used node scores int(100 * (1 - 0.25 / 2)) = 87, the idle one 75 (dot 0.5)
+    spec = cluster(node("a", "V100M32", 8), node("b", "V100M32", 8))
+    pods = [pod("p1", gpus=4, at=0), pod("p2", gpus=4, at=1), pod("p8", gpus=8, at=2)]
+    out = summarize(run(spec, pods, make_strategy("dotprod")))
     assert out["pods_placed"] == 3 and out["unallocated_gpus"] == pytest.approx(0.0)

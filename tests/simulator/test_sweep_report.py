@@ -173,3 +173,41 @@ def test_cluster_from_inventory_snapshots(tmp_path: Path) -> None:
     both = load_cluster(tmp_path)
     assert {n.name: n.gpu.key for n in both.nodes if n.gpu} == {"n1": "H100-SXM5-80GB", "n2": "L40S"}
     assert both.total_gpus == 8
+
+
+def test_an_fgd_protocol_sweep_has_a_column_per_kpi_and_load(tmp_path: Path, pod_csv: Path, node_csv: Path) -> None:
+    config = write(
+        tmp_path / "sweep.yaml",
+        yaml.safe_dump(
+            {
+                "clusters": [node_csv.name],
+                "traces": [pod_csv.name],
+                "strategies": ["fgd", "gpudra"],
+                "node_scores": ["least-allocated", "fragmentation"],
+                "seeds": [42],
+                "protocol": "fgd",
+                "output": "out",
+                "workers": 1,
+            }  # fmt: skip
+        ),
+    )
+    rows = run_sweep(load_sweep(config))
+    assert [(r["strategy"], r["node_score"]) for r in rows] == [
+        ("fgd", ""), ("gpudra", "least-allocated"), ("gpudra", "fragmentation"),
+    ]  # fmt: skip
+    for row in rows:
+        for load in (80, 100, 130):
+            assert {f"gpu_allocation_pct_at_{load}", f"fragmentation_ratio_at_{load}", f"failed_pods_at_{load}"} <= set(
+                row
+            )
+        assert "at_load" not in row
+    with pytest.raises(InputError, match="node_scores: unknown 'tight'"):
+        load_sweep(write(tmp_path / "bad.yaml", "node_scores: [tight]\n"))
+
+
+def test_an_fgd_protocol_report_has_the_kpis_at_each_load(tmp_path: Path, pod_csv: Path, node_csv: Path) -> None:
+    result = simulate(node_csv, pod_csv, strategies=["fgd", "gpudra"], protocol="fgd", seed=42)
+    page = write_report(result, tmp_path / "r").read_text()
+    assert "At arrived demand (FGD protocol)" in page and "GPU allocation % @100%" in page
+    with (tmp_path / "r" / "series-fgd.csv").open() as handle:
+        assert {row["vram_waste_ratio"] for row in csv.DictReader(handle)} == {""}  # not modelled
