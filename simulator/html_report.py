@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .comparison import SimulationResult  # noqa: E402
-from .kpis import Recorder  # noqa: E402
+from .kpis import KPI_LOADS, Recorder  # noqa: E402
 
 __all__ = ["SERIES_COLUMNS", "write_report", "write_series"]
 
@@ -30,7 +30,7 @@ SERIES_COLUMNS = (
 
 def _rows(rec: Recorder) -> list[dict[str, Any]]:
     gpus = max(1, rec.total_gpus)
-    vram = rec.extra.get("vram_modelled", True)  # the FGD paper's baselines have no VRAM: left blank
+    vram = "vram_waste_ratio" not in rec.extra.get("unmodelled", ())  # e.g. the FGD paper's baselines: blank
     rows = []
     for s in rec.samples:
         rows.append(
@@ -73,6 +73,9 @@ def _plot(result: SimulationResult, key: str, title: str, ylabel: str, path: Pat
             continue
         xs = [r["arrived_ratio"] * 100 if fgd else r["time"] / 3600 for r in rows]
         ax.plot(xs, [r[key] for r in rows], label=name, linewidth=1.4, drawstyle="default" if fgd else "steps-post")
+    if fgd:  # where the summary reads the protocol's KPIs
+        for load in KPI_LOADS:
+            ax.axvline(load, color="#999999", linewidth=0.6, linestyle=":")
     ax.set_title(title)
     ax.set_xlabel("arrived GPU demand (% of capacity)" if fgd else "time (hours)")
     ax.set_ylabel(ylabel)

@@ -181,8 +181,7 @@ def summarize(rec: Recorder) -> dict[str, Any]:
         "pods_placed": len(rec.placed),
         "pods_pending": rec.pending_at_end,
         "gpu_allocation_ratio": round(_unit(alloc), 6),
-        # None where the run has no VRAM model (the FGD paper's baselines: compute shares only)
-        "vram_waste_ratio": round(_unit(waste), 6) if rec.extra.get("vram_modelled", True) else None,
+        "vram_waste_ratio": round(_unit(waste), 6),
         "fragmentation_ratio": round(_unit(frag), 6),
         "unallocated_gpus": round(max(0.0, unallocated), 3),
         "nvlink_satisfied_ratio": round(rec.multi_gpu_nvlink / rec.multi_gpu, 6) if rec.multi_gpu else 1.0,
@@ -193,6 +192,8 @@ def summarize(rec: Recorder) -> dict[str, Any]:
         "on_the_fly_partitions": rec.partitions_created,
         "multi_gpu_pods": rec.multi_gpu,
     }
+    for key in rec.extra.get("unmodelled", ()):  # e.g. the FGD paper's baselines: no VRAM, no NVLink
+        out[key] = None
     if rec.protocol == "fgd":
         out["at_load"] = load_kpis(rec)
     return out

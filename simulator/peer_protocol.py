@@ -72,7 +72,8 @@ class PeerRun:
         return alloc_pct_at([a / cap for a in self.arrived], [u / cap for u in self.used], load)
 
     def recorder(self) -> Recorder:
-        """The run as the engine records one: a sample per pod event (VRAM is not part of the peer's model)."""
+        """The run as the engine records one: a sample per pod event (VRAM and NVLink are not in the peer's model:
+        their summary fields are None)."""
         rec = Recorder(strategy=self.policy, total_gpus=self.capacity_milli // MILLI, protocol="fgd")
         rec.pods_total = len(self.arrived)
         placed = len(self.arrived) - (self.failed[-1] if self.failed else 0)
@@ -83,7 +84,7 @@ class PeerRun:
         rec.pending_at_end = self.failed[-1] if self.failed else 0
         rec.window = (0.0, float(len(self.arrived)))
         rec.wall_seconds = self.wall_seconds
-        rec.extra["vram_modelled"] = False
+        rec.extra["unmodelled"] = ("vram_waste_ratio", "nvlink_satisfied_ratio")  # compute shares only
         return rec
 
 

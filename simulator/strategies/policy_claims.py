@@ -23,7 +23,7 @@ from dra.allocator import Claim, Mode, prepare_claim
 from ..frag import TypicalPod, frag_amount, typical_pods
 from ..state import PLAIN, STATIC, ClusterState, Part
 from ..workload import SimPod
-from .base import Answer, Demand, Option, Strategy
+from .base import Answer, Demand, Option, Strategy, least_allocated
 from .placement import Placer
 
 __all__ = ["ClaimDemand", "PolicyClaims", "legacy_claim"]
@@ -98,7 +98,6 @@ class PolicyClaims(Strategy):
             raise self.policies.errors[0]
         self.outcomes: Counter[str] = Counter()  # per distinct pod shape: which policy / what happened
         self._claims: dict[str, Claim] = {}
-        self._hosts: dict[int, Demand] = {}  # demand id -> the same demand without devices (node ranking)
         self._room: dict[int, bool] = {}  # class id -> some GPU can still give a device
         self._unfit: set[tuple[Any, ...]] = set()  # (template and device shape, claim) the allocator refused
         self._shapes: dict[int, tuple[int, Any]] = {}  # class id -> (template, device shape)
@@ -152,13 +151,14 @@ class PolicyClaims(Strategy):
                 room = self._room[cid] = any(_has_room(g) for g in state.gpu_info(cid).gpus)
             if not room:
                 return None
-        host = self._hosts.get(id(demand))
-        if host is None:
-            host = self._hosts[id(demand)] = Demand(demand.cpu, demand.mem, (), demand.models)
-        answer = super().evaluate(state, cid, host)
-        if answer is None or self.node_score != "fragmentation":
-            return answer
-        return self._fragmentation_score(state, cid, demand), answer[1]
+        node = state.representative(cid)
+        models, spec = demand.models, node.spec
+        if models and spec.model_label not in models and (spec.gpu is None or spec.gpu.key not in models):
+            return None
+        if self.node_score == "fragmentation":
+            return self._fragmentation_score(state, cid, demand), ()
+        spread = least_allocated(node, demand)  # kube-scheduler's NodeResourcesFit over CPU and memory
+        return (spread if self.node_score == "least-allocated" else -spread), ()
 
     def _fragmentation_score(self, state: ClusterState, cid: int, demand: Demand) -> float:
         """FGD's score of the node's fragmentation growth (`simulator.frag`), the pod's compute placed as
