@@ -104,7 +104,7 @@ _MODELS: tuple[GPUModel, ...] = (
 # The GPU models of the Alibaba cluster-trace-gpu-v2023 (openb) node list as the FGD paper's comparison sizes
 # them: whole GiB of memory (16 GiB for P100, T4 and V100M16, 32 GiB for V100M32, 24 GiB for A10) and NVLink
 # among the trace's P100 and V100 GPUs (its nodes hold 1, 2, 4 or 8; we read them as DGX-1 style SXM2 boards).
-# The figures are pinned, not measured: the simulator's FGD/openb comparison (benchmarks/fgd_paper.py,
+# The figures are pinned, not measured: the simulator's FGD/openb comparison (benchmarks/fgd_gpudra.py,
 # docs/simulator.md) replays the trace on them, and must not move when the real entries above get better
 # numbers. Product names, architecture and compute capability are the real products' (P100 as the SXM2 board
 # its NVLink implies). Keys are the trace's labels; only `trace_model` finds these (`find("T4")` is the real T4).
