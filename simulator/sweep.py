@@ -208,16 +208,19 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # FGD-protocol sweeps: the paper's metric at 100 % arrived demand; otherwise the run's allocation ratio
+    at_load = all(row.get("gpu_allocation_pct_at_100") is not None for row in rows)
     groups: dict[str, list[float]] = {}
     for row in rows:
         label = row["strategy"] + (f" ({row['mode']}, {row['node_score']})" if row["mode"] else "")
-        groups.setdefault(label, []).append(float(row["gpu_allocation_ratio"]))
-    fig, ax = plt.subplots(figsize=(7, 3.5), dpi=110)
+        value = float(row["gpu_allocation_pct_at_100"]) / 100 if at_load else float(row["gpu_allocation_ratio"])
+        groups.setdefault(label, []).append(value)
+    fig, ax = plt.subplots(figsize=(8, 4), dpi=110)
     names = list(groups)
     ax.bar(names, [sum(v) / len(v) for v in groups.values()], color="#4c72b0")
-    ax.set_ylabel("mean GPU allocation ratio")
+    ax.set_ylabel("GPU allocation at 100 % arrived" if at_load else "mean GPU allocation ratio")
     ax.set_ylim(0, 1)
-    ax.tick_params(axis="x", rotation=30)
+    plt.setp(ax.get_xticklabels(), rotation=25, ha="right")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
