@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import ClientDisconnect
 
+from webhook.collector import ByteBudgetCollector
 from webhook.deadline import DeadlineExceeded, DecisionPool
 from webhook.metrics import WebhookMetrics
 from webhook.review import (
@@ -95,6 +96,7 @@ def create_app(
                     await poller
 
     app = FastAPI(title="gpudra admission webhook", lifespan=lifespan, docs_url=None, redoc_url=None)
+    collector = ByteBudgetCollector()  # large reviews would otherwise outpace the cyclic collector (collector.py)
 
     async def answer(endpoint: str, request: Request, decide: Callable[[ReviewRequest], dict[str, Any]]) -> Response:
         started = time.perf_counter()
@@ -104,6 +106,7 @@ def create_app(
             log.warning("client disconnected before sending the whole %s review", endpoint)
             metrics.bad_requests.labels("499").inc()
             return Response(status_code=499)
+        collector.account(len(body))
         try:
             review = parse_review(body, max_bytes=max_body_bytes)
         except BadReview as exc:
