@@ -27,11 +27,13 @@ from typing import Any
 
 import yaml
 
+from simulator.kpis import KPI_LOADS
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.path.relpath(ROOT.parent / "shared"))  # ../shared beside the checkout
 POLICIES = {"01-Random": "random", "02-DotProd": "dotprod", "03-GpuClustering": "gpuclustering"}
 POLICIES |= {"04-GpuPacking": "gpupacking", "05-BestFit": "bestfit", "06-FGD": "fgd"}
-LOADS = (80, 100, 130)
+LOADS = KPI_LOADS  # 80, 100, 130: the loads the reference table gives
 PEER_MINUTES_PER_EXPERIMENT = 10.0
 
 

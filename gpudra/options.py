@@ -72,14 +72,6 @@ def allocator_mode(value: str, option: str = "--mode") -> AllocatorMode:
     return one_of(value, ALLOCATOR_MODES, option)
 
 
-NODE_SCORES = ("least-allocated", "most-allocated", "fragmentation")
-
-
-def node_score(value: str | None, option: str = "--node-score") -> str | None:
-    """How the simulator's gpudra strategy ranks nodes (None: kube-scheduler's least-allocated)."""
-    return None if value is None else one_of(value, NODE_SCORES, option)
-
-
 def strategy_names(text: str | None, known: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:
     """A comma-separated strategy list (blanks ignored), `default` when not given; unknown names are an error."""
     names = tuple(s.strip() for s in text.split(",") if s.strip()) if text else default

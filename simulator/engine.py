@@ -133,8 +133,9 @@ class _Sim:
             arrived += pod.gpu_request
             if self.place(pod, float(i)) is None:
                 failed += 1
-            at_load = bool(loads) and round(arrived / gpus * 100) >= loads[0]
-            while loads and round(arrived / gpus * 100) >= loads[0]:
+            pct = round(arrived / gpus * 100)
+            at_load = bool(loads) and pct >= loads[0]
+            while loads and pct >= loads[0]:
                 loads.pop(0)
             last = i == len(pods) - 1
             frag = self.frag() if (i % step == 0 or last or at_load) else None

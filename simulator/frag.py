@@ -10,13 +10,14 @@ ratio is sum_n F_n(M) / sum_n free_n, in [0, 1]. FGD places a pod where F grows 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
 from .workload import SimPod
 
-__all__ = ["TypicalPod", "frag_amount", "typical_pods"]
+__all__ = ["TypicalPod", "fgd_score", "frag_amount", "typical_pods"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +66,9 @@ def frag_amount(free_cpu: int, free_milli: tuple[int, ...], label: str, typical:
         else:
             out += m.weight * total
     return out
+
+
+def fgd_score(before: float, after: float) -> int:
+    """FGD's node score for a move from fragmentation `before` to `after` (milli), as the peer simulator computes
+    it: `int(sigmoid((before - after) / 1000) * 100)`, so moves within a point of each other tie."""
+    return int(100 / (1 + math.exp((after - before) / 1000)))

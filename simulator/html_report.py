@@ -39,11 +39,7 @@ def _rows(rec: Recorder) -> list[dict[str, Any]]:
                 "arrived_ratio": round(s.arrived, 6),
                 "allocation_ratio": round(s.allocated / gpus, 6),
                 "held_ratio": round(s.held / gpus, 6),
-                "vram_waste_ratio": ""
-                if not vram
-                else round(1 - s.vram_needed / s.vram_held, 6)
-                if s.vram_held
-                else 0.0,
+                "vram_waste_ratio": _waste(s) if vram else "",
                 "fragmentation_ratio": "" if s.fragmentation is None else round(s.fragmentation, 6),
                 "pending": s.pending,
                 "pending_gpu": s.pending_gpu,

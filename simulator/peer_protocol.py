@@ -14,7 +14,6 @@ per event, and `PeerRun.recorder()` turns a run into the engine's `Recorder` so 
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable
@@ -24,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .cluster import ClusterSpec
-from .frag import TypicalPod, frag_amount, typical_pods
+from .frag import TypicalPod, fgd_score, frag_amount, typical_pods
 from .kpis import Recorder, Sample, alloc_pct_at
 from .tuning import TUNE_RATIO, tuned_workload
 from .workload import SimPod
@@ -178,8 +177,7 @@ class _FragStates:
         before = self.values[state]
 
         def score(after: list[int]) -> int:
-            gain = (before - frag_amount(cpu - pod.cpu, tuple(sorted(after)), model, self.typical)) / 1000
-            return int(100 / (1 + math.exp(-gain)))
+            return fgd_score(before, frag_amount(cpu - pod.cpu, tuple(sorted(after)), model, self.typical))
 
         if pod.num == 1 and pod.milli < MILLI:
             best, values = -1, set()

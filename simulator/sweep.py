@@ -36,6 +36,7 @@ import yaml
 from dra.errors import InputError
 
 from .comparison import simulate
+from .strategies import NODE_SCORES
 
 __all__ = ["SweepConfig", "Job", "load_sweep", "run_job", "run_sweep"]
 
@@ -94,10 +95,9 @@ def load_sweep(path: str | Path) -> SweepConfig:
     strategies = [str(s) for s in _list(data, "strategies", ["device-plugin", "gpudra"])]
     modes = [str(m) for m in _list(data, "modes", ["scored"])]
     node_scores = [str(n) for n in _list(data, "node_scores", ["least-allocated"])]
-    known = ("least-allocated", "most-allocated", "fragmentation")
     for name in node_scores:
-        if name not in known:
-            raise InputError(f"node_scores: unknown {name!r} (known: {', '.join(known)})", source=str(path))
+        if name not in NODE_SCORES:
+            raise InputError(f"node_scores: unknown {name!r} (known: {', '.join(NODE_SCORES)})", source=str(path))
     seeds = [int(s) for s in _list(data, "seeds", [0])]
     protocol = str(data.get("protocol", "auto"))
     load = None if data.get("load") is None else float(data["load"])

@@ -11,10 +11,9 @@ import random
 
 from .workload import SimPod
 
-__all__ = ["LOADS", "TUNE_RATIO", "inflate", "per_gpu_milli", "tuned_workload"]
+__all__ = ["TUNE_RATIO", "inflate", "per_gpu_milli", "tuned_workload"]
 
 TUNE_RATIO = 1.3
-LOADS = (80, 100, 130)  # arrived demand (% of capacity) at which the protocol's KPIs are read
 
 
 def per_gpu_milli(pod: SimPod) -> int:

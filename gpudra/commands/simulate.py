@@ -15,8 +15,7 @@ from rich.console import Console
 
 from dra.errors import GpudraError
 
-from ..options import OptionError, allocator_mode, strategy_names
-from ..options import node_score as checked_node_score
+from ..options import OptionError, allocator_mode, one_of, strategy_names
 from ..outcome import Outcome, emit
 from ..render.simulation import comparison
 from ..terminal import progress_bar, styled
@@ -48,12 +47,12 @@ def simulate(
     """Run every strategy, write the report (its path goes to stderr at once), and the table or JSON summary."""
     from simulator.comparison import DEFAULT_STRATEGIES
     from simulator.comparison import simulate as run
-    from simulator.strategies import STRATEGY_NAMES
+    from simulator.strategies import NODE_SCORES, STRATEGY_NAMES
 
     try:
         names = strategy_names(strategies, STRATEGY_NAMES, DEFAULT_STRATEGIES)
         checked_mode = allocator_mode(mode, "--allocator-mode")
-        checked_score = checked_node_score(node_score)
+        checked_score = None if node_score is None else one_of(node_score, NODE_SCORES, "--node-score")
     except OptionError as exc:
         return Outcome(stderr=styled(f"[red]error:[/red] {exc}", stderr=True), code=EXIT_INPUT)
     err = Console(stderr=True)

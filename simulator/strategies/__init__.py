@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .base import Demand, Option, Strategy
+from .base import NODE_SCORES, Demand, Option, Strategy
 from .baselines import BASELINES, BestFit, DotProd, Fgd, GpuClustering, GpuPacking, RandomFit
 from .deviceplugin import DevicePlugin, DraWhole, Reconfiguration
 
 __all__ = [
+    "NODE_SCORES",
     "BestFit",
     "Demand",
     "DevicePlugin",

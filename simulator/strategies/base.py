@@ -18,7 +18,7 @@ from ..cluster import mig_profiles
 from ..state import DYNAMIC, PLAIN, STATIC, ClusterState, GpuInfo, NodeState, Part, Sig
 from ..workload import SimPod
 
-__all__ = ["Demand", "Option", "Strategy", "fit_option", "least_allocated"]
+__all__ = ["NODE_SCORES", "Demand", "Option", "Strategy", "fit_option", "least_allocated"]
 
 _MISSING = object()
 
@@ -47,6 +47,10 @@ class Demand:
 Answer = tuple[float, tuple[Part, ...]] | None
 
 
+# how the gpudra strategy may rank nodes; the others take the first two (`Strategy.node_score`)
+NODE_SCORES = ("least-allocated", "most-allocated", "fragmentation")
+
+
 class Strategy:
     """Base: subclasses define `demand` and `score`; `choose` runs the cached class loop."""
 
@@ -57,7 +61,7 @@ class Strategy:
     def __init__(self, seed: int = 0, *, node_score: str | None = None) -> None:
         self.seed = seed
         if node_score is not None:
-            if node_score not in ("least-allocated", "most-allocated"):
+            if node_score not in NODE_SCORES[:2]:
                 raise ValueError(f"node_score must be least-allocated or most-allocated (got {node_score!r})")
             self.node_score = node_score
         self._demands: dict[tuple[Any, ...], tuple[int, Demand | None]] = {}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +19,10 @@ from typing import Any, cast
 
 from dra.allocator import Claim, Mode, prepare_claim
 
-from ..frag import TypicalPod, frag_amount, typical_pods
+from ..frag import TypicalPod, fgd_score, frag_amount, typical_pods
 from ..state import PLAIN, STATIC, ClusterState, Part
 from ..workload import SimPod
-from .base import Answer, Demand, Option, Strategy, least_allocated
+from .base import NODE_SCORES, Answer, Demand, Option, Strategy, least_allocated
 from .placement import Placer
 
 __all__ = ["ClaimDemand", "PolicyClaims", "legacy_claim"]
@@ -74,10 +73,8 @@ class PolicyClaims(Strategy):
         memoize: bool = True,
         compute_bound: bool = False,
     ) -> None:
-        if node_score not in (None, "least-allocated", "most-allocated", "fragmentation"):
-            raise ValueError(
-                f"node_score must be least-allocated, most-allocated or fragmentation (got {node_score!r})"
-            )
+        if node_score is not None and node_score not in NODE_SCORES:
+            raise ValueError(f"node_score must be one of {', '.join(NODE_SCORES)} (got {node_score!r})")
         super().__init__(seed, node_score=None if node_score == "fragmentation" else node_score)
         if node_score == "fragmentation":  # FGD's gradient as the node score (see `_fragmentation_score`)
             self.node_score = node_score
@@ -181,11 +178,9 @@ class PolicyClaims(Strategy):
         else:
             for i in [i for i, f in enumerate(free) if f == 1000][:count]:
                 after[i] = 0
-        grown = frag_amount(node.free_cpu - demand.cpu, tuple(sorted(after)), label, self.typical) - before
-        # FGD's integer score (the peer simulator's `int(sigmoid(-grown / 1000) * 100)`): moves within a point
-        # tie, and ties go to the node with the least GPU compute left (measured best of the tie-breaks tried)
-        fgd = int(100 / (1 + math.exp(grown / 1000)))
-        return fgd - 1e-3 * sum(after) / max(1000, 1000 * len(after))
+        score = fgd_score(before, frag_amount(node.free_cpu - demand.cpu, tuple(sorted(after)), label, self.typical))
+        # ties go to the node with the least GPU compute left (the best of the tie-breaks measured)
+        return score - 1e-3 * sum(after) / max(1000, 1000 * len(after))
 
     def choose(self, state: ClusterState, pod: SimPod) -> tuple[int, tuple[Part, ...]] | None:
         did, demand = self._demand(pod)
