@@ -1,12 +1,14 @@
 """The resource.k8s.io/v1 API (and the Pod fields DRA touches) as pydantic models.
 
-Every model reads and writes the Kubernetes JSON form (`from_k8s(dict)`, `to_k8s()`), keeps unknown fields, and
-names its types as the Go API does. `KINDS` maps a `kind` to its top-level model.
+Every model reads and writes the Kubernetes JSON form (`from_k8s(dict)`, `to_k8s()`), keeps unknown fields (or, with
+`from_k8s(dict, extra="reject")`, rejects them as the API server's strict field validation does), and names its
+types as the Go API does. `dra.model.conversion` reads v1beta1/v1beta2 objects as v1. `KINDS` maps a `kind` to its
+top-level model.
 """
 
 from __future__ import annotations
 
-from dra.model._base import K8sModel, format_path
+from dra.model._base import K8sModel, UnknownFieldsError, format_path
 from dra.model.allocation import (
     AllocatedDeviceStatus,
     AllocationResult,
@@ -130,6 +132,7 @@ __all__ = [
     "ResourceRequirements",
     "ResourceSlice",
     "ResourceSliceSpec",
+    "UnknownFieldsError",
     "format_path",
 ]
 

@@ -1,14 +1,16 @@
 """The base of every resource.k8s.io/v1 model: camelCase aliases, Kubernetes dict in and out, kept unknown fields.
 
 Unknown fields are kept (`extra="allow"`) so that objects written by a newer API server round-trip unchanged;
-`unknown_fields()` lists them so that validation or a linter can warn. Scalars are strict (no "5" for an int), as
-Kubernetes' JSON decoding is.
+`unknown_fields()` lists them so that validation or a linter can warn. `from_k8s(data, extra="reject")` is the
+strict parse mode for user input (the CLI): unknown fields raise `UnknownFieldsError`, as the API server's strict
+field validation (`fieldValidation=Strict`, `kubectl --validate=strict`) does. Scalars are strict (no "5" for an
+int), as Kubernetes' JSON decoding is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import pydantic
 from pydantic import BaseModel, ConfigDict
@@ -16,7 +18,7 @@ from pydantic.alias_generators import to_camel
 
 from dra.errors import ModelValidationError
 
-__all__ = ["K8sModel", "format_path"]
+__all__ = ["K8sModel", "UnknownFieldsError", "format_path", "strict_path"]
 
 # Fields whose value is a map: the segment after one of these is a key, printed as `[key]` (field.Path.Key).
 _MAP_FIELDS = frozenset(
@@ -48,6 +50,75 @@ def format_path(loc: tuple[int | str, ...] | list[int | str]) -> str:
     return out
 
 
+class UnknownFieldsError(ModelValidationError):
+    """Fields the API's schema does not have, found by the strict parse mode; `fields` in document order.
+
+    Paths are written as the API server's strict decoder (sigs.k8s.io/json) writes them: `.` between fields and
+    map keys, `[i]` for list items (`spec.devices.requests[0].exactly.cuont`).
+    """
+
+    def __init__(self, fields: list[str]) -> None:
+        self.fields = list(fields)
+        super().__init__([(f, f"unknown field {_quote(f)}") for f in self.fields])
+        self.args = (self.message,)
+
+    @property
+    def message(self) -> str:
+        """`strict decoding error: unknown field "a", unknown field "b"` (the API server's wording)."""
+        return "strict decoding error: " + ", ".join(f"unknown field {_quote(f)}" for f in self.fields)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _quote(text: str) -> str:
+    """Go's %q for the plain ASCII paths it is used on (backslashes and quotes escaped)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def strict_path(parent: str, key: str | int) -> str:
+    """A child path as the strict decoder writes it: `a.b`, `a[0]`."""
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else key
+
+
+def _strict_unknown(model: K8sModel, raw: Mapping[str, Any], path: str, out: list[str]) -> None:
+    """Unknown keys of `raw` (the input `model` was parsed from), in input order; snake_case names are unknown."""
+    fields = type(model).model_fields
+    aliases = _aliases(type(model))
+    for key, value in raw.items():
+        name = aliases.get(key) if isinstance(key, str) else None
+        sub = strict_path(path, str(key))
+        if name is None:
+            out.append(sub)
+            continue
+        child = getattr(model, name)
+        _strict_child(child, value, sub, out, fields[name].annotation)
+
+
+def _strict_child(child: Any, value: Any, path: str, out: list[str], annotation: Any) -> None:
+    if isinstance(child, K8sModel) and isinstance(value, Mapping):
+        _strict_unknown(child, value, path, out)
+    elif isinstance(child, list) and isinstance(value, list):
+        for i, (item, raw) in enumerate(zip(child, value, strict=False)):
+            _strict_child(item, raw, strict_path(path, i), out, None)
+    elif isinstance(child, dict) and isinstance(value, Mapping):
+        for key, raw in value.items():
+            if key in child:
+                _strict_child(child[key], raw, strict_path(path, str(key)), out, None)
+
+
+_ALIASES: dict[type[BaseModel], dict[str, str]] = {}
+
+
+def _aliases(cls: type[BaseModel]) -> dict[str, str]:
+    found = _ALIASES.get(cls)
+    if found is None:
+        found = _ALIASES[cls] = {(f.alias or n): n for n, f in cls.model_fields.items()}
+    return found
+
+
 def _errors_from(err: pydantic.ValidationError, prefix: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for item in err.errors(include_url=False):
@@ -76,14 +147,24 @@ class K8sModel(BaseModel):
     )
 
     @classmethod
-    def from_k8s(cls, data: Mapping[str, Any], *, path: str = "") -> Self:
-        """Build from the Kubernetes JSON form; malformed data raises `ModelValidationError` with field paths."""
+    def from_k8s(cls, data: Mapping[str, Any], *, path: str = "", extra: Literal["keep", "reject"] = "keep") -> Self:
+        """Build from the Kubernetes JSON form; malformed data raises `ModelValidationError` with field paths.
+
+        `extra="keep"` (the default: webhook, stored objects) keeps unknown fields; `extra="reject"` is the strict
+        mode for user input and raises `UnknownFieldsError` naming every unknown field's full path.
+        """
         if not isinstance(data, Mapping):
             raise ModelValidationError([(path or "<root>", f"expected an object, got {type(data).__name__}")])
         try:
-            return cls.model_validate(dict(data))
+            obj = cls.model_validate(dict(data))
         except pydantic.ValidationError as err:
             raise ModelValidationError(_errors_from(err, path)) from None
+        if extra == "reject":
+            unknown: list[str] = []
+            _strict_unknown(obj, data, path, unknown)
+            if unknown:
+                raise UnknownFieldsError(unknown)
+        return obj
 
     def to_k8s(self) -> dict[str, Any]:
         """The Kubernetes JSON form: camelCase keys, unset fields left out, quantities canonical."""

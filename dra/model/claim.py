@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -43,6 +43,7 @@ class ExactDeviceRequest(K8sModel):
     admin_access: bool | None = None
     tolerations: list[DeviceToleration] | None = None
     capacity: CapacityRequirements | None = None
+    derived_attributes: list[dict[str, Any]] | None = None  # DRADerivedAttributes (alpha); kept, not allocated
 
 
 class DeviceSubRequest(K8sModel):
@@ -55,6 +56,7 @@ class DeviceSubRequest(K8sModel):
     count: int | None = None
     tolerations: list[DeviceToleration] | None = None
     capacity: CapacityRequirements | None = None
+    derived_attributes: list[dict[str, Any]] | None = None  # DRADerivedAttributes (alpha); kept, not allocated
 
 
 class DeviceRequest(K8sModel):

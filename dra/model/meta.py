@@ -52,6 +52,7 @@ class ObjectMeta(K8sModel):
     name: str | None = None
     generate_name: str | None = None
     namespace: str | None = None
+    self_link: str | None = None
     uid: str | None = None
     resource_version: str | None = None
     generation: int | None = None

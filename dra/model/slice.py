@@ -57,6 +57,7 @@ class DeviceCounterConsumption(K8sModel):
 
     counter_set: str = ""
     counters: dict[str, Counter] | None = None
+    compatibility_groups: list[str] | None = None  # DRADeviceCompatibilityGroups (alpha)
 
 
 class CapacityRequestPolicyRange(K8sModel):
