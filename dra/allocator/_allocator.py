@@ -8,7 +8,7 @@ of times at a small per-call cost.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from dra.allocator._errors import AllocationError, Unsatisfiable
@@ -163,14 +163,24 @@ class Allocator:
             return ScoredSearch(**kwargs), parsed
         raise AllocationError(f"mode: expected 'upstream' or 'scored' (got {mode!r})")
 
+    def _diagnosis(self, search: Search) -> Callable[[], list[str]]:
+        """Why `search` failed, computed only when someone reads `Unsatisfiable.details`."""
+
+        def run() -> list[str]:
+            from dra.allocator.diagnosis import diagnose
+
+            return diagnose(search, (name for name in self._on_node if name))
+
+        return run
+
     def allocate(self, claims: Iterable[Any], *, node: Any, mode: Mode = "upstream") -> list[dict[str, Any]]:
         """One `status.allocation` dict per claim, or raise `Unsatisfiable` / `AllocationError`."""
         search, parsed = self.search(claims, node, mode)
         if not search.run():
             pools = search.pools
             if any(p.invalid for p in pools):
-                raise Unsatisfiable("invalid resource pools were encountered")
-            raise Unsatisfiable(search.explain())
+                raise Unsatisfiable("invalid resource pools were encountered", self._diagnosis(search))
+            raise Unsatisfiable(search.explain(), self._diagnosis(search))
         node_name = search.node.name if search.node is not None else ""
         binding = self.features.DeviceBindingAndStatus
         return [
