@@ -8,6 +8,14 @@ from __future__ import annotations
 from dra.gpus import catalog
 from dra.gpus.catalog import GPUModel, all_models, find, get, trace_model, trace_models
 from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu, synthetic_node
+from dra.gpus.driver_versions import (
+    DEFAULT_DRIVER_RELEASE,
+    DRIVER_RELEASES,
+    GPUDRA_ATTRIBUTES,
+    DriverRelease,
+    DriverShape,
+    driver_shape,
+)
 from dra.gpus.mig import MigGeometry, MigProfile, Placement
 from dra.gpus.slices import (
     DRIVER,
@@ -25,7 +33,12 @@ from dra.gpus.slices import (
 from dra.gpus.topology import NVLINK_GROUP_ATTRIBUTE, NvlinkKind, NvlinkTopology
 
 __all__ = [
+    "DEFAULT_DRIVER_RELEASE",
     "DRIVER",
+    "DRIVER_RELEASES",
+    "GPUDRA_ATTRIBUTES",
+    "DriverRelease",
+    "DriverShape",
     "GPUModel",
     "IndexedSlices",
     "MigGeometry",
@@ -42,6 +55,7 @@ __all__ = [
     "all_models",
     "catalog",
     "device_classes",
+    "driver_shape",
     "find",
     "get",
     "index_devices",

@@ -49,7 +49,8 @@ class PhysicalGpu:
     pci_bus_id: str  # "0000:18:00.0" (4-digit domain, lower case, as the driver normalises it)
     brand: str = "Nvidia"
     pcie_root: str | None = None  # "pci0000:15"
-    numa_node: int | None = None
+    numa_node: int | None = None  # known to gpudra (sysfs); the driver publishes it for VFIO devices only
+    addressing_mode: str | None = None  # "HMM" | "ATS" | "None" on coherent-memory systems (NVML), else None
     mig_capable: bool = False
     mig_enabled: bool = False
     mig: MigGeometry | None = None  # the GI profiles this GPU offers (from NVML, or the catalog)

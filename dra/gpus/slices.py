@@ -5,7 +5,9 @@ mode on publish their existing MIG devices with `memorySlice<i>` capacities, the
 `dynamic` (DynamicMIG, KEP-4815 partitionable devices: one counter set `gpu-<minor>-counter-set` per GPU, the
 whole GPU consuming all of it, every (profile, placement) a device consuming its share and its memory slices;
 1.34 layout = one slice per GPU, 1.35 layout = counter-only slices first, then one device-only slice per GPU).
-Besides the driver's attributes, whole GPUs carry gpudra's `gpu.gpudra.io/nvlinkGroup` (docs/gpu-catalog.md).
+Devices carry exactly the attributes the chosen driver release publishes (`dra.gpus.driver_versions`: 25.8 or
+25.12, the default); gpudra's own `gpu.gpudra.io/nvlinkGroup` is added to whole GPUs only with
+`gpudra_attributes=True` (docs/gpu-catalog.md).
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ from typing import Any, Literal
 from dra.errors import InputError
 from dra.gpus.catalog import GPUModel
 from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu
+from dra.gpus.driver_versions import (
+    DEFAULT_DRIVER_RELEASE,
+    PCI_BUS_ID_ATTRIBUTE,
+    PCIE_ROOT_ATTRIBUTE,
+    DriverShape,
+    driver_shape,
+)
 from dra.gpus.mig import MigProfile
 from dra.gpus.topology import NVLINK_GROUP_ATTRIBUTE
 from dra.model import KINDS, K8sModel, ResourceSlice
@@ -43,9 +52,6 @@ DRIVER = "gpu.nvidia.com"
 MigMode = Literal["none", "static", "dynamic"]
 API_VERSION = "resource.k8s.io/v1"
 
-PCI_BUS_ID_ATTRIBUTE = "resource.kubernetes.io/pciBusID"
-PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
-NUMA_NODE_ATTRIBUTE = "resource.kubernetes.io/numaNode"
 
 # Validation limits of resource.k8s.io/v1 (types.go; ../shared/reference/dra.md §1.4, §1.6).
 MAX_DEVICES = 128
@@ -114,7 +120,15 @@ DeviceIndex = dict[str, SliceDevice]
 
 
 # -- devices --------------------------------------------------------------------------------------------
-def _parent_attributes(gpu: PhysicalGpu, node: NodeGpus) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class _Publish:
+    """How a node's devices are published: the driver release's shape, and gpudra's NVLink groups (opt-in)."""
+
+    shape: DriverShape
+    groups: Mapping[int, str]
+
+
+def _parent_attributes(gpu: PhysicalGpu, node: NodeGpus, pub: _Publish) -> dict[str, dict[str, Any]]:
     """The attributes a whole GPU and its MIG devices share (`GpuInfo.Attributes` minus type/uuid)."""
     attrs: dict[str, dict[str, Any]] = {
         "productName": {"string": gpu.product_name},
@@ -123,28 +137,28 @@ def _parent_attributes(gpu: PhysicalGpu, node: NodeGpus) -> dict[str, dict[str, 
         "cudaComputeCapability": {"version": _semver(gpu.compute_capability)},
         "driverVersion": {"version": _semver(node.driver_version)},
         "cudaDriverVersion": {"version": _semver(node.cuda_driver_version)},
-        PCI_BUS_ID_ATTRIBUTE: {"string": gpu.pci_bus_id},
+        pub.shape.pci_bus_id_attribute: {"string": gpu.pci_bus_id},
     }
     if gpu.pcie_root:
         attrs[PCIE_ROOT_ATTRIBUTE] = {"string": gpu.pcie_root}
-    if gpu.numa_node is not None and gpu.numa_node >= 0:
-        attrs[NUMA_NODE_ATTRIBUTE] = {"int": gpu.numa_node}
+    if gpu.addressing_mode and pub.shape.publishes_addressing_mode:
+        attrs["addressingMode"] = {"string": gpu.addressing_mode}
     return attrs
 
 
-def _gpu_attributes(gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str]) -> dict[str, dict[str, Any]]:
-    attrs = {"type": {"string": "gpu"}, "uuid": {"string": gpu.uuid}, **_parent_attributes(gpu, node)}
-    if gpu.index in groups:
-        attrs[NVLINK_GROUP_ATTRIBUTE] = {"string": groups[gpu.index]}
+def _gpu_attributes(gpu: PhysicalGpu, node: NodeGpus, pub: _Publish) -> dict[str, dict[str, Any]]:
+    attrs = {"type": {"string": "gpu"}, "uuid": {"string": gpu.uuid}, **_parent_attributes(gpu, node, pub)}
+    if gpu.index in pub.groups:
+        attrs[NVLINK_GROUP_ATTRIBUTE] = {"string": pub.groups[gpu.index]}
     return _sorted(attrs)
 
 
-def _mig_attributes(gpu: PhysicalGpu, node: NodeGpus, profile: str) -> dict[str, dict[str, Any]]:
+def _mig_attributes(gpu: PhysicalGpu, node: NodeGpus, profile: str, pub: _Publish) -> dict[str, dict[str, Any]]:
     attrs = {
         "type": {"string": "mig"},
         "parentUUID": {"string": gpu.uuid},
         "profile": {"string": profile},
-        **_parent_attributes(gpu, node),
+        **_parent_attributes(gpu, node, pub),
     }
     return attrs
 
@@ -159,31 +173,54 @@ def _counters(values: Mapping[str, int], start: int, size: int) -> dict[str, dic
     return {k: {"value": _binary(v)} for k, v in sorted(counters.items())}
 
 
-def mig_device_name(gpu: PhysicalGpu, profile: MigProfile, start: int) -> str:
-    """`gpu-<minor>-mig-<profile without dots>-<GI profile id>-<start>` (driver MigSpecTuple.ToCanonicalName)."""
-    return f"gpu-{gpu.minor}-mig-{profile.device_name_part}-{profile.gi_profile_id}-{start}"
+def mig_device_name(gpu: PhysicalGpu, profile: MigProfile, start: int, release: str = DEFAULT_DRIVER_RELEASE) -> str:
+    """25.12: `gpu-<minor>-mig-<profile without dots>-<GI profile id>-<start>` (MigSpecTuple.ToCanonicalName);
+    25.8: `gpu-<minor>-mig-<GI profile id>-<start>-<size>`."""
+    if driver_shape(release).mig_name_has_profile:
+        return f"gpu-{gpu.minor}-mig-{profile.device_name_part}-{profile.gi_profile_id}-{start}"
+    return f"gpu-{gpu.minor}-mig-{profile.gi_profile_id}-{start}-{profile.memory_slices}"
 
 
-def full_gpu_device(gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str]) -> dict[str, Any]:
+def _publish(node: NodeGpus, release: str, gpudra_attributes: bool) -> _Publish:
+    return _Publish(driver_shape(release), node.nvlink_groups() if gpudra_attributes else {})
+
+
+def full_gpu_device(
+    gpu: PhysicalGpu,
+    node: NodeGpus,
+    *,
+    driver_release: str = DEFAULT_DRIVER_RELEASE,
+    gpudra_attributes: bool = False,
+) -> dict[str, Any]:
     """A whole GPU without DynamicMIG: its attributes and `memory` capacity (NVML total memory)."""
+    return _full_gpu_device(gpu, node, _publish(node, driver_release, gpudra_attributes))
+
+
+def _full_gpu_device(gpu: PhysicalGpu, node: NodeGpus, pub: _Publish) -> dict[str, Any]:
     return {
         "name": gpu.name,
-        "attributes": _gpu_attributes(gpu, node, groups),
+        "attributes": _gpu_attributes(gpu, node, pub),
         "capacity": _capacity({"memory": gpu.memory_bytes}),
     }
 
 
-def static_mig_device(gpu: PhysicalGpu, node: NodeGpus, instance: MigInstance) -> dict[str, Any]:
+def static_mig_device(
+    gpu: PhysicalGpu, node: NodeGpus, instance: MigInstance, *, driver_release: str = DEFAULT_DRIVER_RELEASE
+) -> dict[str, Any]:
     """An existing MIG device: the profile's capacities plus `memorySlice<i>` = 1 for each slice it holds."""
+    return _static_mig_device(gpu, node, instance, _publish(node, driver_release, False))
+
+
+def _static_mig_device(gpu: PhysicalGpu, node: NodeGpus, instance: MigInstance, pub: _Publish) -> dict[str, Any]:
     if gpu.mig is None:
         raise ValueError(f"{gpu.name} ({gpu.product_name}) has MIG instances but no MIG profile table")
     profile = gpu.mig.profile(instance.profile)
     caps: dict[str, int] = dict(profile.capacities())
     caps.update({f"memorySlice{i}": 1 for i in range(instance.start, instance.start + profile.memory_slices)})
-    attrs = _mig_attributes(gpu, node, profile.name)
+    attrs = _mig_attributes(gpu, node, profile.name, pub)
     attrs["uuid"] = {"string": instance.uuid}
     return {
-        "name": mig_device_name(gpu, profile, instance.start),
+        "name": mig_device_name(gpu, profile, instance.start, pub.shape.release),
         "attributes": _sorted(attrs),
         "capacity": _capacity(caps),
     }
@@ -195,12 +232,12 @@ def counter_set_name(gpu: PhysicalGpu) -> str:
 
 
 def _dynamic_devices(
-    gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str], index: DeviceIndex
+    gpu: PhysicalGpu, node: NodeGpus, pub: _Publish, index: DeviceIndex
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """(counter set or None, devices) of one GPU with DynamicMIG (driver partitions.go)."""
     if gpu.mig is None or not gpu.mig.profiles:
         index[gpu.name] = SliceDevice(gpu.index)
-        return None, [full_gpu_device(gpu, node, groups)]
+        return None, [_full_gpu_device(gpu, node, pub)]
     geometry = gpu.mig
     maxcap = geometry.max_capacities()
     slices = geometry.memory_slices
@@ -213,19 +250,19 @@ def _dynamic_devices(
         devices.append(
             {
                 "name": gpu.name,
-                "attributes": _gpu_attributes(gpu, node, groups),
+                "attributes": _gpu_attributes(gpu, node, pub),
                 "capacity": _capacity(maxcap),
                 "consumesCounters": [{"counterSet": set_name, "counters": _counters(maxcap, 0, slices)}],
             }
         )
     for profile in geometry.profiles:
         for start in profile.starts:
-            name = mig_device_name(gpu, profile, start)
+            name = mig_device_name(gpu, profile, start, pub.shape.release)
             index[name] = SliceDevice(gpu.index, profile, start)
             devices.append(
                 {
                     "name": name,
-                    "attributes": _sorted(_mig_attributes(gpu, node, profile.name)),
+                    "attributes": _sorted(_mig_attributes(gpu, node, profile.name, pub)),
                     "capacity": _capacity(profile.capacities()),
                     "consumesCounters": [
                         {
@@ -238,17 +275,15 @@ def _dynamic_devices(
     return counter_set, sorted(devices, key=lambda d: d["name"])
 
 
-def _static_devices(
-    gpu: PhysicalGpu, node: NodeGpus, groups: Mapping[int, str], index: DeviceIndex
-) -> list[dict[str, Any]]:
+def _static_devices(gpu: PhysicalGpu, node: NodeGpus, pub: _Publish, index: DeviceIndex) -> list[dict[str, Any]]:
     if gpu.mig_enabled:
-        devices = [static_mig_device(gpu, node, inst) for inst in gpu.mig_instances]
+        devices = [_static_mig_device(gpu, node, inst, pub) for inst in gpu.mig_instances]
         for inst, device in zip(gpu.mig_instances, devices, strict=True):
-            assert gpu.mig is not None  # static_mig_device raised otherwise
+            assert gpu.mig is not None  # _static_mig_device raised otherwise
             index[device["name"]] = SliceDevice(gpu.index, gpu.mig.profile(inst.profile), inst.start)
         return devices
     index[gpu.name] = SliceDevice(gpu.index)
-    return [full_gpu_device(gpu, node, groups)]
+    return [_full_gpu_device(gpu, node, pub)]
 
 
 def _string_attr(device: Mapping[str, Any], name: str) -> str:
@@ -273,7 +308,7 @@ def index_devices(slices: Iterable[Mapping[str, Any]], model: GPUModel) -> Devic
         uuid = _string_attr(device, "uuid") if _string_attr(device, "type") == "gpu" else ""
         uuid = uuid or _string_attr(device, "parentUUID")
         if uuid:
-            bus = _string_attr(device, PCI_BUS_ID_ATTRIBUTE)
+            bus = _string_attr(device, PCI_BUS_ID_ATTRIBUTE) or _string_attr(device, "pcieBusID")  # 25.8
             buses[uuid] = min(buses.get(uuid, bus), bus)
     order = {uuid: i for i, uuid in enumerate(sorted(buses, key=lambda u: (buses[u], u)))}
     index: DeviceIndex = {}
@@ -310,13 +345,23 @@ def node_resource_slices(
     mig_mode: MigMode = "static",
     k8s_version: str = "1.35",
     generation: int = 1,
+    driver_release: str = DEFAULT_DRIVER_RELEASE,
+    gpudra_attributes: bool = False,
 ) -> list[dict[str, Any]]:
-    """The ResourceSlices the driver publishes for `node` (pool = node name), as Kubernetes dicts.
+    """The ResourceSlices driver release `driver_release` publishes for `node` (pool = node name), as dicts.
 
     `k8s_version` picks the DynamicMIG slice layout (< 1.35 combined, >= 1.35 split). Where the driver would
     break a limit (more than 8 GPUs' counter sets in one 1.35 slice, more than 64 devices with counters) the
-    sets and devices are spread over more slices; for up to 8 GPUs the output is the driver's."""
-    return indexed_node_slices(node, mig_mode=mig_mode, k8s_version=k8s_version, generation=generation).slices
+    sets and devices are spread over more slices; for up to 8 GPUs the output is the driver's.
+    `gpudra_attributes` adds gpudra's `gpu.gpudra.io/nvlinkGroup` to whole GPUs (the driver publishes none)."""
+    return indexed_node_slices(
+        node,
+        mig_mode=mig_mode,
+        k8s_version=k8s_version,
+        generation=generation,
+        driver_release=driver_release,
+        gpudra_attributes=gpudra_attributes,
+    ).slices
 
 
 def indexed_node_slices(
@@ -325,11 +370,13 @@ def indexed_node_slices(
     mig_mode: MigMode = "static",
     k8s_version: str = "1.35",
     generation: int = 1,
+    driver_release: str = DEFAULT_DRIVER_RELEASE,
+    gpudra_attributes: bool = False,
 ) -> IndexedSlices:
     """`node_resource_slices`, with each device's GPU index, MIG profile and start by device name."""
     index: DeviceIndex = {}
     split = parse_k8s_version(k8s_version) >= (1, 35)
-    groups = node.nvlink_groups()
+    pub = _publish(node, driver_release, gpudra_attributes)
     gpus = sorted(node.gpus, key=lambda g: g.pci_bus_id)  # the driver walks GPUs by PCI bus id
     specs: list[dict[str, Any]] = []
     if mig_mode in ("none", "static"):
@@ -337,13 +384,15 @@ def indexed_node_slices(
         for gpu in gpus:
             if mig_mode == "none":
                 index[gpu.name] = SliceDevice(gpu.index)
-                devices.append(full_gpu_device(gpu, node, groups))
+                devices.append(_full_gpu_device(gpu, node, pub))
             else:
-                devices.extend(_static_devices(gpu, node, groups, index))
+                devices.extend(_static_devices(gpu, node, pub, index))
         devices.sort(key=lambda d: d["name"])
         specs = [{"devices": chunk} for chunk in _chunks(devices, MAX_DEVICES)]
     elif mig_mode == "dynamic":
-        per_gpu = [_dynamic_devices(gpu, node, groups, index) for gpu in gpus]
+        if not pub.shape.dynamic_mig:
+            raise ValueError(f"DynamicMIG is not published by NVIDIA DRA driver {pub.shape.release} (25.12 or later)")
+        per_gpu = [_dynamic_devices(gpu, node, pub, index) for gpu in gpus]
         if split:
             sets = [cs for cs, _ in per_gpu if cs is not None]
             if sets:
@@ -458,8 +507,21 @@ def to_models(objects: Iterable[Mapping[str, Any]]) -> list[K8sModel]:
 
 
 def resource_slices(
-    node: NodeGpus, *, mig_mode: MigMode = "static", k8s_version: str = "1.35", generation: int = 1
+    node: NodeGpus,
+    *,
+    mig_mode: MigMode = "static",
+    k8s_version: str = "1.35",
+    generation: int = 1,
+    driver_release: str = DEFAULT_DRIVER_RELEASE,
+    gpudra_attributes: bool = False,
 ) -> list[ResourceSlice]:
     """`node_resource_slices` as `dra.model.ResourceSlice` objects (`to_k8s()` gives the dicts back)."""
-    slices = node_resource_slices(node, mig_mode=mig_mode, k8s_version=k8s_version, generation=generation)
+    slices = node_resource_slices(
+        node,
+        mig_mode=mig_mode,
+        k8s_version=k8s_version,
+        generation=generation,
+        driver_release=driver_release,
+        gpudra_attributes=gpudra_attributes,
+    )
     return [ResourceSlice.from_k8s(s) for s in slices]

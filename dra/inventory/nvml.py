@@ -145,6 +145,13 @@ class _Reader:
             )
         return out
 
+    def addressing_mode(self, handle: Any) -> int | None:
+        """`nvmlDeviceGetAddressingMode` (0 none, 1 HMM, 2 ATS); None where the platform or driver lacks it."""
+        mode = self.optional("nvmlDeviceGetAddressingMode", handle)
+        if mode is None:
+            return None
+        return int(getattr(mode, "value", mode))
+
     def gpu(self, index: int, handle: Any) -> dict[str, Any]:
         nv = self.nvml
         pci = nv.nvmlDeviceGetPciInfo(handle)
@@ -171,6 +178,9 @@ class _Reader:
             "migInstances": [],
             "nvlinks": self.nvlinks(handle),
         }
+        addressing = self.addressing_mode(handle)
+        if addressing is not None:  # only coherent-memory platforms answer (GH200, GB200)
+            record["addressingMode"] = addressing
         if mig_mode is not None:
             record["migProfiles"] = self.mig_profiles(handle)
             if mig_mode[0] == getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1):

@@ -36,6 +36,8 @@ ARCHITECTURES: dict[int, str] = {
     13: "Rubin",
 }
 # nvmlBrandType_t -> go-nvlib GetBrandAsString (the driver's `brand` attribute).
+# NVML_DEVICE_ADDRESSING_MODE_* as go-nvlib's GetAddressingModeAsString names them (the driver's `addressingMode`).
+ADDRESSING_MODES: dict[int, str] = {0: "None", 1: "HMM", 2: "ATS"}
 BRANDS: dict[int, str] = {
     0: "Unknown",
     1: "Quadro",
@@ -183,6 +185,14 @@ def _topology(gpus: list[Mapping[str, Any]], p2p: Mapping[str, int | None]) -> N
     return NvlinkTopology.from_peer_links(len(gpus), triples, nvswitch=bool(on_switch))
 
 
+def _addressing_mode(value: Any) -> str | None:
+    if value is None:
+        return None
+    if value not in ADDRESSING_MODES:
+        raise ValueError(f"addressingMode {value!r} is not an NVML addressing mode (0, 1 or 2)")
+    return ADDRESSING_MODES[value]
+
+
 def _gpu(record: Mapping[str, Any]) -> PhysicalGpu:
     product = str(record["name"])
     model = gpus.find(product)
@@ -215,6 +225,7 @@ def _gpu(record: Mapping[str, Any]) -> PhysicalGpu:
         brand=BRANDS.get(int(brand), "Unknown") if brand is not None else "Unknown",
         pcie_root=_pcie_root(record.get("sysfsDeviceLink")),
         numa_node=int(numa) if numa is not None and numa >= 0 else None,
+        addressing_mode=_addressing_mode(record.get("addressingMode")),
         mig_capable=mig_mode is not None,
         mig_enabled=bool(mig_mode and mig_mode.get("current") == 1),
         mig=mig,
@@ -288,6 +299,8 @@ def snapshot_from_node(node: NodeGpus, source: str = "catalog") -> dict[str, Any
                 "nvlinks": links,
             }
         )
+        if g.addressing_mode is not None:
+            gpus[-1]["addressingMode"] = {v: k for k, v in ADDRESSING_MODES.items()}[g.addressing_mode]
     p2p: dict[str, int | None] = {}
     for i in range(len(node.gpus)):
         for j in range(len(node.gpus)):

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dra import gpus
-from dra.gpus import MigMode, node_resource_slices, synthetic_node
+from dra.gpus import DEFAULT_DRIVER_RELEASE, MigMode, node_resource_slices, synthetic_node
 from dra.inventory.nvml import capture
 from dra.inventory.snapshot import load_snapshot, node_from_snapshot, save_snapshot, snapshot_from_node
 
@@ -29,9 +29,12 @@ def inventory_slices(
     node_name: str = "",
     mig_mode: MigMode = "static",
     k8s_version: str = "1.35",
+    driver_release: str = DEFAULT_DRIVER_RELEASE,
+    gpudra_attributes: bool = False,
     nvml: Any | None = None,
 ) -> list[dict[str, Any]]:
-    """ResourceSlices for a snapshot file, a catalog model (synthetic node) or, by default, this machine."""
+    """ResourceSlices for a snapshot file, a catalog model (synthetic node) or, by default, this machine, exactly
+    as NVIDIA DRA driver `driver_release` publishes them; `gpudra_attributes` adds gpudra's NVLink groups."""
     if catalog_model is not None:
         node = synthetic_node(gpus.get(catalog_model), node_name or "node-0", count)
         snapshot = snapshot_from_node(node)
@@ -40,7 +43,13 @@ def inventory_slices(
     else:
         snapshot = capture(nvml, node_name=node_name or default_node_name())
     node = node_from_snapshot(snapshot, node_name)
-    return node_resource_slices(node, mig_mode=mig_mode, k8s_version=k8s_version)
+    return node_resource_slices(
+        node,
+        mig_mode=mig_mode,
+        k8s_version=k8s_version,
+        driver_release=driver_release,
+        gpudra_attributes=gpudra_attributes,
+    )
 
 
 def write_capture(path: str | Path, *, node_name: str = "", nvml: Any | None = None) -> dict[str, Any]:

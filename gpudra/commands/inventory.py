@@ -1,5 +1,8 @@
 """`gpudra inventory`: this node's GPUs as the NVIDIA DRA driver's ResourceSlices (live NVML, snapshot or catalog).
 
+The slices carry exactly what the chosen driver release publishes; `--gpudra-attributes` adds gpudra's own
+NVLink group attribute, named as gpudra's (`gpu.gpudra.io/nvlinkGroup`).
+
 Exit codes: 0 ok, 1 bad input (snapshot file, option value), 3 no NVIDIA driver/GPU/NVML on this machine.
 """
 
@@ -10,6 +13,7 @@ from pathlib import Path
 import typer
 
 from dra.errors import GpudraError
+from dra.gpus import DEFAULT_DRIVER_RELEASE
 from dra.inventory import NvmlUnavailable, inventory_slices, write_capture
 
 from ..options import OptionError, mig_mode, output_format
@@ -30,6 +34,8 @@ def inventory(
     from_file: Path | None = None,
     catalog_model: str | None = None,
     count: int | None = None,
+    driver_release: str = DEFAULT_DRIVER_RELEASE,
+    gpudra_attributes: bool = False,
 ) -> Outcome:
     """The slices as a YAML stream or a JSON `List`; with `capture_file`, the snapshot written there instead."""
     try:
@@ -48,6 +54,8 @@ def inventory(
             node_name=node,
             mig_mode=mode,
             k8s_version=k8s_version,
+            driver_release=driver_release,
+            gpudra_attributes=gpudra_attributes,
         )
     except NvmlUnavailable as exc:
         hint = "hint: use --from SNAPSHOT.json or --catalog MODEL to build slices without a GPU\n"
@@ -68,6 +76,14 @@ def register(app: typer.Typer) -> None:
         from_file: Path | None = typer.Option(None, "--from", help="Build the slices from a snapshot file."),
         catalog_model: str | None = typer.Option(None, "--catalog", help="A synthetic node of this catalog model."),
         count: int | None = typer.Option(None, "--count", min=0, help="GPUs of the --catalog node."),
+        driver_release: str = typer.Option(
+            DEFAULT_DRIVER_RELEASE, "--driver-release", help="The NVIDIA DRA driver release whose shape to publish."
+        ),
+        gpudra_attributes: bool = typer.Option(
+            False,
+            "--gpudra-attributes",
+            help="Also publish gpudra's gpu.gpudra.io/nvlinkGroup (the NVIDIA driver publishes no NVLink attribute).",
+        ),
     ) -> None:
         """Print this node's ResourceSlices; --capture writes a snapshot, --from reads one, --catalog invents one."""
         emit(
@@ -80,5 +96,7 @@ def register(app: typer.Typer) -> None:
                 from_file=from_file,
                 catalog_model=catalog_model,
                 count=count,
+                driver_release=driver_release,
+                gpudra_attributes=gpudra_attributes,
             )
         )

@@ -298,13 +298,16 @@ def test_server_dry_run_creates_no_template(control_plane: ControlPlane, kube: K
     assert kube.list("ResourceClaimTemplate", namespace) == []
 
 
-def test_vllm_tensor_parallel_pod_gets_four_linked_gpus(kube: Kube, namespace: str) -> None:
+def test_vllm_tensor_parallel_pod_gets_four_gpus_under_one_pcie_root(kube: Kube, namespace: str) -> None:
+    """The slices are the driver's exactly (no NVLink attribute): the claim falls back to the PCIe root."""
     kube.create(_pod("pod-vllm-tp4.yaml", namespace))
     _, devices = _bound_with_claim(kube, namespace, "vllm-llama-70b")
     assert len(devices) == 4
-    groups = {_device_attrs(kube, d)["attributes"]["gpu.gpudra.io/nvlinkGroup"]["string"] for d in devices}
-    assert len(groups) == 1
-    assert all(_device_attrs(kube, d)["attributes"]["type"]["string"] == "gpu" for d in devices)
+    attrs = [_device_attrs(kube, d)["attributes"] for d in devices]
+    assert not any("gpu.gpudra.io/nvlinkGroup" in a for a in attrs)
+    assert len({a["resource.kubernetes.io/pcieRoot"]["string"] for a in attrs}) == 1
+    assert {d["request"] for d in devices} == {"vllm/same-pcieroot"}
+    assert all(a["type"]["string"] == "gpu" for a in attrs)
 
 
 def test_guardrail_denial_and_dra_pod_left_alone(kube: Kube, namespace: str) -> None:

@@ -120,6 +120,7 @@ def test_explain_shows_the_evaluation_and_json_the_decision() -> None:
     assert "multi-gpu            priority 300   builds the claim (enforce)" in out
     assert "whole-gpu            priority 100   matched, shadowed by a higher-priority claim policy" in out
     assert "matchAttribute: gpu.gpudra.io/nvlinkGroup" in out
+    assert "matchAttribute: resource.kubernetes.io/pcieRoot" in out
     code, out, _ = _run("policy", "explain", pod, "--namespace", namespace, "--json")
     data = json.loads(out)
     assert code == 0 and data["policy"] == "multi-gpu" and data["errors"] == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any
 
@@ -11,9 +12,11 @@ from hypothesis import strategies as st
 
 from dra.gpus import (
     DRIVER,
+    DRIVER_RELEASES,
     NVLINK_GROUP_ATTRIBUTE,
     all_models,
     device_classes,
+    driver_shape,
     get,
     node_resource_slices,
     slice_limit_errors,
@@ -47,9 +50,7 @@ def test_full_gpu_device_is_the_driver_shape() -> None:
             "cudaComputeCapability": {"version": "9.0.0"},
             "cudaDriverVersion": {"version": "13.0.0"},
             "driverVersion": {"version": "580.95.5"},
-            NVLINK_GROUP_ATTRIBUTE: {"string": "nvswitch-0"},
             "productName": {"string": "NVIDIA H100 80GB HBM3"},
-            "resource.kubernetes.io/numaNode": {"int": 0},
             "resource.kubernetes.io/pciBusID": {"string": "0000:10:00.0"},
             "resource.kubernetes.io/pcieRoot": {"string": "pci0000:00"},
             "type": {"string": "gpu"},
@@ -60,12 +61,14 @@ def test_full_gpu_device_is_the_driver_shape() -> None:
     assert [d["name"] for d in spec["devices"]] == [f"gpu-{i}" for i in range(8)]
 
 
-def test_pcie_roots_and_numa_are_grouped_by_four() -> None:
+def test_pcie_roots_are_grouped_by_four_and_numa_is_not_published() -> None:
     node = synthetic_node(H100, "node-a", 8)
-    roots = [d["attributes"]["resource.kubernetes.io/pcieRoot"]["string"] for d in devices(node_resource_slices(node))]
+    published = devices(node_resource_slices(node))
+    roots = [d["attributes"]["resource.kubernetes.io/pcieRoot"]["string"] for d in published]
     assert roots[:4] == ["pci0000:00"] * 4 and roots[4:] == ["pci0000:40"] * 4
-    numa = [d["attributes"]["resource.kubernetes.io/numaNode"]["int"] for d in devices(node_resource_slices(node))]
-    assert numa == [0, 0, 0, 0, 1, 1, 1, 1]
+    # gpudra knows the NUMA node (sysfs) but the driver publishes none for a GPU or MIG device.
+    assert [g.numa_node for g in node.gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert not any("numa" in name.lower() for d in published for name in d["attributes"])
 
 
 def test_uuids_are_deterministic_per_node_and_index() -> None:
@@ -76,10 +79,17 @@ def test_uuids_are_deterministic_per_node_and_index() -> None:
     assert all(u.startswith("GPU-") for u in a)
 
 
+def test_nvlink_groups_are_published_only_on_request() -> None:
+    node = synthetic_node(H100, "n", 8)
+    assert not any(NVLINK_GROUP_ATTRIBUTE in d["attributes"] for d in devices(node_resource_slices(node)))
+    opted = devices(node_resource_slices(node, gpudra_attributes=True))
+    assert {d["attributes"][NVLINK_GROUP_ATTRIBUTE]["string"] for d in opted} == {"nvswitch-0"}
+
+
 def test_nvlink_groups_follow_the_topology() -> None:
     def groups(model: str, count: int) -> list[str | None]:
         out = []
-        for d in devices(node_resource_slices(synthetic_node(get(model), "n", count))):
+        for d in devices(node_resource_slices(synthetic_node(get(model), "n", count), gpudra_attributes=True)):
             out.append(d["attributes"].get(NVLINK_GROUP_ATTRIBUTE, {}).get("string"))
         return out
 
@@ -390,3 +400,53 @@ def test_a_mig_device_without_a_parent_is_named() -> None:
     }
     with pytest.raises(InputError, match="gpu-0-mig-1g10gb-19-0"):
         index_devices([{"spec": {"devices": [orphan]}}], catalog.get("A100-SXM4-80GB"))
+
+
+# -- driver releases ----------------------------------------------------------------------------------------
+def _attribute_sets_hold(slices: list[dict[str, Any]], release: str) -> None:
+    shape = driver_shape(release)
+    allowed = {"gpu": shape.gpu_attributes(), "mig": shape.mig_attributes(), "vfio": shape.vfio_attributes()}
+    for d in devices(slices):
+        kind = d["attributes"]["type"]["string"]
+        extra = set(d["attributes"]) - allowed[kind]
+        assert not extra, f"{d['name']} ({release}) carries {sorted(extra)}, which driver {release} never publishes"
+        if kind == "mig":
+            caps = {c for c in d["capacity"] if not c.startswith("memorySlice")}
+            assert caps == shape.mig_capacities()
+
+
+@pytest.mark.parametrize("release", DRIVER_RELEASES)
+@pytest.mark.parametrize("mode", ["none", "static", "dynamic"])
+def test_every_catalog_model_publishes_only_the_releases_attributes(release: str, mode: str) -> None:
+    if mode == "dynamic" and not driver_shape(release).dynamic_mig:
+        with pytest.raises(ValueError, match="DynamicMIG is not published by NVIDIA DRA driver 25.8"):
+            node_resource_slices(synthetic_node(H100, "n", 1), mig_mode="dynamic", driver_release=release)
+        return
+    for model in all_models():
+        layouts = {0: [(model.mig.profiles[0].name, model.mig.profiles[0].starts[0])]} if model.mig else None
+        node = synthetic_node(model, "n", 2, mig_layouts=layouts)
+        _attribute_sets_hold(node_resource_slices(node, mig_mode=mode, driver_release=release), release)  # type: ignore[arg-type]
+
+
+def test_release_25_8_names_its_bus_attribute_and_mig_devices_the_old_way() -> None:
+    node = synthetic_node(A100, "dgx", 2, mig_layouts={0: [("3g.40gb", 4)]})
+    old = {d["name"]: d for d in devices(node_resource_slices(node, driver_release="25.8"))}
+    assert sorted(old) == ["gpu-0-mig-9-4-4", "gpu-1"]
+    assert old["gpu-1"]["attributes"]["pcieBusID"] == {"string": "0000:18:00.0"}
+    assert "resource.kubernetes.io/pciBusID" not in old["gpu-1"]["attributes"]
+    assert old["gpu-0-mig-9-4-4"]["attributes"]["pcieBusID"] == {"string": "0000:10:00.0"}
+    new = {d["name"] for d in devices(node_resource_slices(node, driver_release="v25.12.0"))}
+    assert new == {"gpu-0-mig-3g40gb-9-4", "gpu-1"}
+    with pytest.raises(ValueError, match="must be one of 25.8, 25.12"):
+        node_resource_slices(node, driver_release="24.1")
+
+
+def test_addressing_mode_is_published_by_25_12_when_nvml_reports_one() -> None:
+    node = synthetic_node(get("GH200-96GB") if any(m.key == "GH200-96GB" for m in all_models()) else H100, "g", 1)
+    coherent = dataclasses.replace(node, gpus=(dataclasses.replace(node.gpus[0], addressing_mode="ATS"),))
+    (gpu,) = devices(node_resource_slices(coherent))
+    assert gpu["attributes"]["addressingMode"] == {"string": "ATS"}
+    (old,) = devices(node_resource_slices(coherent, driver_release="25.8"))
+    assert "addressingMode" not in old["attributes"]
+    (plain,) = devices(node_resource_slices(node))
+    assert "addressingMode" not in plain["attributes"]

@@ -42,7 +42,7 @@ def test_live_and_file_paths_give_the_same_slices(name: str, sysfs: Any) -> None
 
 def _groups(name: str) -> list[str | None]:
     node = node_from_snapshot(load_snapshot(SNAPSHOTS / name))
-    devices = node_resource_slices(node, mig_mode="none")[0]["spec"]["devices"]
+    devices = node_resource_slices(node, mig_mode="none", gpudra_attributes=True)[0]["spec"]["devices"]
     return [d["attributes"].get(NVLINK_GROUP_ATTRIBUTE, {}).get("string") for d in devices]
 
 

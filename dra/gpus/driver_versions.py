@@ -1,0 +1,99 @@
+"""What each supported release of the NVIDIA DRA driver (k8s-dra-driver-gpu, gpu-kubelet-plugin) publishes.
+
+Read from the driver's source at each tag (`cmd/gpu-kubelet-plugin/deviceinfo.go`, `mig.go`, `partitions.go`,
+`nvlib.go`); the attribute *sets* per device type are recorded here so tests can hold every generated slice
+to them, and the differences between releases are parameters of the slice generator:
+
+| | 25.8 (v25.8.1) | 25.12 (v25.12.0 and main) |
+|---|---|---|
+| PCI bus id attribute | `pcieBusID` (driver domain) | `resource.kubernetes.io/pciBusID` |
+| MIG device name | `gpu-<m>-mig-<GI profile id>-<start>-<size>` | `gpu-<m>-mig-<profile>-<GI profile id>-<start>` |
+| `addressingMode` (coherent systems) | no | when NVML reports one |
+| DynamicMIG (partitionable devices) | no | yes (feature gate) |
+| VFIO passthrough devices | no | yes (feature gate) |
+
+Neither release publishes a NUMA node or anything about NVLink for a GPU; what gpudra adds on request is
+`GPUDRA_ATTRIBUTES`, in gpudra's own domain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from dra.gpus.topology import NVLINK_GROUP_ATTRIBUTE
+
+__all__ = [
+    "DEFAULT_DRIVER_RELEASE",
+    "DRIVER_RELEASES",
+    "GPUDRA_ATTRIBUTES",
+    "DriverRelease",
+    "DriverShape",
+    "driver_shape",
+]
+
+DriverRelease = Literal["25.8", "25.12"]
+DRIVER_RELEASES: tuple[DriverRelease, ...] = ("25.8", "25.12")
+DEFAULT_DRIVER_RELEASE: DriverRelease = "25.12"
+
+PCI_BUS_ID_ATTRIBUTE = "resource.kubernetes.io/pciBusID"
+PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
+
+# What gpudra publishes beyond the driver, only when asked (`gpudra_attributes=True`, `--gpudra-attributes`).
+GPUDRA_ATTRIBUTES: tuple[str, ...] = (NVLINK_GROUP_ATTRIBUTE,)
+
+_COMMON = frozenset(
+    {"type", "uuid", "productName", "brand", "architecture", "cudaComputeCapability", "driverVersion"}
+    | {"cudaDriverVersion", PCIE_ROOT_ATTRIBUTE}
+)
+_MIG_CAPACITIES = frozenset(
+    {"multiprocessors", "copyEngines", "decoders", "encoders", "jpegEngines", "ofaEngines", "memory"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DriverShape:
+    """The published shape of one driver release: attribute names and sets, device naming, features."""
+
+    release: DriverRelease
+    pci_bus_id_attribute: str
+    mig_name_has_profile: bool
+    publishes_addressing_mode: bool
+    dynamic_mig: bool
+    vfio: bool
+
+    def gpu_attributes(self) -> frozenset[str]:
+        """Every attribute a whole GPU may carry (`pcieRoot` and `addressingMode` only when the node has them)."""
+        extra = {"addressingMode"} if self.publishes_addressing_mode else set()
+        return _COMMON | {self.pci_bus_id_attribute} | extra
+
+    def mig_attributes(self) -> frozenset[str]:
+        return self.gpu_attributes() | {"parentUUID", "profile"}
+
+    def vfio_attributes(self) -> frozenset[str]:
+        return frozenset(
+            {"type", "uuid", "deviceID", "vendorID", "numa", "productName", "iommuFDEnabled"}
+            | {PCI_BUS_ID_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE}
+        )
+
+    @staticmethod
+    def mig_capacities() -> frozenset[str]:
+        """A MIG device's capacities besides its `memorySlice<i>` entries."""
+        return _MIG_CAPACITIES
+
+
+_SHAPES: dict[str, DriverShape] = {
+    "25.8": DriverShape("25.8", "pcieBusID", False, False, False, False),
+    "25.12": DriverShape("25.12", PCI_BUS_ID_ATTRIBUTE, True, True, True, True),
+}
+
+
+def driver_shape(release: str) -> DriverShape:
+    """The shape of driver `release` (`25.8`, `25.12`; a `v` prefix and patch level are accepted)."""
+    key = release.strip().removeprefix("v")
+    key = ".".join(key.split(".")[:2])
+    try:
+        return _SHAPES[key]
+    except KeyError:
+        supported = ", ".join(DRIVER_RELEASES)
+        raise ValueError(f"NVIDIA DRA driver release must be one of {supported} (got {release!r})") from None
