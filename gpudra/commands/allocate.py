@@ -2,7 +2,13 @@
 
 Files may hold several documents or `kind: List` objects (as `kubectl get -o yaml` writes them); objects are
 picked by `kind`. The answer is `{"allocation": ...}` (`"allocations"` for several claims), `{"unsatisfiable":
-reason}` with exit code 1, or `{"error": message}` with exit code 2.
+reason, "why": [...]}` with exit code 1 (`why`: per failing request, the closest device and the check it failed),
+or `{"error": message}` with exit code 2.
+
+DRA objects are read strictly, as the API server reads them with `fieldValidation=Strict`: an unknown field is an
+error naming its full path, an apiVersion other than resource.k8s.io/v1, v1beta2 or v1beta1 is an error, and
+v1beta1/v1beta2 objects are converted to v1 as the API server converts them (`dra.model.conversion`), with a note
+on stderr.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ import typer
 import yaml
 
 from dra.allocator import AllocationError, Allocator, FeatureSet, Unsatisfiable
-from dra.documents import load_documents
-from dra.errors import GpudraError, InputError
+from dra.documents import Document, load_documents, read_documents
+from dra.errors import GpudraError, InputError, ModelValidationError
+from dra.model.conversion import GROUP, parse_strict
 
 from ..options import AllocatorMode, OptionError, allocator_mode
 from ..outcome import Outcome, emit
@@ -26,9 +33,54 @@ EXIT_UNSATISFIABLE = 1
 EXIT_ERROR = 2
 
 
+# resource.k8s.io kinds that are read (strictly); the allocator has no use for DeviceTaintRules, which are skipped.
+_DRA_KINDS = frozenset(("ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"))
+_SKIPPED_DRA_KINDS = frozenset(("DeviceTaintRule",))
+
+
 def load_kind(paths: Sequence[Path], *kinds: str) -> list[dict[str, Any]]:
     """Every object of the given kinds in the files, in file order."""
     return [doc for path in paths for doc in load_documents(path) if doc.get("kind") in kinds]
+
+
+def _label(doc: Document) -> str:
+    kind = doc.data.get("kind")
+    meta = doc.data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return f"{kind} {name!r}" if isinstance(name, str) and name else str(kind)
+
+
+def load_dra(paths: Sequence[Path], kinds: Sequence[str], notes: list[str]) -> list[dict[str, Any]]:
+    """The DRA objects of `kinds` in the files, strictly parsed and in their resource.k8s.io/v1 form.
+
+    Raises `InputError` (file, line, object, field) for an unsupported apiVersion or kind of the resource.k8s.io
+    group, an unknown field or a malformed value; appends a note for each object converted from v1beta1/v1beta2.
+    """
+    found: list[dict[str, Any]] = []
+    for path in paths:
+        for doc in read_documents(path):
+            kind = doc.data.get("kind")
+            version = doc.data.get("apiVersion")
+            in_group = isinstance(version, str) and version.startswith(GROUP + "/")
+            if in_group and kind not in _DRA_KINDS and kind not in _SKIPPED_DRA_KINDS:
+                raise InputError(
+                    f"unsupported kind {kind!r} of {version} (gpudra reads {', '.join(sorted(_DRA_KINDS))})",
+                    source=doc.source,
+                    line=doc.line,
+                )
+            if kind not in kinds:
+                continue
+            try:
+                _, converted = parse_strict(doc.data, kinds)
+            except ModelValidationError as err:
+                raise InputError(f"invalid {_label(doc)}: {err}", source=doc.source, line=doc.line) from None
+            if converted.converted:
+                notes.append(
+                    f"note: {doc.source}:{doc.line}: {_label(doc)} is {converted.source_version}; "
+                    f"converted to {GROUP}/v1 as the API server converts it"
+                )
+            found.append(converted.data)
+    return found
 
 
 def _node(name: str | None, node_file: Path | None, slices: list[dict[str, Any]]) -> dict[str, Any]:
@@ -54,19 +106,23 @@ def _answer(
     node_file: Path | None,
     mode: AllocatorMode,
     features: str | None,
+    notes: list[str],
 ) -> tuple[int, dict[str, Any]]:
     try:
         feature_set = FeatureSet.parse(features) if features else FeatureSet.latest()
-        slice_objs = load_kind(slices, "ResourceSlice")
-        class_objs = load_kind(classes, "DeviceClass")
-        claims = load_kind([claim], "ResourceClaim", "ResourceClaimTemplate")
+        slice_objs = load_dra(slices, ("ResourceSlice",), notes)
+        class_objs = load_dra(classes, ("DeviceClass",), notes)
+        claims = load_dra([claim], ("ResourceClaim", "ResourceClaimTemplate"), notes)
         if not claims:
             raise InputError("no ResourceClaim or ResourceClaimTemplate found", source=str(claim))
-        done = load_kind(allocated, "ResourceClaim")
+        done = load_dra(allocated, ("ResourceClaim",), notes)
         allocator = Allocator(slices=slice_objs, classes=class_objs, allocated=done, features=feature_set)
         result = allocator.allocate(claims, node=_node(node, node_file, slice_objs), mode=mode)
     except Unsatisfiable as err:
-        return EXIT_UNSATISFIABLE, {"unsatisfiable": err.reason}
+        answer: dict[str, Any] = {"unsatisfiable": err.summary}
+        if err.details:
+            answer["why"] = err.details
+        return EXIT_UNSATISFIABLE, answer
     except (AllocationError, GpudraError) as err:
         return EXIT_ERROR, {"error": str(err)}
     if len(result) == 1:
@@ -87,9 +143,10 @@ def allocate(
     as_json: bool = False,
 ) -> Outcome:
     """The answer as YAML (or JSON) on stdout, whatever it is; the exit code says which it is."""
-    code, answer = _answer(slices, classes, claim, allocated, node, node_file, mode, features)
+    notes: list[str] = []
+    code, answer = _answer(slices, classes, claim, allocated, node, node_file, mode, features, notes)
     text = json.dumps(answer, indent=2) if as_json else yaml.safe_dump(answer, sort_keys=False).rstrip()
-    return Outcome(stdout=text + "\n", code=code)
+    return Outcome(stdout=text + "\n", stderr="".join(n + "\n" for n in notes), code=code)
 
 
 def register(app: typer.Typer) -> None:

@@ -131,7 +131,7 @@ def test_v1_objects_are_not_defaulted() -> None:
 
 
 def test_v1beta1_slices_unwrap_basic() -> None:
-    sl = {
+    sl: dict[str, Any] = {
         "apiVersion": "resource.k8s.io/v1beta1",
         "kind": "ResourceSlice",
         "metadata": {"name": "s"},
