@@ -12,6 +12,10 @@ YAML (`kind: SimCluster` optional):
         cpu: 192                   # cores (or cpu_milli:)
         memory: 2048Gi             # quantity (or memory_mib:)
         mig: dynamic               # none | dynamic | [static layout per GPU, e.g. [3g.40gb, 3g.40gb]]
+        # or, instead of mig: a named config of an NVIDIA mig-parted file (the GPU Operator's ConfigMap format;
+        # `name` is what the node label nvidia.com/mig.config selects), file relative to this spec; the simulator
+        # models one layout per node, so the config must give every GPU the same instances
+        mig_config: {file: mig-parted.yaml, name: all-balanced}
         sharing: true              # GPUs allow multiple allocations (consumable memory capacity); default true
 
 Every problem (unknown GPU model, impossible MIG layout, bad field) raises `TraceError` with the file and
@@ -31,6 +35,7 @@ import yaml
 from dra import gpus
 from dra.errors import InputError, QuantityError, TraceError, UnknownName
 from dra.gpus import GPUModel, MigProfile, Placement
+from dra.gpus.mig_parted import apply_mig_config, load_mig_parted, mig_layouts
 from dra.quantity import Quantity
 
 __all__ = [
@@ -41,6 +46,7 @@ __all__ = [
     "default_cluster",
     "cluster_from_spec",
     "mig_profile",
+    "mig_parted_layout",
     "mig_profiles",
     "nvlink_groups",
     "place_layout",
@@ -164,6 +170,34 @@ def place_layout(gpu: GPUModel, names: list[str]) -> Layout | None:
     return gpu.mig.place([mig_profile(gpu, n) for n in names])
 
 
+def mig_parted_layout(value: Any, gpu: GPUModel | None, count: int, pool: str, base: Path) -> tuple[str, Layout]:
+    """(mig mode, layout) of a pool whose `mig_config: {file, name}` names a mig-parted config (`InputError`s)."""
+    if not isinstance(value, dict) or set(value) != {"file", "name"}:
+        raise InputError(f"mig_config takes {{file: PATH, name: CONFIG}} (got {value!r})")
+    if gpu is None:
+        raise InputError("mig_config on a pool without GPUs")
+    path = Path(str(value["file"]))
+    config = load_mig_parted(path if path.is_absolute() else base / path)
+    node = apply_mig_config(gpus.synthetic_node(gpu, pool, count), config, str(value["name"]))
+    layouts = mig_layouts(node)
+    if not layouts:
+        return "none", ()
+    distinct = set(layouts.values())
+    if len(layouts) != count or len(distinct) != 1 or not next(iter(distinct)):
+        shown = "; ".join(
+            f"GPU {i}: " + (" ".join(str(p) for p in layouts[i]) or "MIG on, no instances") if i in layouts
+            else f"GPU {i}: MIG off" for i in range(count)
+        )  # fmt: skip
+        raise InputError(
+            f"mig-config {value['name']!r} does not give every GPU the same MIG instances ({shown}); the simulator "
+            "models one static layout per node"
+        )
+    layout = next(iter(distinct))
+    if any(p.profile.media_extensions for p in layout):
+        raise InputError(f"mig-config {value['name']!r}: the simulator places no media-extension (+me) profiles")
+    return "static", layout
+
+
 def _line_of(node: yaml.Node | None) -> int | None:
     return None if node is None else node.start_mark.line + 1
 
@@ -205,7 +239,7 @@ def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec
 
     if not isinstance(pool, dict):
         raise fail(f"must be a mapping (got {type(pool).__name__})")
-    keys = {"name", "count", "gpu", "gpus", "cpu", "cpu_milli", "memory", "memory_mib", "mig", "sharing"}
+    keys = {"name", "count", "gpu", "gpus", "cpu", "cpu_milli", "memory", "memory_mib", "mig", "mig_config", "sharing"}
     unknown = set(pool) - keys
     if unknown:
         raise fail(f"unknown keys {sorted(unknown)}")
@@ -229,7 +263,14 @@ def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec
             raise fail(exc.message) from exc
     mig_value = pool.get("mig", "none")
     mig, layout = "none", cast(Layout, ())
-    if isinstance(mig_value, list):
+    if "mig_config" in pool:
+        if "mig" in pool:
+            raise fail("give mig or mig_config, not both")
+        try:
+            mig, layout = mig_parted_layout(pool["mig_config"], gpu, gpus, name, Path(source).parent)
+        except InputError as exc:
+            raise fail(str(exc)) from exc
+    elif isinstance(mig_value, list):
         if gpu is None or gpu.mig is None:
             raise fail(f"static MIG layout on a GPU without MIG ({pool.get('gpu')})")
         try:
