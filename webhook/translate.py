@@ -22,6 +22,7 @@ from webhook.policy import Decision
 __all__ = [
     "CLAIM_NAME",
     "MANAGED_BY",
+    "TEMPLATE_PREFIX",
     "POLICY_ANNOTATION",
     "TRANSLATED_ANNOTATION",
     "WOULD_TRANSLATE_ANNOTATION",
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 CLAIM_NAME = "gpudra"
+TEMPLATE_PREFIX = "gpudra"
 TRANSLATED_ANNOTATION = "gpudra.io/translated"
 POLICY_ANNOTATION = "gpudra.io/policy"
 WOULD_TRANSLATE_ANNOTATION = "gpudra.io/would-translate"
@@ -92,17 +94,20 @@ def _canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
-def template_name(claim: Mapping[str, Any]) -> str:
-    """`gpudra-<10 hex>` from the SHA-256 of the claim spec's canonical JSON: identical requests share it."""
-    return "gpudra-" + hashlib.sha256(_canonical(dict(claim)).encode()).hexdigest()[:10]
+def template_name(claim: Mapping[str, Any], prefix: str = TEMPLATE_PREFIX) -> str:
+    """`<prefix>-<10 hex>` from the SHA-256 of the claim spec's canonical JSON: identical requests share it.
+
+    The webhook's prefix is always `gpudra`; `gpudra translate` names a workload's templates after the workload.
+    """
+    return f"{prefix}-" + hashlib.sha256(_canonical(dict(claim)).encode()).hexdigest()[:10]
 
 
-def claim_template(claim: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+def claim_template(claim: Mapping[str, Any], namespace: str, prefix: str = TEMPLATE_PREFIX) -> dict[str, Any]:
     """The ResourceClaimTemplate (resource.k8s.io/v1, Kubernetes JSON) for `claim` in `namespace`."""
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
-        "metadata": {"name": template_name(claim), "namespace": namespace, "labels": dict(MANAGED_BY)},
+        "metadata": {"name": template_name(claim, prefix), "namespace": namespace, "labels": dict(MANAGED_BY)},
         "spec": {"spec": _copy(dict(claim))},
     }
 
@@ -173,15 +178,16 @@ def _patch(pod: Mapping[str, Any], decision: Decision, template: str) -> list[di
     return ops
 
 
-def translate(pod: Mapping[str, Any], decision: Decision) -> Translation:
+def translate(pod: Mapping[str, Any], decision: Decision, template_prefix: str = TEMPLATE_PREFIX) -> Translation:
     """Apply `decision` to `pod`: enforce → template + patch; audit → the would-be claim in warnings only.
 
-    `pod` is read, never modified or copied here; the patch shares no objects with it.
+    `pod` is read, never modified or copied here; the patch shares no objects with it. `template_prefix` starts
+    the template's name (`<prefix>-<hash>`).
     """
     warnings = list(decision.warnings)
     if not decision.allowed or decision.claim is None or not decision.containers:
         return Translation(pod, warnings=tuple(warnings))
-    template = claim_template(decision.claim, decision.namespace)
+    template = claim_template(decision.claim, decision.namespace, template_prefix)
     name = template["metadata"]["name"]
     if decision.mode != "enforce":
         containers = ", ".join(c.container for c in decision.containers)
