@@ -38,7 +38,7 @@ def _server_unknown_fields(kube: Kube, obj: dict[str, Any], namespace: str) -> l
     """The unknown-field paths the API server names when `obj` is created with fieldValidation=Strict."""
     with pytest.raises(ApiException) as info:
         kube.request("POST", _path(obj, namespace) + "?fieldValidation=Strict", obj)
-    status = json.loads(info.value.body)
+    status = json.loads(info.value.body or "{}")
     assert status["code"] == 400 and status["reason"] == "BadRequest", status
     assert "strict decoding error" in status["message"], status
     return [json.loads(f'"{m}"') for m in _UNKNOWN.findall(status["message"])]
