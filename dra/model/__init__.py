@@ -32,6 +32,13 @@ from dra.model.claim import (
     ResourceClaimTemplate,
     ResourceClaimTemplateSpec,
 )
+from dra.model.conversion import (
+    SUPPORTED_VERSIONS,
+    Converted,
+    UnsupportedVersionError,
+    parse_strict,
+    to_v1,
+)
 from dra.model.deviceclass import DeviceClass, DeviceClassConfiguration, DeviceClassSpec
 from dra.model.meta import (
     Condition,
@@ -81,6 +88,7 @@ __all__ = [
     "CapacityRequirements",
     "Condition",
     "Container",
+    "Converted",
     "ContainerExtendedResourceRequest",
     "ContainerResourceClaim",
     "Counter",
@@ -132,8 +140,12 @@ __all__ = [
     "ResourceRequirements",
     "ResourceSlice",
     "ResourceSliceSpec",
+    "SUPPORTED_VERSIONS",
     "UnknownFieldsError",
+    "UnsupportedVersionError",
     "format_path",
+    "parse_strict",
+    "to_v1",
 ]
 
 KINDS: dict[str, type[K8sModel]] = {

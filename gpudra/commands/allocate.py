@@ -24,7 +24,7 @@ import yaml
 from dra.allocator import AllocationError, Allocator, FeatureSet, Unsatisfiable
 from dra.documents import Document, load_documents, read_documents
 from dra.errors import GpudraError, InputError, ModelValidationError
-from dra.model.conversion import GROUP, parse_strict
+from dra.model import parse_strict
 
 from ..options import AllocatorMode, OptionError, allocator_mode
 from ..outcome import Outcome, emit
@@ -33,6 +33,7 @@ EXIT_UNSATISFIABLE = 1
 EXIT_ERROR = 2
 
 
+GROUP = "resource.k8s.io"
 # resource.k8s.io kinds that are read (strictly); the allocator has no use for DeviceTaintRules, which are skipped.
 _DRA_KINDS = frozenset(("ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"))
 _SKIPPED_DRA_KINDS = frozenset(("DeviceTaintRule",))

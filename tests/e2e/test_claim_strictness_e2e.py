@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from dra.model import UnknownFieldsError
-from dra.model.conversion import UnsupportedVersionError, parse_strict, to_v1
+from dra.model import UnknownFieldsError, UnsupportedVersionError, parse_strict, to_v1
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube
 from tests.dra.model._claim_inputs import BAD_CLAIMS, V1ALPHA2_CLAIM, V1BETA1_DEMOS

@@ -8,8 +8,15 @@ from typing import Any
 import pytest
 
 from dra.errors import ModelValidationError
-from dra.model import ResourceClaim, ResourceSlice, UnknownFieldsError
-from dra.model.conversion import SUPPORTED_VERSIONS, UnsupportedVersionError, parse_strict, to_v1
+from dra.model import (
+    SUPPORTED_VERSIONS,
+    ResourceClaim,
+    ResourceSlice,
+    UnknownFieldsError,
+    UnsupportedVersionError,
+    parse_strict,
+    to_v1,
+)
 from tests.dra.model._claim_inputs import BAD_CLAIMS, V1_SPECS, V1ALPHA2_CLAIM, V1BETA1_DEMOS, V1BETA2
 
 
