@@ -208,3 +208,20 @@ def test_a_failing_diagnosis_never_hides_the_outcome() -> None:
 
     err = Unsatisfiable("short", broken)
     assert err.details == ["(no further diagnosis: RuntimeError: boom)"]
+
+
+def test_all_mode_with_no_matching_device() -> None:
+    expr = f"device.attributes['{DRIVER}'].type == 'mig'"
+    err = unsatisfiable([rslice("s", _memory_devices())], [claim("c", exact("r", mode="All", selectors=[expr]))])
+    (line,) = err.details
+    assert line.startswith("claim default/c, request r: asks for all devices, none matches; closest device ")
+    assert f"request selector #0 is false: {expr}" in line
+
+
+def test_all_mode_with_a_taken_device() -> None:
+    done = [allocated("old", ("node-a", "gpu-1"))]
+    err = unsatisfiable([rslice("s", _memory_devices())], [claim("c", exact("r", mode="All"))], done=done)
+    assert err.details == [
+        f"claim default/c, request r: asks for all 3 matching device(s), but {DRIVER}/node-a/gpu-1 is already "
+        "allocated to another claim"
+    ]
