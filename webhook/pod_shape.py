@@ -17,7 +17,8 @@ from webhook.review import AdmissionDenied
 __all__ = ["MAX_DEVICES_PER_CLAIM", "check_pod_shape"]
 
 # resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices, and a pod's legacy
-# GPUs all go into one claim.
+# GPUs all go into one claim (the API server accepts a larger `count`; the scheduler never allocates it). The policy
+# engine's facts (webhook.policy.facts) hold the same limit for the CLI and the simulator.
 MAX_DEVICES_PER_CLAIM = 32
 
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
@@ -52,7 +53,7 @@ def _is_legacy_gpu(resource: str) -> bool:
     return resource == "nvidia.com/gpu" or resource.startswith("nvidia.com/mig-")
 
 
-def _device_count(item: str | int | float, path: str) -> int:
+def _device_count(item: str | int | float, path: str, container: str) -> int:
     """A legacy GPU resource's value as a device count: a whole number no claim's limit rules out."""
     try:
         quantity = Quantity.coerce(item)
@@ -60,22 +61,22 @@ def _device_count(item: str | int | float, path: str) -> int:
         raise AdmissionDenied(f"gpudra: {path} is not a quantity: {exc}", code=400, reason="BadRequest") from None
     if not quantity.is_integer() or quantity.sign() < 0 or quantity.compare(MAX_DEVICES_PER_CLAIM) > 0:
         raise AdmissionDenied(
-            f"gpudra: {path} is {item!r}: a device count must be a whole number from 0 to {MAX_DEVICES_PER_CLAIM}, "
-            f"the most devices one DRA claim can allocate (AllocationResultsMaxSize)",
+            f"gpudra: {path} of container {container!r} is {item!r}: a device count must be a whole number from 0 to "
+            f"{MAX_DEVICES_PER_CLAIM}, the most devices one DRA claim can allocate (AllocationResultsMaxSize)",
             code=400,
             reason="BadRequest",
         )
     return quantity.as_int()
 
 
-def _quantities(value: Any, path: str) -> int:
+def _quantities(value: Any, path: str, container: str) -> int:
     """Check a requests/limits map; returns the legacy GPU devices it asks for."""
     devices = 0
     for key, item in _object(value, path).items():
         if isinstance(item, bool) or not isinstance(item, (str, int, float)):
             raise _bad(f"{path}[{key!r}]", "a quantity (string or number)", item)
         if _is_legacy_gpu(key):
-            devices += _device_count(item, f"{path}[{key!r}]")
+            devices += _device_count(item, f"{path}[{key!r}]", container)
     return devices
 
 
@@ -93,8 +94,8 @@ def _container(value: Any, path: str) -> int:
             reason="BadRequest",
         )
     resources = _object(container.get("resources", _ABSENT), f"{path}.resources")
-    requested = _quantities(resources.get("requests", _ABSENT), f"{path}.resources.requests")
-    limited = _quantities(resources.get("limits", _ABSENT), f"{path}.resources.limits")
+    requested = _quantities(resources.get("requests", _ABSENT), f"{path}.resources.requests", name)
+    limited = _quantities(resources.get("limits", _ABSENT), f"{path}.resources.limits", name)
     claims = resources.get("claims", _ABSENT)
     if claims is not _ABSENT:
         if not isinstance(claims, list):

@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonpatch
 
-from webhook.policy import Decision
+from webhook.policy import HAMI_RESOURCES, Decision
 
 __all__ = [
     "CLAIM_NAME",
@@ -138,6 +138,55 @@ def _removals(container: Mapping[str, Any], base: str, replaces: Mapping[str, in
     return ops
 
 
+_HAMI_MEANING = {
+    "nvidia.com/gpumem": "MiB of device memory per GPU",
+    "nvidia.com/gpumem-percentage": "percent of the device's memory",
+    "nvidia.com/gpucores": "percent of the device's SMs",
+}
+
+
+def _hami(container: Mapping[str, Any]) -> dict[str, Any]:
+    """The HAMi resources of a container (limits win over requests), which no cluster without HAMi can satisfy."""
+    resources = container.get("resources") or {}
+    found: dict[str, Any] = {}
+    for part in ("requests", "limits"):
+        values = resources.get(part)
+        if isinstance(values, dict):
+            found.update((name, values[name]) for name in HAMI_RESOURCES if name in values)
+    return found
+
+
+def _request_summary(claim: Mapping[str, Any], request: str) -> str:
+    for entry in (claim.get("devices") or {}).get("requests") or []:
+        if entry.get("name") != request:
+            continue
+        if entry.get("firstAvailable"):
+            return "the first available of " + ", ".join(str(sub.get("name")) for sub in entry["firstAvailable"])
+        exactly = entry.get("exactly") or {}
+        if exactly.get("allocationMode") == "All":
+            return f"all matching {exactly.get('deviceClassName')} devices"
+        return f"{exactly.get('count', 1)} x {exactly.get('deviceClassName')}"
+    return "its DRA request"
+
+
+def _hami_warnings(pod: Mapping[str, Any], decision: Decision, described: list[str]) -> list[str]:
+    """One warning per HAMi resource removed from a translated container, unless a policy warning already says what
+    it became (names the resource and `container '<name>'`)."""
+    warnings: list[str] = []
+    for request in decision.containers:
+        container = pod["spec"][request.kind][request.index]
+        for name, value in _hami(container).items():
+            mark = f"container '{request.container}'"
+            if any(name in w and mark in w for w in described):
+                continue
+            warnings.append(
+                f"HAMi resource {name}: {value} ({_HAMI_MEANING[name]}) removed from {mark}: GPUClaimPolicy "
+                f"'{decision.policy}' does not read it, the container's DRA request asks for "
+                f"{_request_summary(decision.claim or {}, request.request)}"
+            )
+    return warnings
+
+
 def _annotation_ops(pod: Mapping[str, Any], values: dict[str, str]) -> list[dict[str, Any]]:
     metadata = pod.get("metadata")
     if not isinstance(metadata, dict):
@@ -161,7 +210,7 @@ def _patch(pod: Mapping[str, Any], decision: Decision, template: str) -> list[di
             )
         container = containers[request.index]
         base = pointer("spec", request.kind, request.index)
-        ops.extend(_removals(container, base, request.replaces))
+        ops.extend(_removals(container, base, {**request.replaces, **_hami(container)}))
         ref = {"name": entry, "request": request.request}
         if isinstance((container.get("resources") or {}).get("claims"), list):
             ops.append({"op": "add", "path": f"{base}/resources/claims/-", "value": ref})
@@ -198,4 +247,5 @@ def translate(pod: Mapping[str, Any], decision: Decision, template_prefix: str =
         )
         return Translation(pod, warnings=tuple(warnings), audit_annotations={WOULD_TRANSLATE_ANNOTATION: summary})
     ops = _patch(pod, decision, name)
+    warnings.extend(_hami_warnings(pod, decision, warnings))
     return Translation(pod, (template,), tuple(ops), tuple(warnings))

@@ -7,7 +7,7 @@ docs/policy-authoring.md.
 
 from .decision import ContainerRequest, Decision, Violation
 from .engine import MODE_LABEL, PolicySet
-from .facts import LEGACY_GPU, MIG_PREFIX, PodFacts, is_legacy_resource, pod_facts
+from .facts import HAMI_RESOURCES, LEGACY_GPU, MIG_PREFIX, PodFacts, is_legacy_resource, pod_facts
 from .files import load_policies, policy_files, shipped_policies_dir
 from .inputs import read_inputs
 from .loader import CompiledPolicy, load_policy_text
@@ -15,6 +15,7 @@ from .model import API_VERSION, KIND, GPUClaimPolicy
 
 __all__ = [
     "API_VERSION",
+    "HAMI_RESOURCES",
     "KIND",
     "LEGACY_GPU",
     "MIG_PREFIX",

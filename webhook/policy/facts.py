@@ -15,7 +15,9 @@ from dra.errors import InputError
 
 __all__ = [
     "CONTAINER_KINDS",
+    "HAMI_RESOURCES",
     "LEGACY_GPU",
+    "MAX_DEVICES_PER_CLAIM",
     "MIG_PREFIX",
     "ContainerFacts",
     "PodFacts",
@@ -27,6 +29,16 @@ LEGACY_GPU = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
 # Ephemeral containers cannot declare resources, so these are the only places GPUs can be asked for.
 CONTAINER_KINDS = ("initContainers", "containers")
+# resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices (the API server accepts
+# a larger `count`, but the scheduler's allocator never satisfies it), and a pod's legacy GPUs all go into one claim.
+MAX_DEVICES_PER_CLAIM = 32
+# HAMi (Project-HAMi/HAMi) resources beside `nvidia.com/gpu`, with their `gpu.containers[].hami` key and the largest
+# value they take: device memory per GPU in MiB, a percentage of the device's memory, a percentage of its SMs.
+HAMI_RESOURCES: dict[str, tuple[str, int | None]] = {
+    "nvidia.com/gpumem": ("gpumem", None),
+    "nvidia.com/gpumem-percentage": ("gpumemPercentage", 100),
+    "nvidia.com/gpucores": ("gpucores", 100),
+}
 
 
 def is_legacy_resource(name: str) -> bool:
@@ -46,6 +58,8 @@ class ContainerFacts:
     in_requests: tuple[str, ...]
     in_limits: tuple[str, ...]
     claims: tuple[str, ...]
+    # HAMi resources (`HAMI_RESOURCES`) of a container that asks for `nvidia.com/gpu`: resource name -> value.
+    hami: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def pointer(self) -> str:
@@ -67,6 +81,7 @@ class ContainerFacts:
             self.in_requests,
             self.in_limits,
             self.claims,
+            tuple(self.hami.items()),
         )
 
     @property
@@ -84,6 +99,7 @@ class ContainerFacts:
             "requestsOnly": self.requests_only,
             "limitsOnly": sorted(set(self.in_limits) - set(self.in_requests)),
             "claims": list(self.claims),
+            "hami": {HAMI_RESOURCES[name][0]: value for name, value in self.hami.items()},
         }
 
 
@@ -129,15 +145,35 @@ class PodFacts:
             "draDevices": self.dra_devices,
             "requestsOnly": [c.name for c in self.containers if c.requests_only],
             "mixed": [c.name for c in self.containers if c.legacy and c.claims],
+            "hami": any(c.hami for c in self.containers),
             "containers": [c.to_cel() for c in self.containers],
         }
 
 
-def _count(value: Any, where: str) -> int:
+def _count(
+    value: Any, where: str, limit: int | None = MAX_DEVICES_PER_CLAIM, what: str = "devices", container: str = ""
+) -> int:
+    """A whole number from 0 to `limit`; the error names the field, and `container` where it is over the limit."""
+    if type(value) is int and 0 <= value <= (limit if limit is not None else value):
+        return value
+    number = _whole(value, where, what)
+    if limit is not None and number > limit:
+        if what == "devices":
+            raise InputError(
+                f"{where}: container {container!r} asks for {value!r}, {number} GPU devices; one DRA claim "
+                f"allocates at most {limit} (resource.k8s.io/v1 AllocationResultsMaxSize)"
+            )
+        raise InputError(
+            f"{where}: container {container!r}: expected a whole number of {what} from 0 to {limit} (got {value!r})"
+        )
+    return number
+
+
+def _whole(value: Any, where: str, what: str) -> int:
     if type(value) is int and value >= 0:
         return value
     if isinstance(value, bool):
-        raise InputError(f"{where}: expected a whole number of devices (got {value!r})")
+        raise InputError(f"{where}: expected a whole number of {what} (got {value!r})")
     if isinstance(value, int):
         number = Fraction(value)
     else:
@@ -146,9 +182,9 @@ def _count(value: Any, where: str) -> int:
 
             number = Quantity.parse(str(value)).value
         except Exception as exc:  # QuantityError, or dra.quantity not importable
-            raise InputError(f"{where}: expected a whole number of devices (got {value!r})") from exc
+            raise InputError(f"{where}: expected a whole number of {what} (got {value!r})") from exc
     if number.denominator != 1 or number < 0:
-        raise InputError(f"{where}: expected a whole number of devices (got {value!r})")
+        raise InputError(f"{where}: expected a whole number of {what} (got {value!r})")
     return int(number)
 
 
@@ -181,20 +217,30 @@ def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
     if type(claims) is not list and claims != ():
         raise _bad(f"spec.{kind}[{index}].resources.claims", "a list", claims)
     where = f"spec.{kind}[{index}].resources"
+    cname = str(container.get("name", ""))
     legacy: dict[str, int] = {}
     for name in in_requests:
         if is_legacy_resource(name):
-            legacy[name] = _count(requests[name], f"{where}.requests[{name}]")
+            legacy[name] = _count(requests[name], f"{where}.requests[{name}]", container=cname)
     for name in in_limits:
         # Limits win: for extended resources Kubernetes requires requests == limits when both are set.
         if is_legacy_resource(name):
-            legacy[name] = _count(limits[name], f"{where}.limits[{name}]")
+            legacy[name] = _count(limits[name], f"{where}.limits[{name}]", container=cname)
     # A count of 0 asks for nothing: it is left in place and no DRA request is made for it.
     legacy = {name: legacy[name] for name in sorted(legacy) if legacy[name]}
     if not (legacy or claims):
         return None
+    hami: dict[str, int] = {}
+    if legacy:
+        for part, values in (("requests", requests), ("limits", limits)):  # limits win, as above
+            for name in HAMI_RESOURCES.keys() & values.keys():
+                unit = "MiB" if name == "nvidia.com/gpumem" else "percent"
+                limit = HAMI_RESOURCES[name][1]
+                hami[name] = _count(values[name], f"{where}.{part}[{name}]", limit, unit, cname)
+        # 0 is HAMi's "not set" (gpumem, gpucores) or asks for nothing (gpumem-percentage).
+        hami = {name: hami[name] for name in HAMI_RESOURCES if hami.get(name)}
     return ContainerFacts(
-        name=str(container.get("name", "")),
+        name=cname,
         kind=kind,
         index=index,
         sidecar=kind == "initContainers" and container.get("restartPolicy") == "Always",
@@ -202,6 +248,7 @@ def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
         in_requests=tuple(sorted(n for n in in_requests if n in legacy)),
         in_limits=tuple(sorted(n for n in in_limits if n in legacy)),
         claims=tuple(str(c.get("name", "")) for c in claims if isinstance(c, dict)),
+        hami=hami,
     )
 
 
@@ -224,4 +271,11 @@ def pod_facts(pod: Mapping[str, Any], *, dra_devices: int = 0) -> PodFacts:
     if not isinstance(pod_claims, list):
         raise InputError(f"spec.resourceClaims: expected a list (got {type(pod_claims).__name__})")
     names = tuple(str(c.get("name", "")) for c in pod_claims if isinstance(c, dict))
+    total = sum(c.count for c in found)
+    if total > MAX_DEVICES_PER_CLAIM:
+        counts = ", ".join(f"{c.name!r} {c.count}" for c in found if c.count)
+        raise InputError(
+            f"the pod's containers ask for {total} GPU devices in all ({counts}); they go into one DRA claim, which "
+            f"allocates at most {MAX_DEVICES_PER_CLAIM} (resource.k8s.io/v1 AllocationResultsMaxSize)"
+        )
     return PodFacts(tuple(found), names, dra_devices)
