@@ -16,7 +16,8 @@ YAML (`kind: SimCluster` optional):
         # `name` is what the node label nvidia.com/mig.config selects), file relative to this spec; the simulator
         # models one layout per node, so the config must give every GPU the same instances
         mig_config: {file: mig-parted.yaml, name: all-balanced}
-        sharing: true              # GPUs allow multiple allocations (consumable memory capacity); default true
+        sharing: true              # gpudra's addition, default false: whole GPUs with allowMultipleAllocations
+                                   # (DRA consumable capacity), which the NVIDIA DRA driver does not publish
 
 Every problem (unknown GPU model, impossible MIG layout, bad field) raises `TraceError` with the file and
 line of the pool that has it.
@@ -25,6 +26,7 @@ line of the pool that has it.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -34,8 +36,7 @@ import yaml
 
 from dra import gpus
 from dra.errors import InputError, QuantityError, TraceError, UnknownName
-from dra.gpus import GPUModel, MigProfile, Placement
-from dra.gpus.mig_parted import apply_mig_config, load_mig_parted, mig_layouts
+from dra.gpus import GPUModel, MigProfile, Placement, apply_mig_config, load_mig_parted, mig_layouts
 from dra.quantity import Quantity
 
 __all__ = [
@@ -109,7 +110,7 @@ class NodeSpec:
     model_label: str = ""  # the model name the trace uses (gpu_spec matches it)
     mig: str = "none"
     layout: Layout = ()  # static: the MIG layout of every GPU
-    sharing: bool = True  # GPUs published with allowMultipleAllocations (DRA consumable capacity)
+    sharing: bool = False  # gpudra's addition: GPUs with allowMultipleAllocations (the NVIDIA driver has none)
     # A node read from a real cluster keeps the ResourceSlices it published (the gpudra strategy allocates on
     # them as they are); `slices_digest` stands for their content in the template (names and UUIDs aside).
     slices: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
@@ -136,6 +137,12 @@ class ClusterSpec:
     def total_gpus(self) -> int:
         return sum(n.gpu_count for n in self.nodes)
 
+    def with_consumable_capacity(self) -> ClusterSpec:
+        """The same cluster with every pool's whole GPUs published as shareable (`sharing: true`, gpudra's
+        consumable-capacity model); nodes read from real slices keep what they published."""
+        nodes = [n if n.slices or n.sharing else dataclasses.replace(n, sharing=True) for n in self.nodes]
+        return dataclasses.replace(self, nodes=nodes)
+
     def summary(self) -> dict[str, Any]:
         models: dict[str, int] = {}
         for node in self.nodes:
@@ -147,6 +154,7 @@ class ClusterSpec:
             "nodes": len(self.nodes),
             "gpus": self.total_gpus,
             "gpu_models": dict(sorted(models.items())),
+            "shareable_gpus": sum(n.gpu_count for n in self.nodes if n.sharing),
             "skipped": sum(self.skipped.values()),
             "skipped_reasons": dict(self.skipped),
         }
@@ -287,7 +295,7 @@ def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec
     else:
         raise fail(f"mig must be none, dynamic or a list of profiles (got {mig_value!r})")
     label = gpu.key if gpu else ""
-    sharing = pool.get("sharing", True)
+    sharing = pool.get("sharing", False)
     if not isinstance(sharing, bool):
         raise fail(f"sharing must be true or false (got {sharing!r})")
     return [

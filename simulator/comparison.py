@@ -51,11 +51,19 @@ def simulate(
     mode: str = "scored",
     node_score: str | None = None,
     progress: StrategyProgress | None = None,
+    consumable_capacity: bool = False,
+    gpudra_attributes: bool = False,
 ) -> SimulationResult:
-    """Run every strategy on the same cluster and workload (defaults: built-in cluster and generator)."""
+    """Run every strategy on the same cluster and workload (defaults: built-in cluster and generator).
+
+    The gpudra strategy allocates on slices exactly as the NVIDIA DRA driver publishes them; gpudra's additions
+    are opt-in: `consumable_capacity` publishes every pool's whole GPUs as shareable (`sharing: true`),
+    `gpudra_attributes` adds `gpu.gpudra.io/nvlinkGroup`."""
     spec = cluster if isinstance(cluster, ClusterSpec) else default_cluster() if cluster is None else None
     if spec is None:
         spec = load_cluster(str(cluster), model_map=model_map)
+    if consumable_capacity:
+        spec = spec.with_consumable_capacity()
     if isinstance(trace, Workload):
         work = trace
     elif trace is None:
@@ -82,6 +90,7 @@ def simulate(
             "policies": str(policies) if policies else None,
             "allocator_mode": mode,
             "node_score": node_score or "least-allocated",
+            "gpudra_additions": {"consumable_capacity": consumable_capacity, "gpudra_attributes": gpudra_attributes},
             "strategies": list(strategies),
         }
     )
@@ -95,7 +104,13 @@ def simulate(
             continue
         options: dict[str, Any] = {}
         if name == "gpudra":  # on the FGD protocol, under its resource model: shares bound by compute too
-            options = {"policies": policies, "mode": mode, "compute_bound": protocol == "fgd", "node_score": node_score}
+            options = {
+                "policies": policies,
+                "mode": mode,
+                "compute_bound": protocol == "fgd",
+                "node_score": node_score,
+                "gpudra_attributes": gpudra_attributes,
+            }
         if name == "device-plugin" and spec.device_plugin:
             knobs = dict(spec.device_plugin)
             if "drain_max_pods" in knobs:

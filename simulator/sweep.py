@@ -11,6 +11,8 @@ Config (YAML):
     seeds: [0, 1, 2]
     protocol: auto                                        # replay | fgd | auto
     load: 1.3                                             # fgd: workload tuned to 1.3 x capacity
+    consumable_capacity: false                            # gpudra's addition: every pool's GPUs shareable
+    gpudra_attributes: false                              # gpudra's addition: gpu.gpudra.io/nvlinkGroup
     output: sweep-out                                     # results.csv, results.json, index.html, plot
     backend: process                                      # process (all cores) | ray (if installed)
     workers: 0                                            # 0 = all cores
@@ -41,7 +43,7 @@ from .strategies import NODE_SCORES
 __all__ = ["SweepConfig", "Job", "load_sweep", "run_job", "run_sweep"]
 
 _KEYS = {"clusters", "traces", "policies", "strategies", "modes", "node_scores", "seeds", "protocol", "load", "output",
-         "backend", "workers"}  # fmt: skip
+         "backend", "workers", "consumable_capacity", "gpudra_attributes"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,8 @@ class Job:
     protocol: str
     load: float | None
     node_score: str = "least-allocated"
+    consumable_capacity: bool = False
+    gpudra_attributes: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +105,18 @@ def load_sweep(path: str | Path) -> SweepConfig:
     seeds = [int(s) for s in _list(data, "seeds", [0])]
     protocol = str(data.get("protocol", "auto"))
     load = None if data.get("load") is None else float(data["load"])
+    additions = {}
+    for key in ("consumable_capacity", "gpudra_attributes"):
+        value = data.get(key, False)
+        if not isinstance(value, bool):
+            raise InputError(f"{key} must be true or false (got {value!r})", source=str(path))
+        additions[key] = value
     jobs = []
     for cluster, trace, strategy, seed in itertools.product(clusters, traces, strategies, seeds):
         gpudra = strategy == "gpudra"
         variants = itertools.product(policies, modes, node_scores) if gpudra else [(None, "scored", "least-allocated")]
         for policy, mode, node_score in variants:
-            jobs.append(Job(cluster, trace, policy, strategy, mode, seed, protocol, load, node_score))
+            jobs.append(Job(cluster, trace, policy, strategy, mode, seed, protocol, load, node_score, **additions))
     backend = str(data.get("backend", "process"))
     if backend not in ("process", "ray"):
         raise InputError(f"backend must be process or ray (got {backend!r})", source=str(path))
@@ -126,6 +136,8 @@ def run_job(job: Job) -> dict[str, Any]:
         load=job.load,
         mode=job.mode,
         node_score=job.node_score,
+        consumable_capacity=job.consumable_capacity,
+        gpudra_attributes=job.gpudra_attributes,
     )
     summary = result.summary()
     row: dict[str, Any] = {

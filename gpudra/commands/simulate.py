@@ -43,6 +43,8 @@ def simulate(
     load: float | None = None,
     mode: str = "scored",
     node_score: str | None = None,
+    consumable_capacity: bool = False,
+    gpudra_attributes: bool = False,
 ) -> Outcome:
     """Run every strategy, write the report (its path goes to stderr at once), and the table or JSON summary."""
     from simulator.comparison import DEFAULT_STRATEGIES
@@ -68,6 +70,7 @@ def simulate(
             result = run(
                 cluster, trace, policies=policies, strategies=names, seed=seed, protocol=protocol, load=load,
                 mode=checked_mode, node_score=checked_score, progress=progress,
+                consumable_capacity=consumable_capacity, gpudra_attributes=gpudra_attributes,
             )  # fmt: skip
     except (GpudraError, OSError) as exc:
         return input_error(exc)
@@ -107,6 +110,18 @@ def register(app: typer.Typer) -> None:
             help="gpudra's node ranking: least-allocated (kube-scheduler's default), most-allocated, or "
             "fragmentation (FGD's score: a what-if for a fragmentation-aware scheduler).",
         ),
+        consumable_capacity: bool = typer.Option(
+            False,
+            "--consumable-capacity",
+            help="gpudra's addition: publish every pool's whole GPUs as shareable (allowMultipleAllocations, "
+            "DRA consumable capacity), which the NVIDIA DRA driver does not publish.",
+        ),
+        gpudra_attributes: bool = typer.Option(
+            False,
+            "--gpudra-attributes",
+            help="gpudra's addition: publish gpu.gpudra.io/nvlinkGroup on whole GPUs (the driver has no NVLink "
+            "attribute).",
+        ),
     ) -> None:
         """Compare placement strategies; with no arguments: the built-in cluster and workload."""
         emit(
@@ -122,5 +137,7 @@ def register(app: typer.Typer) -> None:
                 load=load,
                 mode=mode,
                 node_score=node_score,
+                consumable_capacity=consumable_capacity,
+                gpudra_attributes=gpudra_attributes,
             )
         )

@@ -46,9 +46,12 @@ def _slice_model(gpu: GPUModel) -> GPUModel:
     return gpu
 
 
-def node_slices(spec: NodeSpec, name: str) -> IndexedSlices:
+def node_slices(spec: NodeSpec, name: str, *, gpudra_attributes: bool = False) -> IndexedSlices:
     """The ResourceSlices of node `name` and their device index: the ones a real node published, as they are
-    (pool and node renamed), else built as `spec` (GPUs allow multiple allocations where sharing is on)."""
+    (pool and node renamed), else built as `spec` exactly as the NVIDIA DRA driver publishes them, plus what
+    gpudra adds only where asked: `allowMultipleAllocations` on whole GPUs of pools with `sharing: true` (DRA
+    consumable capacity, which the NVIDIA driver does not publish) and, with `gpudra_attributes`,
+    `gpu.gpudra.io/nvlinkGroup`."""
     assert spec.gpu is not None
     if spec.slices:
         renamed = copy.deepcopy(list(spec.slices))
@@ -58,7 +61,11 @@ def node_slices(spec: NodeSpec, name: str) -> IndexedSlices:
         return IndexedSlices(renamed, index_devices(spec.slices, spec.gpu))
     layouts = {i: list(spec.layout) for i in range(spec.gpu_count)} if spec.layout else None
     node = synthetic_node(_slice_model(spec.gpu), name, spec.gpu_count, mig_layouts=layouts)
-    made = indexed_node_slices(node, mig_mode="static" if spec.mig == "static" else spec.mig)  # type: ignore[arg-type]
+    made = indexed_node_slices(
+        node,
+        mig_mode="static" if spec.mig == "static" else spec.mig,  # type: ignore[arg-type]
+        gpudra_attributes=gpudra_attributes,
+    )
     if spec.sharing and spec.mig == "none":
         for item in made.slices:
             for device in item["spec"].get("devices") or []:
@@ -84,9 +91,10 @@ _NODE = Node(_POOL)
 class Placer:
     """Asks `dra.allocator` where a claim goes on a node; memoised by node template, device usage and claim."""
 
-    def __init__(self, mode: Mode, *, memoize: bool = True) -> None:
+    def __init__(self, mode: Mode, *, memoize: bool = True, gpudra_attributes: bool = False) -> None:
         self.mode = mode
         self.memoize = memoize
+        self.gpudra_attributes = gpudra_attributes
         self.classes = device_classes()
         self._templates: dict[tuple[Any, ...], _Template] = {}
         self._memo: dict[tuple[Any, ...], Result | None] = {}
@@ -100,7 +108,7 @@ class Placer:
         found = self._templates.get(spec.template)
         if found is None:
             assert spec.gpu is not None
-            made = node_slices(spec, _POOL)
+            made = node_slices(spec, _POOL, gpudra_attributes=self.gpudra_attributes)
             names = {(d.gpu, d.profile.name, d.start): n for n, d in made.devices.items() if d.profile is not None}
             whole = {d.gpu: n for n, d in made.devices.items() if d.profile is None}
             matcher = _memo_matcher(cel_selector_matcher())

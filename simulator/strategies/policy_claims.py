@@ -72,6 +72,7 @@ class PolicyClaims(Strategy):
         node_score: str | None = None,
         memoize: bool = True,
         compute_bound: bool = False,
+        gpudra_attributes: bool = False,
     ) -> None:
         if node_score is not None and node_score not in NODE_SCORES:
             raise ValueError(f"node_score must be one of {', '.join(NODE_SCORES)} (got {node_score!r})")
@@ -86,7 +87,9 @@ class PolicyClaims(Strategy):
         # 1000 milli of the pods' compute shares (the FGD protocol's resource model, which the trace's sharing
         # enforced), so the allocator is offered only GPUs with the pod's share of compute left.
         self.compute_bound = compute_bound
-        self.placer = Placer(cast(Mode, mode), memoize=memoize)
+        # gpudra's NVLink group attribute on the slices: opt-in, as the NVIDIA driver publishes none.
+        self.gpudra_attributes = gpudra_attributes
+        self.placer = Placer(cast(Mode, mode), memoize=memoize, gpudra_attributes=gpudra_attributes)
         from webhook.policy import load_policies, shipped_policies_dir
 
         self.policy_dir = Path(policies) if policies else shipped_policies_dir()
@@ -224,4 +227,5 @@ class PolicyClaims(Strategy):
         return {
             "mode": self.mode, "policies": str(self.policy_dir), "decisions": dict(self.outcomes),
             "allocator_calls": self.placer.calls, "compute_bound": self.compute_bound, "node_score": self.node_score,
+            "gpudra_attributes": self.gpudra_attributes,
         }  # fmt: skip

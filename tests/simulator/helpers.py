@@ -6,9 +6,12 @@ from simulator.cluster import ClusterSpec, NodeSpec, resolve_gpu
 from simulator.workload import SimPod
 
 
-def node(name: str, gpu: str, gpus: int, *, mig: str = "none", cpu: int = 64000, mem: int = 262144) -> NodeSpec:
+def node(
+    name: str, gpu: str, gpus: int, *, mig: str = "none", cpu: int = 64000, mem: int = 262144, sharing: bool = False
+) -> NodeSpec:
+    """`sharing`: gpudra's consumable-capacity addition (the NVIDIA driver's slices have none)."""
     kind = resolve_gpu(gpu)
-    return NodeSpec(name, "pool", cpu, mem, gpus, kind, kind.key, mig)
+    return NodeSpec(name, "pool", cpu, mem, gpus, kind, kind.key, mig, sharing=sharing)
 
 
 def cluster(*nodes: NodeSpec) -> ClusterSpec:

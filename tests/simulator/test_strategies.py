@@ -42,11 +42,14 @@ def test_dra_partitions_on_the_fly() -> None:
         assert rec.waits == {"small": 0.0, "s2": 0.0}
 
 
-def test_gpudra_shares_a_plain_gpu_and_device_plugin_cannot() -> None:
-    spec = cluster(node("t", "L40S", 1))
+def test_gpudra_shares_a_plain_gpu_only_with_consumable_capacity() -> None:
+    shared = cluster(node("t", "L40S", 1, sharing=True))
     pods = [pod(f"p{i}", milli=250, vram=4096, at=i) for i in range(4)]
-    assert summarize(run(spec, pods, make_strategy("gpudra")))["pods_placed"] == 4
-    assert summarize(run(spec, pods, make_strategy("device-plugin")))["pods_placed"] == 1
+    assert summarize(run(shared, pods, make_strategy("gpudra")))["pods_placed"] == 4
+    assert summarize(run(shared, pods, make_strategy("device-plugin")))["pods_placed"] == 1
+    # The NVIDIA driver's own slices: one claim per GPU, as with the device plugin.
+    stock = cluster(node("t", "L40S", 1))
+    assert summarize(run(stock, pods, make_strategy("gpudra")))["pods_placed"] == 1
 
 
 def test_fgd_no_worse_than_any_baseline_by_hand() -> None:
@@ -78,7 +81,8 @@ def test_fgd_protocol_reads_the_kpis_at_80_100_and_130_percent_arrived() -> None
     # fine steps (1.25 % and 2.5 % of 8 GPUs), VRAM in proportion to compute (a T4 has 16 GiB), CPU to spare
     a, b = pod("a", milli=100, vram=1638, cpu=100), pod("b", milli=200, vram=3276, cpu=100)
     pods = [a, b, pod("c", gpus=0, cpu=100)]
-    rec = run(cluster(node("n", "T4", 8)), pods, make_strategy("gpudra"), EngineConfig(protocol="fgd", seed=7))
+    shared = cluster(node("n", "T4", 8, sharing=True))  # gpudra's consumable capacity: fractions share GPUs
+    rec = run(shared, pods, make_strategy("gpudra"), EngineConfig(protocol="fgd", seed=7))
     out = summarize(rec)
     tuned = fgd_workload(pods, 8, 1.3, 7)
     assert out["pods_total"] == len(tuned)
@@ -136,7 +140,7 @@ def test_fgd_breaks_ties_towards_the_fuller_node() -> None:
 
 def test_gpudra_shares_are_bound_by_compute_only_when_asked() -> None:
     # two 0.6-GPU pods with 4 GiB each: memory lets both share one 32 GiB GPU, compute does not
-    spec = cluster(node("v", "V100M32", 1))
+    spec = cluster(node("v", "V100M32", 1, sharing=True))
     pods = [pod("a", milli=600, vram=4096, at=0), pod("b", milli=600, vram=4096, at=1)]
     memory_only = summarize(run(spec, pods, make_strategy("gpudra")))
     bound = summarize(run(spec, pods, make_strategy("gpudra", compute_bound=True)))
