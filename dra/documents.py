@@ -2,6 +2,11 @@
 
 YAML is read the way sigs.k8s.io/yaml reads it for the API server: timestamps stay strings. Duplicate keys are an
 error (PyYAML would silently keep the last one). Every error is an `InputError` naming the file and line.
+
+Parsing and `dump_documents` use libyaml (PyYAML's `CSafeLoader` / `CSafeDumper`, several times faster) when PyYAML
+was built with it, and the pure-Python `SafeLoader` / `SafeDumper` otherwise, with the same result: the same data,
+the same error lines, the same text. Where the two emitters differ (they fold long double-quoted scalars, those
+with escapes, at different columns) a document holding such a scalar is written by the pure-Python emitter.
 """
 
 from __future__ import annotations
@@ -18,11 +23,28 @@ import yaml
 from dra.errors import InputError, ModelValidationError
 from dra.model import KINDS, K8sModel
 
-__all__ = ["Document", "load_documents", "load_objects", "load_objects_by_kind", "read_documents"]
+__all__ = [
+    "Document",
+    "dump_documents",
+    "libyaml_available",
+    "load_documents",
+    "load_objects",
+    "load_objects_by_kind",
+    "parse_yaml",
+    "read_documents",
+]
 
 Source = str | os.PathLike[str]
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def libyaml_available() -> bool:
+    """True when PyYAML has libyaml (its C loader and dumper), checked on each call."""
+    return (
+        bool(getattr(yaml, "__with_libyaml__", False)) and hasattr(yaml, "CSafeLoader") and hasattr(yaml, "CSafeDumper")
+    )
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
@@ -30,7 +52,21 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
 
 
 class _PyLoader(yaml.SafeLoader):
-    """The pure-Python loader, for input nested deeply enough to overflow libyaml's C stack."""
+    """The pure-Python loader: without libyaml, and for input nested deeply enough to overflow libyaml's C stack."""
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
+    """SafeDumper (libyaml when available) that writes repeated objects out instead of as anchors and aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+class _PyDumper(yaml.SafeDumper):
+    """The pure-Python dumper, with the same rule."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -130,7 +166,8 @@ def _yaml_documents(text: str, name: str) -> Iterator[tuple[Any, yaml.Node]]:
     depth = _nesting_estimate(text)
     if depth > _MAX_DEPTH:
         raise InputError(f"invalid YAML: nested too deeply (more than {_MAX_DEPTH} levels)", source=name)
-    loader = _PyLoader(text) if depth > _SAFE_DEPTH else _Loader(text)
+    fast = depth <= _SAFE_DEPTH and _Loader is not _PyLoader and libyaml_available()
+    loader = _Loader(text) if fast else _PyLoader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -222,6 +259,64 @@ def read_documents(source: Source) -> list[Document]:
     for data, node in _yaml_documents(text, name):
         documents.extend(_expand(data, node, name, node.start_mark.line + 1))
     return documents
+
+
+def parse_yaml(source: Source) -> list[Any]:
+    """The documents of a YAML stream as plain data, empty documents left out, with this module's rules (duplicate
+    keys rejected, timestamps as text, libyaml when available); errors are `InputError`s naming the file and line.
+    Unlike `read_documents`, `List`s are not expanded and documents need not be objects."""
+    text, name = _read_source(source)
+    return [data for data, _node in _yaml_documents(text, name) if data is not None]
+
+
+# An escape is at most 10 characters (`\UXXXXXXXX`); a key and its indentation are counted on top of that.
+_ESCAPE_WIDTH = 10
+
+
+def _needs_double_quotes(text: str) -> bool:
+    """Whether the emitter may write `text` double-quoted: characters outside printable ASCII and the line break,
+    or a space next to a line break (PyYAML's `analyze_scalar` rules for SafeDumper without `allow_unicode`)."""
+    return not text.isascii() or not (text.replace("\n", "").isprintable()) or " \n" in text or "\n " in text
+
+
+def _emitters_agree(data: Any, width: int) -> bool:
+    """False when some string of `data` may be folded as a double-quoted scalar, where libyaml and PyYAML differ."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if type(item) is str:
+            if len(item) * _ESCAPE_WIDTH + 2 * depth + 8 >= width and _needs_double_quotes(item):
+                return False
+        elif type(item) is dict:
+            for key, value in item.items():
+                if type(key) is str and len(key) * _ESCAPE_WIDTH + 2 * depth + 8 >= width and _needs_double_quotes(key):
+                    return False
+                stack.append((value, depth + 1 + (len(key) if type(key) is str else 8) // 2))
+        elif type(item) is list:
+            stack.extend((value, depth + 1) for value in item)
+    return True
+
+
+def dump_documents(documents: Iterable[Any], *, explicit_start: bool = False, width: int = 120) -> str:
+    """Documents as one YAML stream: block style, keys in their order, no anchors, `---` between documents (and before
+    the first with `explicit_start`). libyaml writes it when available, with the pure-Python emitter's exact text:
+    a stream with a top-level scalar (libyaml leaves out the `...` that ends it) or a scalar that the two emitters
+    fold differently is written by the pure-Python emitter."""
+    items = list(documents)
+    fast = (
+        _Dumper is not _PyDumper
+        and libyaml_available()
+        and all(type(item) in (dict, list) and _emitters_agree(item, width) for item in items)
+    )
+    text = yaml.dump_all(
+        items,
+        Dumper=_Dumper if fast else _PyDumper,
+        sort_keys=False,
+        default_flow_style=False,
+        width=width,
+        explicit_start=explicit_start or None,
+    )
+    return str(text)
 
 
 def load_documents(source: Source) -> list[dict[str, Any]]:
