@@ -22,8 +22,8 @@ from webhook.policy import HAMI_RESOURCES, Decision
 __all__ = [
     "CLAIM_NAME",
     "MANAGED_BY",
-    "TEMPLATE_PREFIX",
     "POLICY_ANNOTATION",
+    "TEMPLATE_PREFIX",
     "TRANSLATED_ANNOTATION",
     "WOULD_TRANSLATE_ANNOTATION",
     "Translation",
