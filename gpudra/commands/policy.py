@@ -9,15 +9,18 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from dra.errors import InputError
-from webhook.policy import PolicySet, load_policies, policy_files, read_inputs, shipped_policies_dir
+from webhook.policy import Decision, PolicySet, load_policies, policy_files, shipped_policies_dir
 from webhook.policy_testing import run_tests
+from webhook.workload_translation import TemplatePod, namespace_for, namespaces_of
 
 from ..outcome import Outcome, emit
 from ..render.policy import explanation, lint_listing, policy_errors, policy_test_report
+from ._workload_inputs import nothing_to_translate, read_namespace, read_objects, template_pods_of
 
 EXIT_DENIED = 1
 EXIT_INPUT = 2
@@ -53,19 +56,47 @@ def test(paths: Sequence[Source]) -> Outcome:
 def explain(
     pod_file: Source, namespace_file: Source | None = None, policies_dir: Source | None = None, as_json: bool = False
 ) -> Outcome:
-    """Why the policies decide what they decide for one pod; exit 1 when it is denied."""
+    """Why the policies decide what they decide for each pod template of the file (a Pod, a workload, a stream or
+    a `List`); exit 1 when one is denied, 2 when an object could not be read (the others are still explained)."""
     try:
-        pod, namespace = read_inputs(pod_file, namespace_file)
+        documents = read_objects(pod_file)
+        namespace = read_namespace(namespace_file)
     except InputError as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
+    pods, input_errors = template_pods_of(documents)
+    if not pods and not input_errors:
+        return Outcome(stderr=f"error: {nothing_to_translate(pod_file, documents)}\n", code=EXIT_INPUT)
     policies = policy_set(policies_dir).explaining()
-    decision = policies.evaluate(pod, namespace)
-    code = 0 if decision.allowed else EXIT_DENIED
+    known = namespaces_of(documents)
+    decided = [(pod, policies.evaluate(pod.pod, namespace_for(pod, namespace, known)[0])) for pod in pods]
+    stderr = "".join(f"error: {e}\n" for e in input_errors)
+    code = EXIT_INPUT if input_errors else 0 if all(d.allowed for _, d in decided) else EXIT_DENIED
+    lone_pod = len(decided) == 1 and decided[0][0].is_pod and not input_errors
     if as_json:
-        data = decision.to_json()
-        data["errors"] = [str(e) for e in policies.errors]
-        return Outcome(stdout=json.dumps(data, indent=2, sort_keys=False) + "\n", code=code)
-    return Outcome(stdout=explanation(pod, policies, decision), code=code)
+        if lone_pod:
+            data = decided[0][1].to_json()
+            data["errors"] = [str(e) for e in policies.errors]
+        else:
+            data = {
+                "templates": [_template_json(p, d) for p, d in decided],
+                "errors": [str(e) for e in policies.errors],
+            }
+        return Outcome(stdout=json.dumps(data, indent=2, sort_keys=False) + "\n", stderr=stderr, code=code)
+    if lone_pod:
+        return Outcome(stdout=explanation(decided[0][0].pod, policies, decided[0][1]), code=code)
+    texts = [f"== {p.label}\n" + explanation(p.pod, policies, d) for p, d in decided]
+    return Outcome(stdout="\n".join(texts), stderr=stderr, code=code)
+
+
+def _template_json(pod: TemplatePod, decision: Decision) -> dict[str, Any]:
+    return {
+        "kind": pod.kind,
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "path": pod.where,
+        "role": pod.template.role,
+        "decision": decision.to_json(),
+    }
 
 
 policy_app = typer.Typer(help="Lint, test and explain GPUClaimPolicy files.", no_args_is_help=True)
@@ -85,12 +116,12 @@ def _test(paths: list[Path] = typer.Argument(None, help="Test files or directori
 
 @policy_app.command("explain")
 def _explain(
-    pod: Path = typer.Argument(..., help="Pod YAML or JSON."),
+    pod: Path = typer.Argument(..., help="Pods or workloads (YAML or JSON, streams and Lists): each pod template."),
     namespace: Path | None = typer.Option(None, "--namespace", help="Namespace object YAML."),
     policies: Path | None = typer.Option(None, "--policies", help="Policy directory (default: shipped)."),
     as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
 ) -> None:
-    """Show which policies match a pod, the variables, the claim and the verdict."""
+    """Show which policies match each pod template, the variables, the claim and the verdict."""
     emit(explain(pod, namespace, policies, as_json))
 
 
