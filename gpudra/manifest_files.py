@@ -27,7 +27,7 @@ from .render.documents import yaml_stream
 
 __all__ = ["ManifestFile", "read_manifest", "write_atomically"]
 
-_MARKER = re.compile(r"---(?:[ \t]|$)")
+_MARKER = re.compile(r"---(?:[ \t\r]|$)")
 _HEADER = re.compile(r"(?:\s*|\s*#.*|---\s*(?:#.*)?)")
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -40,11 +40,19 @@ class _Chunk:
     text: str
 
 
+# A line as YAML counts them (CR, LF, CRLF, NEL, LS, PS end one), so the numbers match the parser's.
+_LINE = re.compile(r"[^\r\n\x85\u2028\u2029]*(?:\r\n|[\r\n\x85\u2028\u2029]|$)")
+
+
+def _lines(text: str) -> list[str]:
+    return [m.group(0) for m in _LINE.finditer(text) if m.group(0)]
+
+
 def _chunks(text: str) -> list[_Chunk]:
     chunks: list[_Chunk] = []
     current: list[str] = []
     first = 1
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+    for number, line in enumerate(_lines(text), start=1):
         if _MARKER.match(line) and current:
             chunks.append(_Chunk(first, "".join(current)))
             current, first = [], number
@@ -102,14 +110,16 @@ class ManifestFile:
         except (ValueError, yaml.YAMLError):
             raise self._layout_error(chunk) from None
         header: list[str] = []
-        for line in chunk.text.splitlines(keepends=True):
+        for line in _lines(chunk.text):
             if not _HEADER.fullmatch(line.rstrip("\r\n")):
                 break
             header.append(line)
         starts_with_marker = bool(_MARKER.match(chunk.text))
         marker = "---\n" if starts_with_marker and not any(_MARKER.match(line) for line in header) else ""
-        body = yaml_stream([self._reshaped(raw, results, chunk.first_line)])
-        return "".join(header) + marker + body
+        body = marker + yaml_stream([self._reshaped(raw, results, chunk.first_line)])
+        if "\r\n" in chunk.text:
+            body = body.replace("\n", "\r\n")  # the document's line ends as written
+        return "".join(header) + body
 
     def _reshaped(self, raw: Any, results: list[dict[str, Any]], line: int) -> Any:
         """`raw` (a document as parsed) with its objects replaced by `results`: a List keeps its wrapper."""
@@ -135,7 +145,7 @@ class ManifestFile:
 def read_manifest(path: Path) -> ManifestFile:
     """The file's text and objects; `InputError` naming the file and line when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")  # line ends as written: unchanged documents keep them
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", source=str(path)) from None
     except UnicodeDecodeError as exc:

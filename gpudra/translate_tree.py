@@ -168,6 +168,9 @@ def _plan_file(
     denied = _file_messages(rel, objects, ctx.report)
     if errors or denied or not any(o.changed for o in objects):
         return
+    if manifest.path.is_symlink():
+        ctx.report.errors.append(f"{manifest.path}: a symbolic link; not rewritten (translate the file it points to)")
+        return
     try:
         text = manifest.rewritten([o.result for o in objects])
         claims = claims_file_for(manifest.path)

@@ -290,3 +290,27 @@ def test_permissions_of_rewritten_files_are_kept(tmp_path: Path) -> None:
     assert (root / "job-vectoradd.yaml").stat().st_mode & 0o777 == 0o640
     assert (root / "job-vectoradd.gpudra-claims.yaml").stat().st_mode & 0o777 == 0o640
     assert not [p for p in root.iterdir() if p.name.endswith(".tmp")], "no temporary file left behind"
+
+
+def test_crlf_streams_keep_their_unchanged_documents(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    service = SERVICE.replace("\n", "\r\n")
+    job = (FIXTURES / "job-vectoradd.yaml").read_text().replace("\n", "\r\n")
+    (root / "app.yaml").write_bytes((service + "---\r\n" + job).encode())
+    assert translate_directory(root).code == 0
+    text = (root / "app.yaml").read_bytes().decode()
+    assert text.startswith(service + "---\r\n"), "the Service's bytes are kept"
+    assert "\n" not in text.replace("\r\n", ""), "the rewritten Job keeps the file's CRLF line ends"
+    assert [d["kind"] for d in _objects(root / "app.yaml")] == ["Service", "Job"]
+
+
+def test_a_symbolic_link_is_reported_not_replaced(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    target = tmp_path / "job.yaml"
+    shutil.copy(FIXTURES / "job-vectoradd.yaml", target)
+    (root / "job.yaml").symlink_to(target)
+    outcome = translate_directory(root)
+    assert outcome.code == 2 and "a symbolic link; not rewritten" in outcome.stderr
+    assert (root / "job.yaml").is_symlink() and target.read_text() == (FIXTURES / "job-vectoradd.yaml").read_text()
