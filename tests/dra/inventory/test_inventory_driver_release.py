@@ -1,0 +1,61 @@
+"""`gpudra inventory` publishes exactly what the chosen NVIDIA driver release publishes; gpudra adds only on request."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from dra.gpus import NVLINK_GROUP_ATTRIBUTE, driver_shape, node_resource_slices
+from dra.inventory import InventoryError, load_snapshot, node_from_snapshot
+from gpudra.cli import app
+from tests.dra.inventory.nvml_double import SNAPSHOTS
+
+runner = CliRunner()
+HGX = str(SNAPSHOTS / "hgx-h100-8.json")
+
+
+def _devices(args: list[str]) -> list[dict[str, Any]]:
+    result = runner.invoke(app, ["inventory", "--from", HGX, "-o", "json", *args])
+    assert result.exit_code == 0, result.output
+    return [d for s in json.loads(result.stdout)["items"] for d in s["spec"].get("devices", [])]
+
+
+def test_default_is_driver_25_12_exactly() -> None:
+    allowed = driver_shape("25.12").gpu_attributes()
+    devices = _devices([])
+    assert devices and all(set(d["attributes"]) <= allowed for d in devices)
+    assert all("resource.kubernetes.io/pciBusID" in d["attributes"] for d in devices)
+    assert not any(NVLINK_GROUP_ATTRIBUTE in d["attributes"] for d in devices)
+
+
+def test_gpudra_attributes_add_the_nvlink_group_and_nothing_else() -> None:
+    plain, opted = _devices([]), _devices(["--gpudra-attributes"])
+    for a, b in zip(plain, opted, strict=True):
+        assert set(b["attributes"]) - set(a["attributes"]) == {NVLINK_GROUP_ATTRIBUTE}
+        assert b["attributes"][NVLINK_GROUP_ATTRIBUTE] == {"string": "nvswitch-0"}
+
+
+def test_driver_release_25_8_shape_and_bad_release() -> None:
+    devices = _devices(["--driver-release", "25.8"])
+    assert all(
+        "pcieBusID" in d["attributes"] and "resource.kubernetes.io/pciBusID" not in d["attributes"] for d in devices
+    )
+    result = runner.invoke(app, ["inventory", "--from", HGX, "--driver-release", "26.1"])
+    assert result.exit_code == 1 and "must be one of 25.8, 25.12" in result.stderr and "Traceback" not in result.output
+
+
+def test_addressing_mode_round_trips_from_the_snapshot() -> None:
+    snapshot = copy.deepcopy(load_snapshot(HGX))
+    for record in snapshot["gpus"]:
+        record["addressingMode"] = 2  # NVML_DEVICE_ADDRESSING_MODE_ATS, as a coherent-memory system answers
+    node = node_from_snapshot(snapshot)
+    assert {g.addressing_mode for g in node.gpus} == {"ATS"}
+    devices = [d for s in node_resource_slices(node, mig_mode="none") for d in s["spec"]["devices"]]
+    assert {d["attributes"]["addressingMode"]["string"] for d in devices} == {"ATS"}
+    snapshot["gpus"][0]["addressingMode"] = 7
+    with pytest.raises(InventoryError, match="addressingMode 7"):
+        node_from_snapshot(snapshot)
