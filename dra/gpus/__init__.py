@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from dra.gpus import catalog
 from dra.gpus.catalog import GPUModel, all_models, find, get, trace_model, trace_models
-from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu, synthetic_node
+from dra.gpus.compute_domain import (
+    COMPUTE_DOMAIN_DAEMON_CLASS,
+    COMPUTE_DOMAIN_DEFAULT_CHANNEL_CLASS,
+    COMPUTE_DOMAIN_DRIVER,
+    IMEX_CHANNEL_COUNT,
+    compute_domain_device_classes,
+    compute_domain_slices,
+)
+from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu, VfioFacts, synthetic_node
 from dra.gpus.driver_versions import (
     DEFAULT_DRIVER_RELEASE,
     DRIVER_RELEASES,
@@ -27,6 +35,7 @@ from dra.gpus.mig_parted import (
 )
 from dra.gpus.slices import (
     DRIVER,
+    VFIO_DEVICE_CLASS,
     IndexedSlices,
     MigMode,
     SliceDevice,
@@ -37,10 +46,14 @@ from dra.gpus.slices import (
     resource_slices,
     slice_limit_errors,
     to_models,
+    vfio_device_uuid,
 )
 from dra.gpus.topology import NVLINK_GROUP_ATTRIBUTE, NvlinkKind, NvlinkTopology
 
 __all__ = [
+    "COMPUTE_DOMAIN_DAEMON_CLASS",
+    "COMPUTE_DOMAIN_DEFAULT_CHANNEL_CLASS",
+    "COMPUTE_DOMAIN_DRIVER",
     "DEFAULT_DRIVER_RELEASE",
     "DRIVER",
     "DRIVER_RELEASES",
@@ -48,6 +61,7 @@ __all__ = [
     "DriverShape",
     "GPUDRA_ATTRIBUTES",
     "GPUModel",
+    "IMEX_CHANNEL_COUNT",
     "IndexedSlices",
     "MIG_CONFIG_LABEL",
     "MigGeometry",
@@ -62,9 +76,13 @@ __all__ = [
     "PhysicalGpu",
     "Placement",
     "SliceDevice",
+    "VFIO_DEVICE_CLASS",
+    "VfioFacts",
     "all_models",
     "apply_mig_config",
     "catalog",
+    "compute_domain_device_classes",
+    "compute_domain_slices",
     "device_classes",
     "driver_shape",
     "find",
@@ -81,4 +99,5 @@ __all__ = [
     "to_models",
     "trace_model",
     "trace_models",
+    "vfio_device_uuid",
 ]

@@ -16,7 +16,13 @@ from dra.gpus.catalog import GPUModel
 from dra.gpus.mig import MigGeometry, Placement
 from dra.gpus.topology import NvlinkKind, NvlinkTopology
 
-__all__ = ["MigInstance", "NodeGpus", "PhysicalGpu", "synthetic_node"]
+__all__ = [
+    "MigInstance",
+    "NodeGpus",
+    "PhysicalGpu",
+    "VfioFacts",
+    "synthetic_node",
+]
 
 # Fixed namespace so that synthetic UUIDs are stable across runs and machines.
 _UUID_NAMESPACE = uuid.UUID("6f1d4d53-7f43-4a4e-9d0c-6770756472a1")
@@ -33,6 +39,55 @@ class MigInstance:
     profile: str
     start: int
     uuid: str
+
+
+PciResource = tuple[int, int, int]  # one line of sysfs `resource`: (start, end, flags)
+
+_U64 = (1 << 64) - 1
+
+
+def _next_power_of_2(n: int) -> int:
+    """go-nvlib calcNextPowerOf2 on a uint64 (0 stays 0: the decrement wraps and the increment wraps back)."""
+    n = (n - 1) & _U64
+    for shift in (1, 2, 4, 8, 16, 32):
+        n |= n >> shift
+    return (n + 1) & _U64
+
+
+@dataclass(frozen=True)
+class VfioFacts:
+    """What the driver's VFIO (passthrough) device needs that NVML and the catalog cannot say, read from sysfs.
+
+    Recorded by `dra.inventory` (`/sys/bus/pci/devices/<bus>/{vendor,device,numa_node,resource}`, the PCI ID
+    database, `/dev/iommu`); None marks a fact that was not recorded. Never synthesised from the catalog."""
+
+    vendor_id: int | None = None  # sysfs `vendor` (0x10de)
+    device_id: int | None = None  # sysfs `device` (0x20b0)
+    device_name: str | None = None  # PCI ID database name ("GA100 [A100 SXM4 40GB]"); None: no database read
+    numa_node: int | None = None  # sysfs `numa_node` as written there (-1 where the platform has none)
+    resources: tuple[PciResource, ...] | None = None  # sysfs `resource`, every line in order
+    iommu_fd: bool | None = None  # /dev/iommu exists (IOMMUFD)
+
+    @property
+    def addressable_memory_bytes(self) -> int | None:
+        """go-nvlib `GetTotalAddressableMemory(true)`'s 64-bit sum: the first six BARs (non-empty lines), 64-bit
+        memory windows summed and rounded up to a power of two (the driver's `addressableMemory`)."""
+        if self.resources is None:
+            return None
+        total = 0
+        for count, (key, (start, end, flags)) in enumerate(
+            (k, r) for k, r in enumerate(self.resources) if (r[1] - r[0]) & _U64 != 0
+        ):
+            if key >= 6 or count == 6:
+                break
+            if flags & 0x06 == 0x04:
+                total += ((end - start) & _U64) + 1
+        return _next_power_of_2(total & _U64)
+
+    def missing(self) -> list[str]:
+        """The facts not recorded, by field name."""
+        names = ("vendor_id", "device_id", "device_name", "numa_node", "resources", "iommu_fd")
+        return [n for n in names if getattr(self, n) is None]
 
 
 @dataclass(frozen=True)
@@ -55,6 +110,7 @@ class PhysicalGpu:
     mig_enabled: bool = False
     mig: MigGeometry | None = None  # the GI profiles this GPU offers (from NVML, or the catalog)
     mig_instances: tuple[MigInstance, ...] = ()
+    vfio: VfioFacts | None = None  # sysfs facts for the driver's VFIO device (recorded nodes only)
 
     @property
     def name(self) -> str:

@@ -10,7 +10,15 @@ to them, and the differences between releases are parameters of the slice genera
 | MIG device name | `gpu-<m>-mig-<GI profile id>-<start>-<size>` | `gpu-<m>-mig-<profile>-<GI profile id>-<start>` |
 | `addressingMode` (coherent systems) | no | when NVML reports one |
 | DynamicMIG (partitionable devices) | no | yes (feature gate) |
-| VFIO passthrough devices | no | yes (feature gate) |
+| VFIO passthrough devices | no | yes (feature gate PassthroughSupport; shape of main / v0.4.0, see below) |
+
+VFIO devices (`gpu-vfio-<i>`, `VfioDeviceInfo.GetDevice`): the tag v25.12.0 already has the type, the feature gate
+and the `vfio.gpu.nvidia.com` DeviceClass, but its kubelet plugin announces none: `enumerateGpuPciDevices`
+(nvlib.go at v25.12.0) looks each PCI function's parent GPU up in a map it has just created empty, so every
+function is skipped. Commit 3b96cd74 ("Bug fixes for PassthroughSupport feature", in v0.4.0 and main) fixed
+that and added `iommuFDEnabled`; `vfio_attributes()` is that published set, which gpudra generates for the
+25.12 line on request (`passthrough=True`). The compute-domain plugin's devices (`channel-0`, `daemon-0`) are
+the same in both releases (`dra.gpus.compute_domain`).
 
 Neither release publishes a NUMA node or anything about NVLink for a GPU; what gpudra adds on request is
 `GPUDRA_ATTRIBUTES`, in gpudra's own domain.
@@ -71,6 +79,10 @@ class DriverShape:
         return self.gpu_attributes() | {"parentUUID", "profile"}
 
     def vfio_attributes(self) -> frozenset[str]:
+        """Every attribute a VFIO device may carry (main / v0.4.0 `VfioDeviceInfo.GetDevice`; `pcieRoot` only when
+        resolvable); its one capacity is `addressableMemory`. Empty where the release publishes no VFIO device."""
+        if not self.vfio:
+            return frozenset()
         return frozenset(
             {"type", "uuid", "deviceID", "vendorID", "numa", "productName", "iommuFDEnabled"}
             | {PCI_BUS_ID_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE}

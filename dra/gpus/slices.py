@@ -7,20 +7,22 @@ whole GPU consuming all of it, every (profile, placement) a device consuming its
 1.34 layout = one slice per GPU, 1.35 layout = counter-only slices first, then one device-only slice per GPU).
 Devices carry exactly the attributes the chosen driver release publishes (`dra.gpus.driver_versions`: 25.8 or
 25.12, the default); gpudra's own `gpu.gpudra.io/nvlinkGroup` is added to whole GPUs only with
-`gpudra_attributes=True` (docs/gpu-catalog.md).
+`gpudra_attributes=True` (docs/gpu-catalog.md). `passthrough=True` (the driver's PassthroughSupport feature gate)
+adds the `gpu-vfio-<i>` devices, built from the sysfs facts a recorded node carries (`PhysicalGpu.vfio`).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from dra.errors import InputError
 from dra.gpus.catalog import GPUModel
-from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu
+from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu, VfioFacts
 from dra.gpus.driver_versions import (
     DEFAULT_DRIVER_RELEASE,
     PCI_BUS_ID_ATTRIBUTE,
@@ -38,6 +40,7 @@ __all__ = [
     "IndexedSlices",
     "MigMode",
     "SliceDevice",
+    "VFIO_DEVICE_CLASS",
     "device_classes",
     "index_devices",
     "indexed_node_slices",
@@ -46,9 +49,11 @@ __all__ = [
     "resource_slices",
     "slice_limit_errors",
     "to_models",
+    "vfio_device_uuid",
 ]
 
 DRIVER = "gpu.nvidia.com"
+VFIO_DEVICE_CLASS = "vfio.gpu.nvidia.com"
 MigMode = Literal["none", "static", "dynamic"]
 API_VERSION = "resource.k8s.io/v1"
 
@@ -334,6 +339,68 @@ def index_devices(slices: Iterable[Mapping[str, Any]], model: GPUModel) -> Devic
     return index
 
 
+# -- VFIO (PassthroughSupport) -------------------------------------------------------------------------
+def vfio_device_uuid(pci_bus_id: str) -> str:
+    """The driver's VFIO device UUID: `uuid.NewSHA1(uuid.NameSpaceDNS, <PCI address>)` (nvlib.go getVfioDeviceInfo)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, pci_bus_id))
+
+
+def _vfio_facts(gpu: PhysicalGpu, node: NodeGpus) -> VfioFacts:
+    facts = gpu.vfio or VfioFacts()
+    missing = facts.missing()
+    if missing:
+        raise ValueError(
+            f"{node.node_name}: {gpu.name} ({gpu.pci_bus_id}) has no recorded {', '.join(missing)} for its VFIO "
+            "device (read from sysfs by `gpudra inventory`; a catalog-built node does not know them)"
+        )
+    return facts
+
+
+def vfio_device(gpu: PhysicalGpu, node: NodeGpus, index: int) -> dict[str, Any]:
+    """The driver's `gpu-vfio-<index>` device for `gpu` (`VfioDeviceInfo.GetDevice`, main / v0.4.0): `index` is the
+    GPU's position among the node's NVIDIA GPU PCI functions in address order (nvpci GetGPUs). Raises ValueError
+    naming the facts `gpu.vfio` lacks."""
+    facts = _vfio_facts(gpu, node)
+    assert facts.vendor_id is not None and facts.device_id is not None and facts.numa_node is not None
+    assert facts.addressable_memory_bytes is not None and facts.iommu_fd is not None
+    attrs: dict[str, dict[str, Any]] = {
+        "type": {"string": "vfio"},
+        "uuid": {"string": vfio_device_uuid(gpu.pci_bus_id)},
+        "deviceID": {"string": f"0x{facts.device_id:04x}"},
+        "vendorID": {"string": f"0x{facts.vendor_id:04x}"},
+        "numa": {"int": facts.numa_node},
+        "productName": {"string": facts.device_name},
+        "iommuFDEnabled": {"bool": facts.iommu_fd},
+        PCI_BUS_ID_ATTRIBUTE: {"string": gpu.pci_bus_id},
+    }
+    if gpu.pcie_root:
+        attrs[PCIE_ROOT_ATTRIBUTE] = {"string": gpu.pcie_root}
+    return {
+        "name": f"gpu-vfio-{index}",
+        "attributes": _sorted(attrs),
+        "capacity": _capacity({"addressableMemory": facts.addressable_memory_bytes}),
+    }
+
+
+def _vfio_devices(gpus: Sequence[PhysicalGpu], node: NodeGpus, mig_mode: MigMode) -> list[dict[str, Any]]:
+    """One VFIO device per GPU without MIG devices (`vfioEnabled = len(migdevs) == 0`); a GPU with static MIG
+    devices gets none, but keeps its index in the PCI order."""
+    missing = [
+        f"{g.name}: {', '.join((g.vfio or VfioFacts()).missing())}" for g in gpus if (g.vfio or VfioFacts()).missing()
+    ]
+    if missing:
+        raise ValueError(
+            f"{node.node_name}: passthrough needs the sysfs facts of each GPU's VFIO device, not recorded for "
+            + "; ".join(missing)
+            + " (record the node with `gpudra inventory`; the catalog cannot know PCI names or BAR sizes)"
+        )
+    return [
+        vfio_device(gpu, node, i)
+        for i, gpu in enumerate(gpus)
+        if not (mig_mode == "static" and gpu.mig_enabled and gpu.mig_instances)
+    ]
+
+
 # -- slices ---------------------------------------------------------------------------------------------
 def _chunks(items: Sequence[Any], size: int) -> list[list[Any]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)] or [[]]
@@ -347,13 +414,16 @@ def node_resource_slices(
     generation: int = 1,
     driver_release: str = DEFAULT_DRIVER_RELEASE,
     gpudra_attributes: bool = False,
+    passthrough: bool = False,
 ) -> list[dict[str, Any]]:
     """The ResourceSlices driver release `driver_release` publishes for `node` (pool = node name), as dicts.
 
     `k8s_version` picks the DynamicMIG slice layout (< 1.35 combined, >= 1.35 split). Where the driver would
     break a limit (more than 8 GPUs' counter sets in one 1.35 slice, more than 64 devices with counters) the
     sets and devices are spread over more slices; for up to 8 GPUs the output is the driver's.
-    `gpudra_attributes` adds gpudra's `gpu.gpudra.io/nvlinkGroup` to whole GPUs (the driver publishes none)."""
+    `gpudra_attributes` adds gpudra's `gpu.gpudra.io/nvlinkGroup` to whole GPUs (the driver publishes none).
+    `passthrough` is the driver's PassthroughSupport gate: a `gpu-vfio-<i>` device beside each GPU without MIG
+    devices (25.12 line only; not with DynamicMIG; needs every GPU's recorded `PhysicalGpu.vfio` facts)."""
     return indexed_node_slices(
         node,
         mig_mode=mig_mode,
@@ -361,6 +431,7 @@ def node_resource_slices(
         generation=generation,
         driver_release=driver_release,
         gpudra_attributes=gpudra_attributes,
+        passthrough=passthrough,
     ).slices
 
 
@@ -372,12 +443,25 @@ def indexed_node_slices(
     generation: int = 1,
     driver_release: str = DEFAULT_DRIVER_RELEASE,
     gpudra_attributes: bool = False,
+    passthrough: bool = False,
 ) -> IndexedSlices:
-    """`node_resource_slices`, with each device's GPU index, MIG profile and start by device name."""
+    """`node_resource_slices`, with each device's GPU index, MIG profile and start by device name (VFIO devices
+    are not indexed: like `index_devices`, the index holds GPU and MIG devices only)."""
     index: DeviceIndex = {}
     split = parse_k8s_version(k8s_version) >= (1, 35)
     pub = _publish(node, driver_release, gpudra_attributes)
     gpus = sorted(node.gpus, key=lambda g: g.pci_bus_id)  # the driver walks GPUs by PCI bus id
+    if passthrough:
+        if not pub.shape.vfio:
+            raise ValueError(
+                f"passthrough: NVIDIA DRA driver {pub.shape.release} has no PassthroughSupport (VFIO devices are "
+                "published from the 25.12 line on)"
+            )
+        if mig_mode == "dynamic":
+            raise ValueError(
+                "passthrough: the driver's PassthroughSupport and DynamicMIG feature gates are mutually exclusive "
+                "(pkg/featuregates); use mig_mode 'static' or 'none'"
+            )
     specs: list[dict[str, Any]] = []
     if mig_mode in ("none", "static"):
         devices: list[dict[str, Any]] = []
@@ -387,6 +471,8 @@ def indexed_node_slices(
                 devices.append(_full_gpu_device(gpu, node, pub))
             else:
                 devices.extend(_static_devices(gpu, node, pub, index))
+        if passthrough:
+            devices.extend(_vfio_devices(gpus, node, mig_mode))
         devices.sort(key=lambda d: d["name"])
         specs = [{"devices": chunk} for chunk in _chunks(devices, MAX_DEVICES)]
     elif mig_mode == "dynamic":
@@ -427,8 +513,9 @@ def _slice(node_name: str, j: int, spec: dict[str, Any], generation: int, count:
     }
 
 
-def device_classes(api_version: str = API_VERSION) -> list[dict[str, Any]]:
-    """The DeviceClasses the NVIDIA chart creates for GPUs (deviceclass-gpu.yaml, deviceclass-mig.yaml)."""
+def device_classes(api_version: str = API_VERSION, *, vfio: bool = False) -> list[dict[str, Any]]:
+    """The DeviceClasses the NVIDIA chart creates for GPUs (deviceclass-gpu.yaml, deviceclass-mig.yaml), and with
+    `vfio=True` also `vfio.gpu.nvidia.com` (deviceclass-vfio-gpu.yaml, for passthrough slices)."""
 
     def cls(name: str, kind: str) -> dict[str, Any]:
         expression = f"device.driver == '{DRIVER}' && device.attributes['{DRIVER}'].type == '{kind}'"
@@ -437,7 +524,10 @@ def device_classes(api_version: str = API_VERSION) -> list[dict[str, Any]]:
             spec["extendedResourceName"] = "nvidia.com/gpu"
         return {"apiVersion": api_version, "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
 
-    return [cls("gpu.nvidia.com", "gpu"), cls("mig.nvidia.com", "mig")]
+    classes = [cls("gpu.nvidia.com", "gpu"), cls("mig.nvidia.com", "mig")]
+    if vfio:
+        classes.append(cls(VFIO_DEVICE_CLASS, "vfio"))
+    return classes
 
 
 # -- limits ---------------------------------------------------------------------------------------------
@@ -514,6 +604,7 @@ def resource_slices(
     generation: int = 1,
     driver_release: str = DEFAULT_DRIVER_RELEASE,
     gpudra_attributes: bool = False,
+    passthrough: bool = False,
 ) -> list[ResourceSlice]:
     """`node_resource_slices` as `dra.model.ResourceSlice` objects (`to_k8s()` gives the dicts back)."""
     slices = node_resource_slices(
@@ -523,5 +614,6 @@ def resource_slices(
         generation=generation,
         driver_release=driver_release,
         gpudra_attributes=gpudra_attributes,
+        passthrough=passthrough,
     )
     return [ResourceSlice.from_k8s(s) for s in slices]
