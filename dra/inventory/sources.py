@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from dra import gpus
-from dra.gpus import DEFAULT_DRIVER_RELEASE, MigMode, node_resource_slices, synthetic_node
+from dra.gpus import (
+    DEFAULT_DRIVER_RELEASE,
+    MigMode,
+    apply_mig_config,
+    load_mig_parted,
+    node_resource_slices,
+    synthetic_node,
+)
 from dra.inventory.nvml import capture
 from dra.inventory.snapshot import load_snapshot, node_from_snapshot, save_snapshot, snapshot_from_node
 
@@ -31,10 +38,19 @@ def inventory_slices(
     k8s_version: str = "1.35",
     driver_release: str = DEFAULT_DRIVER_RELEASE,
     gpudra_attributes: bool = False,
+    mig_config: str | Path | None = None,
+    mig_config_name: str | None = None,
     nvml: Any | None = None,
 ) -> list[dict[str, Any]]:
     """ResourceSlices for a snapshot file, a catalog model (synthetic node) or, by default, this machine, exactly
-    as NVIDIA DRA driver `driver_release` publishes them; `gpudra_attributes` adds gpudra's NVLink groups."""
+    as NVIDIA DRA driver `driver_release` publishes them; `gpudra_attributes` adds gpudra's NVLink groups.
+
+    `mig_config` + `mig_config_name`: first apply that named layout of a mig-parted config file (what the GPU
+    Operator does for a node labelled `nvidia.com/mig.config=<name>`), so `static` mode publishes its MIG devices."""
+    if (mig_config is None) != (mig_config_name is None):
+        raise ValueError(
+            "a mig-parted config needs both the file and the config name (--mig-config, --mig-config-name)"
+        )
     if catalog_model is not None:
         node = synthetic_node(gpus.get(catalog_model), node_name or "node-0", count)
         snapshot = snapshot_from_node(node)
@@ -43,6 +59,8 @@ def inventory_slices(
     else:
         snapshot = capture(nvml, node_name=node_name or default_node_name())
     node = node_from_snapshot(snapshot, node_name)
+    if mig_config is not None and mig_config_name is not None:
+        node = apply_mig_config(node, load_mig_parted(mig_config), mig_config_name)
     return node_resource_slices(
         node,
         mig_mode=mig_mode,

@@ -36,6 +36,8 @@ def inventory(
     count: int | None = None,
     driver_release: str = DEFAULT_DRIVER_RELEASE,
     gpudra_attributes: bool = False,
+    mig_config: Path | None = None,
+    mig_config_name: str | None = None,
 ) -> Outcome:
     """The slices as a YAML stream or a JSON `List`; with `capture_file`, the snapshot written there instead."""
     try:
@@ -56,6 +58,8 @@ def inventory(
             k8s_version=k8s_version,
             driver_release=driver_release,
             gpudra_attributes=gpudra_attributes,
+            mig_config=mig_config,
+            mig_config_name=mig_config_name,
         )
     except NvmlUnavailable as exc:
         hint = "hint: use --from SNAPSHOT.json or --catalog MODEL to build slices without a GPU\n"
@@ -84,6 +88,12 @@ def register(app: typer.Typer) -> None:
             "--gpudra-attributes",
             help="Also publish gpudra's gpu.gpudra.io/nvlinkGroup (the NVIDIA driver publishes no NVLink attribute).",
         ),
+        mig_config: Path | None = typer.Option(
+            None, "--mig-config", help="A mig-parted config file (or the GPU Operator's ConfigMap holding one)."
+        ),
+        mig_config_name: str | None = typer.Option(
+            None, "--mig-config-name", help="The config to apply first (the node's nvidia.com/mig.config label)."
+        ),
     ) -> None:
         """Print this node's ResourceSlices; --capture writes a snapshot, --from reads one, --catalog invents one."""
         emit(
@@ -98,5 +108,7 @@ def register(app: typer.Typer) -> None:
                 count=count,
                 driver_release=driver_release,
                 gpudra_attributes=gpudra_attributes,
+                mig_config=mig_config,
+                mig_config_name=mig_config_name,
             )
         )

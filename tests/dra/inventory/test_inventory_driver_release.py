@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,3 +60,27 @@ def test_addressing_mode_round_trips_from_the_snapshot() -> None:
     snapshot["gpus"][0]["addressingMode"] = 7
     with pytest.raises(InventoryError, match="addressingMode 7"):
         node_from_snapshot(snapshot)
+
+
+MIG_PARTED = """version: v1
+mig-configs:
+  all-balanced:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
+"""
+
+
+def test_a_mig_parted_layout_is_published_as_the_static_mig_devices(tmp_path: Path) -> None:
+    config = tmp_path / "mig-parted.yaml"
+    config.write_text(MIG_PARTED)
+    args = ["inventory", "--catalog", "A100-SXM4-80GB", "--count", "2", "-o", "json", "--mig-config", str(config)]
+    result = runner.invoke(app, [*args, "--mig-config-name", "all-balanced"])
+    assert result.exit_code == 0, result.output
+    names = sorted(d["name"] for s in json.loads(result.stdout)["items"] for d in s["spec"]["devices"])
+    per_gpu = ["mig-1g10gb-19-0", "mig-1g10gb-19-1", "mig-2g20gb-14-2", "mig-3g40gb-9-4"]
+    assert names == sorted(f"gpu-{g}-{n}" for g in (0, 1) for n in per_gpu)
+    unknown = runner.invoke(app, [*args, "--mig-config-name", "all-7g"])
+    assert unknown.exit_code == 1 and "no mig-config 'all-7g' (configs: all-balanced)" in unknown.stderr
+    half = runner.invoke(app, args)
+    assert half.exit_code == 1 and "needs both the file and the config name" in half.stderr
