@@ -3,6 +3,9 @@
 Nothing here changes a GPU setting, the MIG mode or a partition: the only calls are queries, plus `nvmlInit` and
 `nvmlShutdown`. The snapshot records what NVML (and sysfs, for the PCIe root and NUMA node the DRA driver reads
 there) returned, raw: enums as integers, bus ids as NVML prints them. `dra.inventory.snapshot` interprets it.
+Where sysfs has them, each GPU also gets `sysfsPci`: the PCI `vendor`, `device` and `resource` files as written
+there, the PCI ID database's name for the device and whether `/dev/iommu` exists -- what the driver's VFIO
+(passthrough) device is built from (go-nvlib nvpci, `checkIommuFDEnabled`); all read-only.
 The NVML module is a parameter so tests can pass a double of the pynvml functions.
 """
 
@@ -10,14 +13,24 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from dra.errors import GpudraError
 
-__all__ = ["InventoryError", "NvmlUnavailable", "capture"]
+__all__ = ["InventoryError", "NvmlUnavailable", "PCI_IDS_PATHS", "capture", "pci_device_name"]
 
 SCHEMA = "gpudra.io/inventory-snapshot/v1"
+# Where go-nvlib's pciids looks for the PCI ID database, in order (before its embedded copy, which gpudra lacks).
+PCI_IDS_PATHS: tuple[Path, ...] = (
+    Path("/usr/share/misc/pci.ids"),
+    Path("/usr/local/share/pci.ids"),
+    Path("/usr/share/hwdata/pci.ids"),
+    Path("/usr/share/pci.ids"),
+)
+# go-nvlib nvpci's name for a device the database does not list.
+UNKNOWN_DEVICE = "UNKNOWN_DEVICE"
 
 
 class InventoryError(GpudraError):
@@ -32,10 +45,43 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _pci_ids_names(text: str, vendor_id: int) -> dict[int, str]:
+    """Device id -> name of one vendor in a pci.ids text, parsed as go-nvlib pciids does (names trimmed)."""
+    names: dict[int, str] = {}
+    current: int | None = None
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if line[0] in "0123456789abcdef":
+            current = int(line[:4], 16)
+            if current == vendor_id:
+                names = {}  # a repeated vendor entry replaces the earlier one
+        elif line.startswith("C"):
+            current = None
+        elif current == vendor_id and line.startswith("\t") and not line.startswith("\t\t"):
+            entry = line.strip()
+            names[int(entry[:4], 16)] = entry[4:].strip()
+    return names
+
+
+def pci_device_name(vendor_id: int, device_id: int, paths: Sequence[Path] = PCI_IDS_PATHS) -> str | None:
+    """The PCI ID database's name for a device, from the first database in `paths` that can be read (nvpci's
+    `DeviceName`): `UNKNOWN_DEVICE` when it does not list the device, None when no database is there."""
+    for path in paths:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        return _pci_ids_names(text, vendor_id).get(device_id, UNKNOWN_DEVICE)
+    return None
+
+
 class _Reader:
-    def __init__(self, nvml: Any, sysfs: Path) -> None:
+    def __init__(self, nvml: Any, sysfs: Path, dev: Path, pci_ids: Sequence[Path]) -> None:
         self.nvml = nvml
         self.sysfs = sysfs
+        self.dev = dev
+        self.pci_ids = tuple(pci_ids)
 
     def optional(self, fn: str, *args: Any) -> Any:
         """Call an NVML query; None when this GPU or driver does not support it (or the symbol is missing)."""
@@ -58,6 +104,28 @@ class _Reader:
             return int((self.sysfs / "bus" / "pci" / "devices" / bus_id / "numa_node").read_text().strip())
         except (OSError, ValueError):
             return None
+
+    def sysfs_pci(self, bus_id: str) -> dict[str, Any] | None:
+        """The PCI function's `vendor`, `device` and `resource` files (raw), its PCI ID database name and whether
+        /dev/iommu exists; None when sysfs has no such files for it."""
+        base = self.sysfs / "bus" / "pci" / "devices" / bus_id
+        try:
+            vendor = (base / "vendor").read_text().strip()
+            device = (base / "device").read_text().strip()
+            resource = (base / "resource").read_text().strip().splitlines()
+        except OSError:
+            return None
+        try:
+            name = pci_device_name(int(vendor, 0), int(device, 0), self.pci_ids)
+        except ValueError:
+            name = None
+        return {
+            "vendor": vendor,
+            "device": device,
+            "resource": resource,
+            "deviceName": name,
+            "devIommu": (self.dev / "iommu").exists(),
+        }
 
     def mig_profiles(self, handle: Any) -> list[dict[str, Any]]:
         nv = self.nvml
@@ -181,6 +249,9 @@ class _Reader:
         addressing = self.addressing_mode(handle)
         if addressing is not None:  # only coherent-memory platforms answer (GH200, GB200)
             record["addressingMode"] = addressing
+        pci_facts = self.sysfs_pci(short)
+        if pci_facts is not None:
+            record["sysfsPci"] = pci_facts
         if mig_mode is not None:
             record["migProfiles"] = self.mig_profiles(handle)
             if mig_mode[0] == getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1):
@@ -194,8 +265,16 @@ def _short_bus_id(bus_id: str) -> str:
     return f"{int(domain, 16):04x}:{rest}" if rest else bus_id.lower()
 
 
-def capture(nvml: Any | None = None, *, sysfs: Path = Path("/sys"), node_name: str = "") -> dict[str, Any]:
+def capture(
+    nvml: Any | None = None,
+    *,
+    sysfs: Path = Path("/sys"),
+    node_name: str = "",
+    dev: Path = Path("/dev"),
+    pci_ids: Sequence[Path] = PCI_IDS_PATHS,
+) -> dict[str, Any]:
     """Read every GPU of this machine into a snapshot dict (schema `gpudra.io/inventory-snapshot/v1`).
+    `sysfs`, `dev` and `pci_ids` locate /sys, /dev and the PCI ID databases (tests point them at fakes).
 
     Raises `NvmlUnavailable` with a readable message when NVML cannot start (no driver, no library, no GPU)."""
     if nvml is None:
@@ -209,7 +288,7 @@ def capture(nvml: Any | None = None, *, sysfs: Path = Path("/sys"), node_name: s
     except nvml.NVMLError as exc:
         raise NvmlUnavailable(f"NVML could not start: {exc} (is the NVIDIA driver installed and loaded?)") from exc
     try:
-        reader = _Reader(nvml, sysfs)
+        reader = _Reader(nvml, sysfs, dev, pci_ids)
         count = int(nvml.nvmlDeviceGetCount())
         if count == 0:
             raise NvmlUnavailable("NVML found no GPU on this machine")

@@ -3,7 +3,8 @@
 A snapshot (schema `gpudra.io/inventory-snapshot/v1`) is the raw record `dra.inventory.nvml.capture` makes.
 `node_from_snapshot` is the one interpretation used for live reads and recorded files alike: NVML enums to the
 DRA driver's strings, bus ids normalised, MIG profiles and instances, and the NVLink peer map turned into a
-topology. `snapshot_from_node` writes a catalog-built node in the same raw form (`"source": "catalog"`).
+topology, and a GPU's recorded `sysfsPci` files into `dra.gpus.VfioFacts` (for passthrough slices).
+`snapshot_from_node` writes a catalog-built node in the same raw form (`"source": "catalog"`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from dra import gpus
 from dra.errors import InputError
-from dra.gpus import MigGeometry, MigInstance, MigProfile, NodeGpus, NvlinkTopology, PhysicalGpu
+from dra.gpus import MigGeometry, MigInstance, MigProfile, NodeGpus, NvlinkTopology, PhysicalGpu, VfioFacts
 from dra.inventory.nvml import SCHEMA, InventoryError, _short_bus_id
 
 __all__ = ["SCHEMA", "load_snapshot", "node_from_snapshot", "save_snapshot", "snapshot_from_node"]
@@ -193,6 +194,43 @@ def _addressing_mode(value: Any) -> str | None:
     return ADDRESSING_MODES[value]
 
 
+def _uint(text: str) -> int:
+    """strconv.ParseUint(text, 0, 64) as nvpci calls it, whose error it ignores (0)."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        return 0
+
+
+def _resources(lines: list[str], where: str) -> tuple[tuple[int, int, int], ...]:
+    """sysfs `resource` lines as go-nvlib nvpci reads them: exactly three space-separated numbers per line."""
+    out = []
+    for i, line in enumerate(lines):
+        values = line.split(" ")
+        if len(values) != 3:
+            raise InventoryError(f"{where}: sysfsPci.resource line {i} is not `start end flags`: {line!r}")
+        out.append((_uint(values[0]), _uint(values[1]), _uint(values[2])))
+    return tuple(out)
+
+
+def _vfio(record: Mapping[str, Any]) -> VfioFacts | None:
+    pci = record.get("sysfsPci")
+    if pci is None:
+        return None
+    where = f"GPU {record.get('index')} ({record.get('pciBusId')})"
+    vendor, device = pci.get("vendor"), pci.get("device")
+    resource = pci.get("resource")
+    numa = record.get("sysfsNumaNode")
+    return VfioFacts(
+        vendor_id=int(vendor, 0) if vendor is not None else None,
+        device_id=int(device, 0) if device is not None else None,
+        device_name=pci.get("deviceName"),
+        numa_node=int(numa) if numa is not None else None,
+        resources=_resources(list(resource), where) if resource is not None else None,
+        iommu_fd=pci.get("devIommu"),
+    )
+
+
 def _gpu(record: Mapping[str, Any]) -> PhysicalGpu:
     product = str(record["name"])
     model = gpus.find(product)
@@ -230,6 +268,7 @@ def _gpu(record: Mapping[str, Any]) -> PhysicalGpu:
         mig_enabled=bool(mig_mode and mig_mode.get("current") == 1),
         mig=mig,
         mig_instances=_instances(list(record.get("migInstances") or []), mig),
+        vfio=_vfio(record),
     )
 
 
@@ -301,6 +340,8 @@ def snapshot_from_node(node: NodeGpus, source: str = "catalog") -> dict[str, Any
         )
         if g.addressing_mode is not None:
             gpus[-1]["addressingMode"] = {v: k for k, v in ADDRESSING_MODES.items()}[g.addressing_mode]
+        if g.vfio is not None:
+            gpus[-1].update(_vfio_record(g.vfio))
     p2p: dict[str, int | None] = {}
     for i in range(len(node.gpus)):
         for j in range(len(node.gpus)):
@@ -317,6 +358,23 @@ def snapshot_from_node(node: NodeGpus, source: str = "catalog") -> dict[str, Any
         "gpus": gpus,
         "p2pNvlink": p2p,
     }
+
+
+def _vfio_record(facts: VfioFacts) -> dict[str, Any]:
+    """A node's recorded VFIO facts back in the raw sysfs form (`sysfsPci`; `numa_node` as `sysfsNumaNode`)."""
+    pci: dict[str, Any] = {
+        "vendor": f"0x{facts.vendor_id:04x}" if facts.vendor_id is not None else None,
+        "device": f"0x{facts.device_id:04x}" if facts.device_id is not None else None,
+        "resource": [f"0x{a:016x} 0x{b:016x} 0x{c:016x}" for a, b, c in facts.resources]
+        if facts.resources is not None
+        else None,
+        "deviceName": facts.device_name,
+        "devIommu": facts.iommu_fd,
+    }
+    out: dict[str, Any] = {"sysfsPci": pci}
+    if facts.numa_node is not None:
+        out["sysfsNumaNode"] = facts.numa_node
+    return out
 
 
 def _link(k: int, bus: str, kind: int) -> dict[str, Any]:
