@@ -31,7 +31,7 @@ from dra.gpus import (
     vfio_device_uuid,
 )
 
-# Recorded sysfs facts of an A100-SXM4-40GB (BAR0 16 MiB 32-bit; BAR1 64 GiB, BAR3 32 MiB 64-bit).
+# A fixture of an A100-SXM4-40GB's sysfs facts (BAR0 16 MiB 32-bit; BAR1 64 GiB, BAR3 32 MiB 64-bit; typical values).
 A100_FACTS = VfioFacts(
     vendor_id=0x10DE,
     device_id=0x20B0,

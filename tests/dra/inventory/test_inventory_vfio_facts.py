@@ -14,8 +14,8 @@ from dra.inventory import InventoryError, capture, node_from_snapshot, snapshot_
 from dra.inventory.nvml import pci_device_name
 from tests.dra.inventory.nvml_double import FakeNvml
 
-# A recorded A100-SXM4-40GB's sysfs `resource` (BAR0 16 MiB 32-bit, BAR1 64 GiB and BAR3 32 MiB 64-bit
-# prefetchable, expansion ROM and bridge windows empty), as /sys/bus/pci/devices/<bus>/resource writes it.
+# An A100-SXM4-40GB's sysfs `resource` in the form /sys/bus/pci/devices/<bus>/resource writes it (BAR0 16 MiB
+# 32-bit, BAR1 64 GiB and BAR3 32 MiB 64-bit prefetchable, the rest empty; typical values, not read here).
 A100_RESOURCE = [
     "0x00000000e2000000 0x00000000e2ffffff 0x0000000000040200",
     "0x0000000000000000 0x0000000000000000 0x0000000000000000",
