@@ -4,23 +4,26 @@ Read from the driver's source at each tag (`cmd/gpu-kubelet-plugin/deviceinfo.go
 `nvlib.go`); the attribute *sets* per device type are recorded here so tests can hold every generated slice
 to them, and the differences between releases are parameters of the slice generator:
 
-| | 25.8 (v25.8.1) | 25.12 (v25.12.0 and main) |
-|---|---|---|
-| PCI bus id attribute | `pcieBusID` (driver domain) | `resource.kubernetes.io/pciBusID` |
-| MIG device name | `gpu-<m>-mig-<GI profile id>-<start>-<size>` | `gpu-<m>-mig-<profile>-<GI profile id>-<start>` |
-| `addressingMode` (coherent systems) | no | when NVML reports one |
-| DynamicMIG (partitionable devices) | no | yes (feature gate) |
-| VFIO passthrough devices | no | yes (feature gate PassthroughSupport; shape of main / v0.4.0, see below) |
+| | 25.8 (v25.8.1) | 25.12 (v25.12.0) | 0.4 (v0.4.0 and main) |
+|---|---|---|---|
+| PCI bus id attribute | `pcieBusID` (driver domain) | `resource.kubernetes.io/pciBusID` | as 25.12 |
+| MIG device name | `gpu-<m>-mig-<GI id>-<start>-<size>` | `gpu-<m>-mig-<profile>-<GI id>-<start>` | as 25.12 |
+| `addressingMode` (coherent systems) | no | when NVML reports one | as 25.12 |
+| DynamicMIG (partitionable devices) | no | yes (feature gate) | yes |
+| VFIO passthrough devices | no | none announced (below) | yes (feature gate PassthroughSupport) |
+
+The project moved to kubernetes-sigs/dra-driver-nvidia-gpu after 25.12 and restarted its numbering at v0.4.0;
+its GPU and MIG devices carry 25.12's attribute and capacity sets.
 
 VFIO devices (`gpu-vfio-<i>`, `VfioDeviceInfo.GetDevice`): the tag v25.12.0 already has the type, the feature gate
 and the `vfio.gpu.nvidia.com` DeviceClass, but its kubelet plugin announces none: `enumerateGpuPciDevices`
 (nvlib.go at v25.12.0) looks each PCI function's parent GPU up in a map it has just created empty, so every
 function is skipped. Commit 3b96cd74 ("Bug fixes for PassthroughSupport feature", in v0.4.0 and main) fixed
-that and added `iommuFDEnabled`; `vfio_attributes()` is that published set, which gpudra generates for the
-25.12 line on request (`passthrough=True`). The compute-domain plugin's devices (`channel-0`, `daemon-0`) are
-the same in both releases (`dra.gpus.compute_domain`).
+that and added `iommuFDEnabled`; `vfio_attributes()` is that published set, which gpudra generates for release
+0.4 on request (`passthrough=True`; 25.12 refuses, naming the bug). The compute-domain plugin's devices
+(`channel-0`, `daemon-0`) are the same in every release (`dra.gpus.compute_domain`).
 
-Neither release publishes a NUMA node or anything about NVLink for a GPU; what gpudra adds on request is
+No release publishes a NUMA node or anything about NVLink for a GPU; what gpudra adds on request is
 `GPUDRA_ATTRIBUTES`, in gpudra's own domain.
 """
 
@@ -40,8 +43,8 @@ __all__ = [
     "driver_shape",
 ]
 
-DriverRelease = Literal["25.8", "25.12"]
-DRIVER_RELEASES: tuple[DriverRelease, ...] = ("25.8", "25.12")
+DriverRelease = Literal["25.8", "25.12", "0.4"]
+DRIVER_RELEASES: tuple[DriverRelease, ...] = ("25.8", "25.12", "0.4")
 DEFAULT_DRIVER_RELEASE: DriverRelease = "25.12"
 
 PCI_BUS_ID_ATTRIBUTE = "resource.kubernetes.io/pciBusID"
@@ -69,6 +72,7 @@ class DriverShape:
     publishes_addressing_mode: bool
     dynamic_mig: bool
     vfio: bool
+    no_vfio_reason: str = ""  # why `passthrough` is refused for this release
 
     def gpu_attributes(self) -> frozenset[str]:
         """Every attribute a whole GPU may carry (`pcieRoot` and `addressingMode` only when the node has them)."""
@@ -95,13 +99,23 @@ class DriverShape:
 
 
 _SHAPES: dict[str, DriverShape] = {
-    "25.8": DriverShape("25.8", "pcieBusID", False, False, False, False),
-    "25.12": DriverShape("25.12", PCI_BUS_ID_ATTRIBUTE, True, True, True, True),
+    "25.8": DriverShape("25.8", "pcieBusID", False, False, False, False, "it has no PassthroughSupport"),
+    "25.12": DriverShape(
+        "25.12",
+        PCI_BUS_ID_ATTRIBUTE,
+        True,
+        True,
+        True,
+        False,
+        "its kubelet plugin announces no VFIO devices (enumerateGpuPciDevices skips every PCI function; fixed by "
+        "commit 3b96cd74 in release 0.4)",
+    ),
+    "0.4": DriverShape("0.4", PCI_BUS_ID_ATTRIBUTE, True, True, True, True),
 }
 
 
 def driver_shape(release: str) -> DriverShape:
-    """The shape of driver `release` (`25.8`, `25.12`; a `v` prefix and patch level are accepted)."""
+    """The shape of driver `release` (`25.8`, `25.12`, `0.4`; a `v` prefix and patch level are accepted)."""
     key = release.strip().removeprefix("v")
     key = ".".join(key.split(".")[:2])
     try:

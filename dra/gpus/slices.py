@@ -454,8 +454,8 @@ def indexed_node_slices(
     if passthrough:
         if not pub.shape.vfio:
             raise ValueError(
-                f"passthrough: NVIDIA DRA driver {pub.shape.release} has no PassthroughSupport (VFIO devices are "
-                "published from the 25.12 line on)"
+                f"passthrough: NVIDIA DRA driver {pub.shape.release} publishes no VFIO devices: "
+                f"{pub.shape.no_vfio_reason} (use driver release 0.4)"
             )
         if mig_mode == "dynamic":
             raise ValueError(

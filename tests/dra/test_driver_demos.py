@@ -223,7 +223,11 @@ def _node(kind: str) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
         return node.node_name, node_resource_slices(node, mig_mode="static"), device_classes()
     if kind == "passthrough":
         node = _passthrough_node()
-        return node.node_name, node_resource_slices(node, passthrough=True), device_classes(vfio=True)
+        return (
+            node.node_name,
+            node_resource_slices(node, passthrough=True, driver_release="0.4"),
+            device_classes(vfio=True),
+        )
     if kind == "imex":
         node = synthetic_node(get("H100-SXM5-80GB"), "imex-0", 4)
         slices = node_resource_slices(node) + compute_domain_slices(node.node_name, imex_capable=True)

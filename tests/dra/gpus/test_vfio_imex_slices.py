@@ -55,7 +55,7 @@ def _devices(slices: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def test_vfio_device_is_exactly_the_drivers() -> None:
     node = _recorded()
     gpu = node.gpus[2]
-    device = _devices(node_resource_slices(node, passthrough=True))["gpu-vfio-2"]
+    device = _devices(node_resource_slices(node, passthrough=True, driver_release="0.4"))["gpu-vfio-2"]
     assert device == {
         "name": "gpu-vfio-2",
         "attributes": {
@@ -71,7 +71,7 @@ def test_vfio_device_is_exactly_the_drivers() -> None:
         },
         "capacity": {"addressableMemory": {"value": "128Gi"}},
     }
-    assert set(device["attributes"]) == driver_shape("25.12").vfio_attributes()
+    assert set(device["attributes"]) == driver_shape("0.4").vfio_attributes()
 
 
 def test_vfio_uuid_is_the_drivers_sha1_of_the_pci_address() -> None:
@@ -84,7 +84,7 @@ def test_vfio_uuid_is_the_drivers_sha1_of_the_pci_address() -> None:
 def test_gpus_keep_their_devices_and_each_gets_a_vfio_sibling_in_one_slice() -> None:
     node = _recorded(4)
     plain = node_resource_slices(node)
-    slices = node_resource_slices(node, passthrough=True)
+    slices = node_resource_slices(node, passthrough=True, driver_release="0.4")
     assert len(slices) == 1 and not slice_limit_errors(slices)
     names = sorted(_devices(slices))
     assert names == [f"gpu-{i}" for i in range(4)] + [f"gpu-vfio-{i}" for i in range(4)]
@@ -94,7 +94,7 @@ def test_gpus_keep_their_devices_and_each_gets_a_vfio_sibling_in_one_slice() -> 
 
 def test_a_gpu_with_static_mig_devices_gets_no_vfio_device_but_keeps_its_pci_index() -> None:
     node = _recorded(4, mig_layouts={1: [("3g.20gb", 0), ("3g.20gb", 4)]})
-    indexed = indexed_node_slices(node, passthrough=True)
+    indexed = indexed_node_slices(node, passthrough=True, driver_release="0.4")
     names = set(_devices(indexed.slices))
     assert {"gpu-vfio-0", "gpu-vfio-2", "gpu-vfio-3"} <= names and "gpu-vfio-1" not in names
     assert not any(n.startswith("gpu-vfio") for n in indexed.devices)  # the index holds GPU and MIG devices
@@ -103,7 +103,7 @@ def test_a_gpu_with_static_mig_devices_gets_no_vfio_device_but_keeps_its_pci_ind
 def test_mig_mode_enabled_without_instances_still_gets_a_vfio_device() -> None:
     node = _recorded(2)
     node = dataclasses.replace(node, gpus=(dataclasses.replace(node.gpus[0], mig_enabled=True), node.gpus[1]))
-    names = set(_devices(node_resource_slices(node, passthrough=True)))
+    names = set(_devices(node_resource_slices(node, passthrough=True, driver_release="0.4")))
     assert "gpu-0" not in names and "gpu-vfio-0" in names  # vfioEnabled = len(migdevs) == 0
 
 
@@ -112,20 +112,25 @@ def test_passthrough_is_opt_in() -> None:
 
 
 def test_driver_25_8_refuses_passthrough() -> None:
-    with pytest.raises(ValueError, match=r"25\.8 has no PassthroughSupport"):
+    with pytest.raises(ValueError, match=r"25\.8 publishes no VFIO devices: it has no PassthroughSupport"):
         node_resource_slices(_recorded(), driver_release="25.8", passthrough=True)
     assert driver_shape("25.8").vfio_attributes() == frozenset()
 
 
+def test_driver_25_12_refuses_passthrough_naming_its_bug() -> None:
+    with pytest.raises(ValueError, match=r"25\.12 publishes no VFIO devices: .*3b96cd74.*release 0\.4"):
+        node_resource_slices(_recorded(), passthrough=True)
+
+
 def test_dynamic_mig_and_passthrough_are_mutually_exclusive() -> None:
     with pytest.raises(ValueError, match="mutually exclusive"):
-        node_resource_slices(_recorded(), mig_mode="dynamic", passthrough=True)
+        node_resource_slices(_recorded(), mig_mode="dynamic", passthrough=True, driver_release="0.4")
 
 
 def test_a_catalog_node_has_no_vfio_facts_and_the_error_names_them() -> None:
     node = synthetic_node(get("H100-SXM5-80GB"), "catalog-0", 2)
     with pytest.raises(ValueError) as err:
-        node_resource_slices(node, passthrough=True)
+        node_resource_slices(node, passthrough=True, driver_release="0.4")
     message = str(err.value)
     assert "catalog-0" in message and "gpu-0" in message and "gpu-1" in message
     for fact in ("vendor_id", "device_id", "device_name", "numa_node", "resources", "iommu_fd"):
@@ -137,7 +142,7 @@ def test_partly_recorded_facts_name_only_what_is_missing() -> None:
     partial = dataclasses.replace(A100_FACTS, device_name=None)
     node = dataclasses.replace(node, gpus=(node.gpus[0], dataclasses.replace(node.gpus[1], vfio=partial)))
     with pytest.raises(ValueError, match=r"gpu-1: device_name \(") as err:
-        node_resource_slices(node, passthrough=True)
+        node_resource_slices(node, passthrough=True, driver_release="0.4")
     assert "gpu-0" not in str(err.value)
 
 
