@@ -1,0 +1,115 @@
+"""Which sizing source wins for one container: annotation > observed > model > default.
+
+- annotation: the pod's `gpudra.io/vram` (or, without it, the container's HAMi `nvidia.com/gpumem`): the owner said
+  so, and the policy validates it.
+- observed: a recommendation from observed framebuffer use (`ObservedSizing`), when it has samples behind it.
+- model: the model-aware estimate of an inference server (`ModelEstimate`); for vLLM the device memory it needs
+  (`estimate / gpu_memory_utilization`), since it pre-allocates that fraction of the whole device.
+- default: nothing above; `vram_bytes` is the namespace / cluster default if one is given, else None (the shipped
+  policies then give a whole GPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .estimate import ModelEstimate
+from .observed import ObservedSizing
+
+__all__ = ["SOURCES", "SizingDecision", "resolve_sizing"]
+
+SOURCES = ("annotation", "observed", "model", "default")
+
+
+@dataclass(frozen=True, slots=True)
+class SizingDecision:
+    """The winning source's memory per device (None: none known), with the evidence and why it won."""
+
+    vram_bytes: int | None
+    source: str
+    samples: int = 0
+    window_seconds: int = 0
+    reason: str = ""
+    # The model estimate, whichever source won (policies warn when the winner leaves a vLLM server too little).
+    model_bytes: int = 0
+    min_device_bytes: int = 0
+    memory_utilization: float = 0.0  # > 0 for servers that pre-allocate a fraction of the device (vLLM)
+    server: str = ""
+    model: str = ""
+    pressure: bool = False
+
+
+def _gb(value: int) -> str:
+    return f"{value / 1e9:.1f} GB"
+
+
+def resolve_sizing(
+    annotation_vram: int | None,
+    observed: ObservedSizing | None,
+    model_estimate: ModelEstimate | None,
+    default: int | None,
+    *,
+    annotation_label: str = "annotation gpudra.io/vram",
+) -> SizingDecision:
+    """Apply the precedence; the reason names the winner, why, and what the other sources said."""
+    said: list[str] = []
+    observed_ok = observed is not None and observed.samples > 0 and observed.vram_bytes > 0
+    if observed is not None:
+        ref = f" ({observed.source_ref})" if observed.source_ref else ""
+        if observed_ok:
+            said.append(
+                f"observed {_gb(observed.vram_bytes)} (peak {_gb(observed.peak_bytes)}, {observed.samples} samples "
+                f"over {observed.window_seconds}s{', memory pressure' if observed.pressure else ''}){ref}"
+            )
+        else:
+            said.append(f"observed: a recommendation without samples{ref}, ignored")
+    else:
+        said.append("observed: no recommendation")
+    model_fields: dict[str, object] = {}
+    if model_estimate is not None:
+        if model_estimate.known:
+            assert model_estimate.bytes_per_device is not None
+            need = model_estimate.min_device_bytes or model_estimate.bytes_per_device
+            said.append(f"model: {model_estimate.explanation}" + (" (uncertain)" if model_estimate.uncertain else ""))
+            model_fields = {
+                "model_bytes": model_estimate.bytes_per_device,
+                "min_device_bytes": model_estimate.min_device_bytes or 0,
+                "memory_utilization": model_estimate.utilization if model_estimate.preallocates else 0.0,
+                "server": model_estimate.server,
+                "model": model_estimate.model,
+            }
+        else:
+            need = 0
+            said.append(f"model: no estimate ({model_estimate.explanation})")
+            model_fields = {"server": model_estimate.server, "model": model_estimate.model}
+    else:
+        need = 0
+        said.append("model: not a recognised inference server")
+    others = "; ".join(said)
+    pressure = bool(observed is not None and observed.pressure)
+    if annotation_vram is not None:
+        return SizingDecision(
+            annotation_vram, "annotation", reason=f"{annotation_label} ({_gb(annotation_vram)}) wins; {others}",
+            pressure=pressure, **model_fields,  # type: ignore[arg-type]
+        )  # fmt: skip
+    if observed_ok:
+        assert observed is not None
+        return SizingDecision(
+            observed.vram_bytes,
+            "observed",
+            observed.samples,
+            observed.window_seconds,
+            reason=f"observed usage wins (no annotation); {others}",
+            pressure=pressure,
+            **model_fields,  # type: ignore[arg-type]
+        )
+    if need:
+        return SizingDecision(
+            need, "model", reason=f"model estimate wins (no annotation, no observed usage); {others}",
+            pressure=pressure, **model_fields,  # type: ignore[arg-type]
+        )  # fmt: skip
+    fallback = f"default {_gb(default)}" if default is not None else "default (no size: a whole GPU)"
+    return SizingDecision(
+        default, "default", reason=f"{fallback}: no annotation, no observed usage, no model estimate; {others}",
+        pressure=pressure, **model_fields,  # type: ignore[arg-type]
+    )  # fmt: skip
