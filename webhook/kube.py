@@ -90,8 +90,24 @@ def _status(exc: Exception) -> int | None:
     return status if isinstance(status, int) else None
 
 
+def _one_attempt_per_call(api_client: Any) -> None:
+    """Make every request of `api_client` a single attempt, so that `timeout` bounds the whole call.
+
+    urllib3's default (Retry(3)) sends a GET that timed out three more times: against a stalled API server a
+    Namespace or claim read bounded by 2 s took 8 s, past the review deadline (4 s), so the review was answered as a
+    policy-evaluation timeout instead of naming the API server, and its decision thread stayed busy for the rest.
+    A pooled connection that the server closed while idle is still replaced before use (urllib3 checks them)."""
+    import urllib3
+
+    pool = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    if pool is not None:
+        pool.connection_pool_kw["retries"] = urllib3.Retry(total=0, redirect=False)
+        pool.clear()  # pools made before this keep their own retries
+
+
 class KubeSideEffects:
-    """`TemplateWriter` over a `kubernetes.client.ApiClient`; every call bounded by `timeout` seconds."""
+    """`TemplateWriter` over a `kubernetes.client.ApiClient`; every call bounded by `timeout` seconds (one attempt:
+    the client is set not to retry, see `_one_attempt_per_call`)."""
 
     def __init__(self, api_client: Any, *, timeout: float = 2.0) -> None:
         from kubernetes import client  # imported here: only the webhook side needs the client library
@@ -100,6 +116,7 @@ class KubeSideEffects:
         self._core = client.CoreV1Api(api_client)
         self._version = client.VersionApi(api_client)
         self.timeout = timeout
+        _one_attempt_per_call(api_client)
 
     def _timeout(self) -> tuple[float, float]:
         return (self.timeout, self.timeout)
