@@ -1,0 +1,69 @@
+"""The recommender behind `gpudra recommend`: observed GPU memory from the NVIDIA DCGM exporter's series in
+Prometheus, grouped by workload owner through the API server, stored as GPUSizingRecommendation objects.
+
+Never on the admission path: the webhook reads the objects through its own watch cache.
+"""
+
+from __future__ import annotations
+
+from .compute import (
+    ContainerRecommendation,
+    ContainerUsage,
+    Owner,
+    Settings,
+    Skipped,
+    fitting_device,
+    format_bytes,
+    go_duration,
+    parse_duration,
+    parse_statistic,
+    peak_of,
+    recommend,
+    recommend_all,
+    vram_for,
+)
+from .controller import Health, PassReport, Recommender, RecommenderConfig, serve_health
+from .dcgm import DeviceSeries, fb_selector, series_identity
+from .metrics import RecommenderMetrics
+from .owners import SUPPORTED_KINDS, KubeObjects, ObjectReader, OwnerResolver
+from .prometheus import PrometheusClient, PrometheusError, Series
+from .store import GROUP, KIND, PLURAL, VERSION, RecommendationStore, recommendation_object
+
+__all__ = [
+    "GROUP",
+    "KIND",
+    "PLURAL",
+    "SUPPORTED_KINDS",
+    "VERSION",
+    "ContainerRecommendation",
+    "ContainerUsage",
+    "DeviceSeries",
+    "Health",
+    "KubeObjects",
+    "ObjectReader",
+    "Owner",
+    "OwnerResolver",
+    "PassReport",
+    "PrometheusClient",
+    "PrometheusError",
+    "RecommendationStore",
+    "Recommender",
+    "RecommenderConfig",
+    "RecommenderMetrics",
+    "Series",
+    "Settings",
+    "Skipped",
+    "fb_selector",
+    "fitting_device",
+    "format_bytes",
+    "go_duration",
+    "parse_duration",
+    "parse_statistic",
+    "peak_of",
+    "recommend",
+    "recommend_all",
+    "recommendation_object",
+    "serve_health",
+    "series_identity",
+    "vram_for",
+]

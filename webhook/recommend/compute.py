@@ -1,0 +1,304 @@
+"""From framebuffer samples to a recommendation: the statistic, the headroom, the sample floor, pressure, the device.
+
+Per workload owner and container, every FB-used sample of every pod and device in the window is pooled, then:
+
+- **peak** is the chosen statistic of the pooled samples: a quantile (default p99, the sample at rank
+  ceil(0.99 x (n - 1)), numpy's `method="higher"`, so it is always a value that was observed) or `max`. p99 over
+  7 days of 30 s samples ignores the top ~100 minutes; GPU memory is usually flat (framework allocators cache), and
+  pressure detection below catches the case where the tail mattered. Use `max` to size for the worst sample.
+- **vram** = peak x (1 + headroom) (default 20 %), rounded up to a whole MiB: what a claim should request per device.
+- fewer than `min_samples` (default 100, 50 minutes of 30 s samples) samples: no recommendation ("not enough
+  samples"); shrinking needs evidence.
+- **pressure**: after a shrink (the pods ran on a MIG instance or on less framebuffer than their GPU model has),
+  framebuffer use reached `pressure_ratio` (95 %) of what was granted, or the container restarted. Then the
+  statistic becomes `max`, and when the ceiling was hit, vram is at least the granted size x (1 + headroom), so the
+  next device is larger (grow back).
+- **device** (for the report): the smallest fitting device of the node's GPU model (`modelName`, looked up in
+  `dra.gpus`): a MIG profile when the model has MIG, else a share of the GPU with a memory request, else the
+  whole GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from dra.gpus import GPUModel, find
+
+from .dcgm import MIB
+
+__all__ = [
+    "ContainerRecommendation",
+    "ContainerUsage",
+    "Owner",
+    "Settings",
+    "Skipped",
+    "fitting_device",
+    "format_bytes",
+    "go_duration",
+    "parse_duration",
+    "parse_statistic",
+    "peak_of",
+    "recommend",
+    "recommend_all",
+    "vram_for",
+]
+
+_STATISTIC = re.compile(r"^(max|p([0-9]{1,2}(?:\.[0-9]+)?))$")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)")
+_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_statistic(text: str) -> float | None:
+    """`max` -> None; `p99` -> 0.99, `p99.9` -> 0.999; ValueError otherwise."""
+    match = _STATISTIC.match(text.strip())
+    if match is None:
+        raise ValueError(f"statistic {text!r}: expected max or pNN (p50, p99, p99.9)")
+    if match.group(1) == "max":
+        return None
+    q = float(match.group(2)) / 100
+    if not 0 < q < 1:
+        raise ValueError(f"statistic {text!r}: the quantile must be between p0 and p100, exclusive")
+    return q
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of a Prometheus-style duration (`168h`, `7d`, `5m`, `1h30m`); ValueError when it is not one."""
+    text = text.strip()
+    pos, total = 0, 0.0
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNIT[match.group(2)]
+        pos = match.end()
+    if pos != len(text) or not text or total <= 0:
+        raise ValueError(f"duration {text!r}: expected e.g. 168h, 7d, 5m, 1h30m")
+    return total
+
+
+def go_duration(seconds: float) -> str:
+    """As Go prints a whole-second duration's hours (the CRD's `window` pattern): 604800 -> 168h, 300 -> 5m."""
+    s = int(round(seconds))
+    if s % 3600 == 0:
+        return f"{s // 3600}h"
+    if s % 60 == 0:
+        return f"{s // 60}m"
+    return f"{s}s"
+
+
+def format_bytes(n: int) -> str:
+    """A Kubernetes quantity for a byte count: `6Gi`, `9856Mi`, or plain bytes."""
+    for suffix, unit in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20)):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit}{suffix}"
+    return str(n)
+
+
+@dataclass(frozen=True)
+class Settings:
+    window_seconds: float = 7 * 86400.0
+    headroom: float = 0.2
+    min_samples: int = 100
+    quantile: float | None = 0.99  # None: max
+    pressure_ratio: float = 0.95
+
+    @property
+    def statistic(self) -> str:
+        return "max" if self.quantile is None else f"p{self.quantile * 100:g}"
+
+
+@dataclass(frozen=True, order=True)
+class Owner:
+    """A workload owner: what a GPUSizingRecommendation's targetRef names."""
+
+    namespace: str
+    kind: str
+    name: str
+    api_version: str = field(default="", compare=False)
+    uid: str = field(default="", compare=False)
+
+    @property
+    def object_name(self) -> str:
+        return f"{self.kind.lower()}-{self.name}"
+
+
+@dataclass
+class ContainerUsage:
+    """Everything observed for one container of one owner: samples (MiB) of all its pods and devices."""
+
+    chunks: list[npt.NDArray[np.float32]] = field(default_factory=list)
+    count: int = 0
+    maximum: float = 0.0
+    granted_mib: float = 0.0  # the largest framebuffer a series ran with (FB used + free + reserved)
+    near_full: bool = False  # some series used >= pressure_ratio of its own framebuffer
+    shrunk: bool = False  # some series ran on a MIG instance or on less than its model's framebuffer
+    model_name: str = ""
+    mig_profile: str = ""
+    restarts: int = 0
+    pods: set[str] = field(default_factory=set)
+
+    def add(
+        self,
+        values_mib: npt.NDArray[np.floating],
+        *,
+        pod: str = "",
+        granted_mib: float = 0.0,
+        model_name: str = "",
+        mig_profile: str = "",
+        pressure_ratio: float = 0.95,
+        keep_samples: bool = True,
+    ) -> None:
+        if pod:
+            self.pods.add(pod)
+        if model_name and not self.model_name:
+            self.model_name = model_name
+        if mig_profile:
+            self.mig_profile = self.mig_profile or mig_profile
+            self.shrunk = True
+        if values_mib.size == 0:
+            return
+        top = float(values_mib.max())
+        self.maximum = max(self.maximum, top)
+        self.count += int(values_mib.size)
+        if keep_samples:
+            self.chunks.append(np.asarray(values_mib, dtype=np.float32))
+        if granted_mib > 0:
+            self.granted_mib = max(self.granted_mib, granted_mib)
+            if top >= pressure_ratio * granted_mib:
+                self.near_full = True
+            model = find(model_name) if model_name else None
+            if model is not None and granted_mib < 0.98 * model.memory_mib:
+                self.shrunk = True
+
+    def samples(self) -> npt.NDArray[np.float32]:
+        if not self.chunks:
+            return np.zeros(0, dtype=np.float32)
+        if len(self.chunks) > 1:
+            self.chunks = [np.concatenate(self.chunks)]
+        return self.chunks[0]
+
+
+@dataclass(frozen=True)
+class ContainerRecommendation:
+    name: str
+    vram_bytes: int
+    peak_bytes: int
+    samples: int
+    window_seconds: float
+    pressure: bool
+    statistic: str
+    granted_bytes: int = 0
+    model_name: str = ""
+    device: str = ""
+    restarts: int = 0
+
+    def status_entry(self) -> dict[str, object]:
+        """The entry of `status.containers` (the CRD's schema)."""
+        entry: dict[str, object] = {
+            "name": self.name,
+            "vram": format_bytes(self.vram_bytes),
+            "peak": format_bytes(self.peak_bytes),
+            "samples": self.samples,
+            "window": go_duration(self.window_seconds),
+            "pressure": self.pressure,
+            "statistic": self.statistic,
+            "source": "observed",
+        }
+        if self.granted_bytes:
+            entry["granted"] = format_bytes(self.granted_bytes)
+        if self.model_name:
+            entry["modelName"] = self.model_name[:128]
+        if self.device:
+            entry["device"] = self.device[:128]
+        entry["restarts"] = self.restarts
+        return entry
+
+
+@dataclass(frozen=True)
+class Skipped:
+    owner: str  # "namespace/Kind/name" or "namespace/pod"
+    container: str
+    reason: str
+
+
+def peak_of(values: npt.NDArray[np.floating], quantile: float | None) -> float:
+    """The max, or the `quantile` by numpy's "higher" method (a value that was observed), of non-empty values."""
+    if values.size == 0:
+        raise ValueError("peak_of: no samples")
+    if quantile is None:
+        return float(values.max())
+    k = min(values.size - 1, math.ceil(quantile * (values.size - 1)))
+    return float(np.partition(values, k)[k])
+
+
+def vram_for(peak_bytes: int, headroom: float) -> int:
+    """peak x (1 + headroom), rounded up to a whole MiB (never below the peak)."""
+    wanted = math.ceil(peak_bytes * (1 + headroom))
+    return max(peak_bytes, -(-wanted // MIB) * MIB)
+
+
+def fitting_device(vram_bytes: int, model_name: str) -> str:
+    """The smallest device of `model_name` that holds `vram_bytes` per device, in words for the report."""
+    model: GPUModel | None = find(model_name) if model_name else None
+    if model is None:
+        return f"a GPU with {format_bytes(vram_bytes)} (model {model_name or 'unknown'} not in the catalog)"
+    if model.mig is not None:
+        for profile in sorted(model.mig.base_profiles, key=lambda p: (p.memory_mib, p.compute_slices)):
+            if profile.memory_bytes >= vram_bytes and profile.memory_mib < model.memory_mib * 0.9:
+                return f"MIG {profile.name} of {model.product_name}"
+    if vram_bytes < model.memory_bytes:
+        return f"shared {model.product_name} with {format_bytes(vram_bytes)}"
+    if vram_bytes == model.memory_bytes:
+        return f"whole {model.product_name}"
+    return f"whole {model.product_name} (needs more than its {format_bytes(model.memory_bytes)})"
+
+
+def recommend(name: str, usage: ContainerUsage, settings: Settings) -> ContainerRecommendation | str:
+    """The recommendation for one container, or why there is none."""
+    if usage.count < settings.min_samples:
+        return f"not enough samples ({usage.count} < {settings.min_samples})"
+    pressure = usage.shrunk and (usage.near_full or usage.restarts > 0)
+    quantile = None if pressure else settings.quantile
+    if quantile is None and not usage.chunks:
+        peak_mib = usage.maximum
+    else:
+        peak_mib = peak_of(usage.samples(), quantile)
+    peak_bytes = int(math.ceil(peak_mib * MIB))
+    vram = vram_for(peak_bytes, settings.headroom)
+    if pressure and usage.near_full:
+        vram = max(vram, vram_for(int(usage.granted_mib * MIB), settings.headroom))
+    return ContainerRecommendation(
+        name=name,
+        vram_bytes=vram,
+        peak_bytes=peak_bytes,
+        samples=usage.count,
+        window_seconds=settings.window_seconds,
+        pressure=pressure,
+        statistic="max" if quantile is None else settings.statistic,
+        granted_bytes=int(usage.granted_mib * MIB),
+        model_name=usage.model_name,
+        device=fitting_device(vram, usage.model_name),
+        restarts=usage.restarts,
+    )
+
+
+def recommend_all(
+    usages: Iterable[tuple[Owner, str, ContainerUsage]], settings: Settings
+) -> tuple[dict[Owner, list[ContainerRecommendation]], list[Skipped]]:
+    """Recommendations by owner (containers sorted by name) and what was skipped."""
+    out: dict[Owner, list[ContainerRecommendation]] = {}
+    skipped: list[Skipped] = []
+    for owner, container, usage in usages:
+        result = recommend(container, usage, settings)
+        if isinstance(result, str):
+            skipped.append(Skipped(f"{owner.namespace}/{owner.kind}/{owner.name}", container, result))
+        else:
+            out.setdefault(owner, []).append(result)
+    for recs in out.values():
+        recs.sort(key=lambda r: r.name)
+    return out, skipped
