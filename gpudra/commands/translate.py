@@ -2,7 +2,7 @@
 
 FILE may hold Pods, workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, KubeRay, Kubeflow,
 LeaderWorkerSet, JobSet: `webhook.workloads.KNOWN_KINDS`), `List`s and multi-document streams; every object comes
-back in order, each followed by the templates it needs. With `-R`, a directory is rewritten (`gpudra.translate_tree`).
+back in order, each followed by the templates it needs. With `-R`, a directory is rewritten (`webhook.manifest_tree`).
 
 Exit codes: 0 translated, 1 a pod template denied (the policy's message on stderr), 2 an unreadable file, an
 object whose pod templates gpudra cannot find (its kind and the paths tried named), or a bad option. Nothing is
@@ -18,6 +18,7 @@ from pathlib import Path
 import typer
 
 from dra.errors import InputError
+from webhook.manifest_tree import translate_tree
 from webhook.workload_translation import TemplateTranslation, translate_documents
 
 from ..options import OptionError, output_format
@@ -26,7 +27,6 @@ from ..render.documents import yaml_stream
 from ..render.policy import policy_errors
 from ..render.translation import objects_with_templates, translation_json, tree_table
 from ..terminal import styled
-from ..translate_tree import translate_tree
 from ._workload_inputs import nothing_to_translate, read_namespace, read_objects
 from .policy import EXIT_DENIED, EXIT_INPUT, Source, policy_set
 

@@ -18,14 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dra.documents import Document, read_documents
+from dra.documents import Document, dump_documents, read_documents
 from dra.errors import InputError
 from webhook.policy import PolicySet
 from webhook.workload_translation import ObjectTranslation, namespaces_of, translate_documents
 
+from .files import ManifestFile, read_manifest, write_atomically
 from .kustomization import KUSTOMIZATION_NAMES, add_resource, find_kustomization, lists
-from .manifest_files import ManifestFile, read_manifest, write_atomically
-from .render.documents import yaml_stream
 
 __all__ = ["CLAIMS_SUFFIX", "EXIT_DENIED", "EXIT_INPUT", "TreeReport", "claims_file_for", "translate_tree"]
 
@@ -78,7 +77,7 @@ def _key(rct: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _stream(objects: list[dict[str, Any]]) -> str:
-    return "".join("---\n" + yaml_stream([o]) for o in objects)
+    return "".join("---\n" + dump_documents([o]) for o in objects)
 
 
 @dataclass

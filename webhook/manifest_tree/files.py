@@ -20,10 +20,8 @@ from typing import Any
 
 import yaml
 
-from dra.documents import Document, read_documents
+from dra.documents import Document, dump_documents, read_documents
 from dra.errors import InputError
-
-from .render.documents import yaml_stream
 
 __all__ = ["ManifestFile", "read_manifest", "write_atomically"]
 
@@ -116,7 +114,7 @@ class ManifestFile:
             header.append(line)
         starts_with_marker = bool(_MARKER.match(chunk.text))
         marker = "---\n" if starts_with_marker and not any(_MARKER.match(line) for line in header) else ""
-        body = marker + yaml_stream([self._reshaped(raw, results, chunk.first_line)])
+        body = marker + dump_documents([self._reshaped(raw, results, chunk.first_line)])
         if "\r\n" in chunk.text:
             body = body.replace("\n", "\r\n")  # the document's line ends as written
         return "".join(header) + body

@@ -1,0 +1,32 @@
+"""Rewriting a directory of manifests ahead of the webhook (`gpudra translate -R`): every workload's pod templates
+translated by the policies, the ResourceClaimTemplates written beside it and listed in its kustomization, files
+replaced atomically and left byte-identical where nothing changes."""
+
+from __future__ import annotations
+
+from webhook.manifest_tree.files import ManifestFile, read_manifest, write_atomically
+from webhook.manifest_tree.kustomization import KUSTOMIZATION_NAMES, add_resource, find_kustomization, listed_resources
+from webhook.manifest_tree.tree import (
+    CLAIMS_SUFFIX,
+    EXIT_DENIED,
+    EXIT_INPUT,
+    TreeReport,
+    claims_file_for,
+    translate_tree,
+)
+
+__all__ = [
+    "CLAIMS_SUFFIX",
+    "EXIT_DENIED",
+    "EXIT_INPUT",
+    "KUSTOMIZATION_NAMES",
+    "ManifestFile",
+    "TreeReport",
+    "add_resource",
+    "claims_file_for",
+    "find_kustomization",
+    "listed_resources",
+    "read_manifest",
+    "translate_tree",
+    "write_atomically",
+]
