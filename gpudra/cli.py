@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from gpudra.commands import allocate, cel, certs, gc, inventory, policy, serve, simulate, sweep, translate
+from gpudra.commands import allocate, cel, certs, gc, inventory, policy, recommend, serve, simulate, sweep, translate
 
 app = typer.Typer(
     name="gpudra",
@@ -31,6 +31,7 @@ sweep.register(app)
 serve.register(app)
 certs.register(app)
 gc.register(app)
+recommend.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+from tests.prometheus.fixtures import prometheus_factory  # noqa: F401 (a fixture)
