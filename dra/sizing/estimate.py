@@ -164,10 +164,11 @@ def estimate_memory(config: ServerConfig) -> ModelEstimate:
     total = math.ceil(weights + kv_total + overhead)
     utilization = config.utilization
     min_device = math.ceil(total / utilization) if (config.preallocates or utilization < 1.0) else None
+    kv_shown = kv_note if spec.kind == "encoder" else f"{kv_note} = {_gb(kv_total)}"
     parts = [
         f"{config.server} {spec.hf_id}: weights {_gb(weights)} ({weight_note}"
         + (f", / {devices} devices" if devices > 1 else "")
-        + f"), {kv_note} = {_gb(kv_total)}, overhead {_gb(overhead)}: {_gb(total)} per device"
+        + f"), {kv_shown}, overhead {_gb(overhead)}: {_gb(total)} per device"
     ]
     if min_device is not None:
         what = "gpu_memory_utilization" if config.preallocates else "cuda_memory_fraction"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra.errors import CelError, CelRuntimeError, InputError, PolicyError
+from dra.sizing import SizingLookup
 
 from . import _cel
 from ._claim import build_request, claim_expressions, validate_claim
@@ -229,16 +230,19 @@ class PolicySet:
         request: Mapping[str, Any] | None = None,
         *,
         dra_devices: int = 0,
+        sizing: SizingLookup | None = None,
     ) -> Decision:
         """Decide what happens to `pod` (Kubernetes JSON) given its Namespace object and admission request;
-        `dra_devices` is what the claims and templates it names ask for (`gpu.draDevices`)."""
+        `dra_devices` is what the claims and templates it names ask for (`gpu.draDevices`); `sizing` answers
+        observed-usage recommendations by workload owner (`gpu.containers[].sizing`; None: no observed source).
+        The sizing is part of the pod's GPU facts, so the memo keys decisions by it."""
         request = dict(request or {})
         ns_name = _namespace_name(pod, namespace, request)
         request.setdefault("operation", "CREATE")
         request.setdefault("namespace", ns_name)
         request.setdefault("dryRun", False)
         try:
-            facts = pod_facts(pod, dra_devices=dra_devices)
+            facts = pod_facts(pod, dra_devices=dra_devices, sizing=sizing, namespace=ns_name)
         except InputError as exc:
             return Decision(False, f"pod cannot be read: {exc}", "Invalid", namespace=ns_name)
         # JSON data already is CEL runtime data (`dra.cel.from_json` is a deep copy that only changes ints beyond

@@ -7,22 +7,25 @@ so both agree on what counts as a legacy GPU resource (`nvidia.com/gpu`, `nvidia
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
 from dra.errors import InputError
+from dra.sizing import SizingDecision, SizingLookup, estimate_memory, parse_container, pod_owner, resolve_sizing
 
 __all__ = [
     "CONTAINER_KINDS",
+    "ContainerFacts",
     "HAMI_RESOURCES",
     "LEGACY_GPU",
     "MAX_DEVICES_PER_CLAIM",
     "MIG_PREFIX",
-    "ContainerFacts",
     "PodFacts",
+    "VRAM_ANNOTATION",
     "is_legacy_resource",
     "pod_facts",
+    "sizing_cel",
 ]
 
 LEGACY_GPU = "nvidia.com/gpu"
@@ -39,6 +42,49 @@ HAMI_RESOURCES: dict[str, tuple[str, int | None]] = {
     "nvidia.com/gpumem-percentage": ("gpumemPercentage", 100),
     "nvidia.com/gpucores": ("gpucores", 100),
 }
+
+
+VRAM_ANNOTATION = "gpudra.io/vram"
+_MiB = 2**20
+# A container with no legacy GPU (claims only) is not sized.
+NO_SIZING = SizingDecision(None, "default", reason="no legacy GPU request: not sized")
+
+
+def _duration(seconds: int) -> str:
+    """Seconds as a Go / CEL duration string (`168h`, `1h30m`, `45s`); '' for none."""
+    if seconds <= 0:
+        return ""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return "".join(f"{v}{u}" for v, u in ((hours, "h"), (minutes, "m"), (secs, "s")) if v)
+
+
+def _mib(value: int) -> int:
+    return -(-value // _MiB)
+
+
+def sizing_cel(sizing: SizingDecision) -> dict[str, Any]:
+    """The `sizing` CEL map of one container (documented in docs/policy-authoring.md): sizes are rounded up to whole
+    MiB, so `vram` and `vramBytes` agree."""
+    vram = _mib(sizing.vram_bytes) if sizing.vram_bytes else 0
+    min_device = _mib(sizing.min_device_bytes) if sizing.min_device_bytes else 0
+    model = _mib(sizing.model_bytes) if sizing.model_bytes else 0
+    return {
+        "vram": f"{vram}Mi" if vram else "",
+        "vramBytes": vram * _MiB,
+        "source": sizing.source,
+        "samples": sizing.samples,
+        "window": _duration(sizing.window_seconds),
+        "reason": sizing.reason,
+        "minDeviceMemory": f"{min_device}Mi" if min_device else "",
+        "minDeviceMemoryBytes": min_device * _MiB,
+        "estimate": f"{model}Mi" if model else "",
+        "estimateBytes": model * _MiB,
+        "memoryUtilization": float(sizing.memory_utilization),
+        "server": sizing.server,
+        "model": sizing.model,
+        "pressure": sizing.pressure,
+    }
 
 
 def is_legacy_resource(name: str) -> bool:
@@ -60,6 +106,8 @@ class ContainerFacts:
     claims: tuple[str, ...]
     # HAMi resources (`HAMI_RESOURCES`) of a container that asks for `nvidia.com/gpu`: resource name -> value.
     hami: Mapping[str, int] = field(default_factory=dict)
+    # Which sizing source won for this container and why (`dra.sizing.resolve_sizing`).
+    sizing: SizingDecision = NO_SIZING
 
     @property
     def pointer(self) -> str:
@@ -82,6 +130,7 @@ class ContainerFacts:
             self.in_limits,
             self.claims,
             tuple(self.hami.items()),
+            self.sizing,
         )
 
     @property
@@ -100,6 +149,7 @@ class ContainerFacts:
             "limitsOnly": sorted(set(self.in_limits) - set(self.in_requests)),
             "claims": list(self.claims),
             "hami": {HAMI_RESOURCES[name][0]: value for name, value in self.hami.items()},
+            "sizing": sizing_cel(self.sizing),
         }
 
 
@@ -120,6 +170,14 @@ class PodFacts:
     @property
     def legacy_containers(self) -> tuple[ContainerFacts, ...]:
         return tuple(c for c in self.containers if c.legacy)
+
+    @property
+    def sizing(self) -> SizingDecision:
+        """The pod-level sizing (`gpu.sizing`): the GPU container with the largest sized memory, else the first."""
+        sized = [c for c in self.containers if c.legacy]
+        if not sized:
+            return NO_SIZING
+        return max(sized, key=lambda c: c.sizing.vram_bytes or 0).sizing
 
     @property
     def uses_dra(self) -> bool:
@@ -147,6 +205,7 @@ class PodFacts:
             "mixed": [c.name for c in self.containers if c.legacy and c.claims],
             "hami": any(c.hami for c in self.containers),
             "containers": [c.to_cel() for c in self.containers],
+            "sizing": sizing_cel(self.sizing),
         }
 
 
@@ -252,9 +311,73 @@ def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
     )
 
 
-def pod_facts(pod: Mapping[str, Any], *, dra_devices: int = 0) -> PodFacts:
+def _annotation_vram(pod: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    """The `gpudra.io/vram` annotation's text and bytes (None bytes: absent, or not a positive quantity)."""
+    meta = pod.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if not isinstance(annotations, Mapping) or VRAM_ANNOTATION not in annotations:
+        return None, None
+    text = str(annotations[VRAM_ANNOTATION])
+    try:
+        from dra.quantity import Quantity
+
+        value = Quantity.parse(text).value
+    except Exception:  # QuantityError: the policy's validation denies it
+        return text, None
+    return text, (int(-(-value.numerator // value.denominator)) if value > 0 else None)
+
+
+def _observed(
+    lookup: SizingLookup | None, namespace: str, owner: tuple[str, str] | None, container: str
+) -> tuple[Any, str]:
+    if lookup is None or owner is None or not namespace:
+        return None, ""
+    try:
+        return lookup.observed(namespace, owner[0], owner[1], container), ""
+    except Exception as exc:  # a broken lookup must never fail admission: the pod is sized without it
+        return None, f"observed lookup failed ({type(exc).__name__}: {exc}); "
+
+
+def _size(
+    spec: Mapping[str, Any],
+    facts: ContainerFacts,
+    annotation: tuple[str | None, int | None],
+    lookup: SizingLookup | None,
+    namespace: str,
+    owner: tuple[str, str] | None,
+) -> SizingDecision:
+    container = spec[facts.kind][facts.index]
+    server = parse_container(container)
+    model = estimate_memory(server) if server is not None else None
+    observed, failure = _observed(lookup, namespace, owner, facts.name)
+    text, vram = annotation
+    label = f"annotation {VRAM_ANNOTATION}"
+    if text is not None and vram is None:
+        decision = resolve_sizing(None, observed, model, None)
+        return SizingDecision(
+            None, "annotation", reason=f"{label} {text!r} is not a positive quantity (the policy rejects it)",
+            model_bytes=decision.model_bytes, min_device_bytes=decision.min_device_bytes,
+            memory_utilization=decision.memory_utilization, server=decision.server, model=decision.model,
+        )  # fmt: skip
+    if vram is None and "nvidia.com/gpumem" in facts.hami:
+        vram, label = facts.hami["nvidia.com/gpumem"] * _MiB, "HAMi nvidia.com/gpumem"
+    decision = resolve_sizing(vram, observed, model, None, annotation_label=label)
+    if failure:
+        return SizingDecision(**{**_fields(decision), "reason": failure + decision.reason})
+    return decision
+
+
+def _fields(decision: SizingDecision) -> dict[str, Any]:
+    return {name: getattr(decision, name) for name in SizingDecision.__slots__}
+
+
+def pod_facts(
+    pod: Mapping[str, Any], *, dra_devices: int = 0, sizing: SizingLookup | None = None, namespace: str = ""
+) -> PodFacts:
     """Read the GPU facts of `pod` (Kubernetes JSON form); raises `InputError` naming the bad field.
-    `dra_devices`: the GPU devices its named claims and templates ask for (`webhook.dra_demand`)."""
+    `dra_devices`: the GPU devices its named claims and templates ask for (`webhook.dra_demand`). Each legacy GPU
+    container is sized (`ContainerFacts.sizing`): annotation > observed (`sizing`, looked up by `namespace` and the
+    pod's workload owner) > model estimate > default."""
     spec = pod.get("spec") or _EMPTY
     if type(spec) is not dict:
         raise _bad("spec", "a mapping", spec)
@@ -278,4 +401,13 @@ def pod_facts(pod: Mapping[str, Any], *, dra_devices: int = 0) -> PodFacts:
             f"the pod's containers ask for {total} GPU devices in all ({counts}); they go into one DRA claim, which "
             f"allocates at most {MAX_DEVICES_PER_CLAIM} (resource.k8s.io/v1 AllocationResultsMaxSize)"
         )
+    if any(c.legacy for c in found):
+        annotation = _annotation_vram(pod)
+        owner = pod_owner(pod) if sizing is not None else None
+        if not namespace:
+            meta = pod.get("metadata")
+            namespace = str(meta.get("namespace") or "") if isinstance(meta, Mapping) else ""
+        found = [
+            replace(c, sizing=_size(spec, c, annotation, sizing, namespace, owner)) if c.legacy else c for c in found
+        ]
     return PodFacts(tuple(found), names, dra_devices)
