@@ -61,7 +61,7 @@ def parse_statistic(text: str) -> float | None:
         raise ValueError(f"statistic {text!r}: expected max or pNN (p50, p99, p99.9)")
     if match.group(1) == "max":
         return None
-    q = float(match.group(2)) / 100
+    q = round(float(match.group(2)) / 100, 12)
     if not 0 < q < 1:
         raise ValueError(f"statistic {text!r}: the quantile must be between p0 and p100, exclusive")
     return q
