@@ -19,7 +19,7 @@ from webhook.policy_testing import run_tests
 from webhook.workload_translation import TemplatePod, namespace_for, namespaces_of
 
 from ..outcome import Outcome, emit
-from ..render.policy import explanation, lint_listing, policy_errors, policy_test_report
+from ..render.policy import explanation, lint_listing, policy_errors, policy_test_report, sizing_json
 from ._workload_inputs import nothing_to_translate, read_namespace, read_objects, template_pods_of
 
 EXIT_DENIED = 1
@@ -75,6 +75,7 @@ def explain(
     if as_json:
         if lone_pod:
             data = decided[0][1].to_json()
+            data["sizing"] = sizing_json(decided[0][0].pod)
             data["errors"] = [str(e) for e in policies.errors]
         else:
             data = {
@@ -96,6 +97,7 @@ def _template_json(pod: TemplatePod, decision: Decision) -> dict[str, Any]:
         "path": pod.where,
         "role": pod.template.role,
         "decision": decision.to_json(),
+        "sizing": sizing_json(pod.pod),
     }
 
 

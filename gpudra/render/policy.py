@@ -6,12 +6,21 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from webhook.policy import Decision, PolicySet
+from webhook.policy import Decision, PolicySet, pod_facts
 from webhook.policy_testing import PolicyTestResult
 
 from .documents import yaml_stream
 
-__all__ = ["explanation", "lint_listing", "policy_errors", "policy_test_report"]
+__all__ = ["explanation", "lint_listing", "policy_errors", "policy_test_report", "sizing_json"]
+
+
+def sizing_json(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per GPU container: which sizing source won and why (`gpu.containers[].sizing`); [] when unreadable."""
+    try:
+        facts = pod_facts(pod)
+    except Exception:  # an unreadable pod is reported by the decision itself
+        return []
+    return [{"container": c.name, **c.to_cel()["sizing"]} for c in facts.containers if c.legacy]
 
 
 def policy_errors(policies: PolicySet) -> str:
@@ -70,6 +79,9 @@ def explanation(pod: dict[str, Any], policies: PolicySet, decision: Decision) ->
         replaced = ", ".join(f"{k}={v}" for k, v in request.replaces.items())
         where = f"{request.kind}[{request.index}]"
         lines.append(f"container {request.container} ({where}): request {request.request}, replaces {replaced}")
+    for sizing in sizing_json(pod):
+        size = sizing["vram"] or "none"
+        lines.append(f"sizing {sizing['container']}: source {sizing['source']}, vram {size}: {sizing['reason']}")
     if decision.claim is not None:
         lines.append("claim:")
         lines.extend("  " + line for line in yaml_stream([decision.claim]).splitlines())

@@ -20,7 +20,8 @@ PROFILE_GB = {
 
 class Lookup:
     def __init__(self, vram: int | None, raises: bool = False) -> None:
-        self.vram, self.raises, self.calls = vram, raises, []
+        self.vram, self.raises = vram, raises
+        self.calls: list[tuple[str, str, str, str]] = []
 
     def observed(self, namespace: str, owner_kind: str, owner_name: str, container: str) -> ObservedSizing | None:
         self.calls.append((namespace, owner_kind, owner_name, container))
