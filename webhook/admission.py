@@ -12,8 +12,9 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from dra.sizing import ObservedSizing
 from webhook.decision_cache import DecisionCache
 from webhook.dra_demand import ClaimReader, claimed_gpu_devices
 from webhook.kube import ApiServerError, NamespaceCache, TemplateWriter
@@ -24,7 +25,7 @@ from webhook.policy_store import PolicyStore
 from webhook.review import AdmissionDenied, BadReview, ReviewRequest, allowed_response, operation_label
 from webhook.translate import Translation, pointer, translate
 
-__all__ = ["Admission", "RolloutConfig"]
+__all__ = ["Admission", "RolloutConfig", "SizingSource"]
 
 
 AUDIT_ANNOTATION_LIMIT = 1000
@@ -75,6 +76,14 @@ def _check_namespace(review: ReviewRequest, pod: dict[str, Any]) -> None:
         )
 
 
+class SizingSource(Protocol):
+    """`dra.sizing.SizingLookup` plus what the decision cache keys on (webhook.sizing_cache.RecommendationCache)."""
+
+    def observed(self, namespace: str, owner_kind: str, owner_name: str, container: str) -> ObservedSizing | None: ...
+
+    def version(self, pod: dict[str, Any], namespace: str) -> str: ...
+
+
 class _Cached:
     """A decision and, once mutate asks for it, its translation (both pure functions of the cache key's inputs).
 
@@ -109,6 +118,7 @@ class Admission:
         cache_bytes: int = DECISION_CACHE_BYTES,
         exempt_namespaces: frozenset[str] = DEFAULT_EXEMPT_NAMESPACES,
         claims: ClaimReader | None = None,
+        sizing: SizingSource | None = None,
     ) -> None:
         self.store = store
         self.metrics = metrics
@@ -118,6 +128,7 @@ class Admission:
         self.cache_size = cache_size
         self.exempt_namespaces = exempt_namespaces
         self.claims = claims  # where the claims and templates a pod names are read (None: not counted)
+        self.sizing = sizing  # observed-usage recommendations (webhook.sizing_cache), read from memory only
         # Decisions (and their translations) by a digest of every input they depend on; see `_key`.
         self._cache: DecisionCache[_Cached] = DecisionCache(cache_size, cache_bytes)
         self._cache_policies: PolicySet | None = None
@@ -148,12 +159,18 @@ class Admission:
             ) from exc
 
     def _key(
-        self, policies: PolicySet, info: dict[str, Any], pod: Any, namespace: Any, dra_devices: int = 0
+        self,
+        policies: PolicySet,
+        info: dict[str, Any],
+        pod: Any,
+        namespace: Any,
+        dra_devices: int = 0,
+        sizing: str = "",
     ) -> tuple[bytes, int] | None:
         """A digest of exactly what a decision reads: the pod, the namespace object and the request info (the uid
-        left out unless some policy expression could read it). Replicas of one Deployment arrive identical at
-        mutating admission, so they share one entry. With the digest, the text's size (the entry's weight). None
-        when an input is not plain JSON (then no caching)."""
+        left out unless some policy expression could read it), and the version of the pod owner's recommendation.
+        Replicas of one Deployment arrive identical at mutating admission, so they share one entry. With the
+        digest, the text's size (the entry's weight). None when an input is not plain JSON (then no caching)."""
         with self._policies_lock:  # decisions run on several threads (webhook.deadline)
             if policies is not self._cache_policies:
                 self._cache.clear()
@@ -165,7 +182,7 @@ class Admission:
         try:
             # Not sorted: the API server writes a given object's keys in one order, and equal text means equal
             # inputs either way (another key order only misses the cache); sorting would double the cost.
-            text = json.dumps([pod, namespace, info, dra_devices], separators=(",", ":"), allow_nan=False)
+            text = json.dumps([pod, namespace, info, dra_devices, sizing], separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError):
             return None
         data = text.encode()
@@ -198,12 +215,14 @@ class Admission:
         info = _request_info(review)
         policies = self.store.current
         dra_devices = self._dra_devices(review, pod)
-        keyed = self._key(policies, info, pod, namespace, dra_devices) if self.cache_size > 0 else None
+        version = self.sizing.version(pod, review.namespace) if self.sizing is not None else ""
+        keyed = self._key(policies, info, pod, namespace, dra_devices, version) if self.cache_size > 0 else None
         if keyed is not None:
             cached = self._cache.get(keyed[0])
             if cached is not None:
                 return cached
-        entry = _Cached(pod, policies.evaluate(pod, namespace, info, dra_devices=dra_devices))
+        decision = policies.evaluate(pod, namespace, info, dra_devices=dra_devices, sizing=self.sizing)
+        entry = _Cached(pod, decision)
         if keyed is not None:
             self._cache.put(keyed[0], entry, keyed[1])
         return entry

@@ -35,7 +35,7 @@ from webhook.review import (
     parse_review,
 )
 
-__all__ = ["DEFAULT_DEADLINE_SECONDS", "AdmissionHandler", "ReadinessCheck", "create_app"]
+__all__ = ["DEFAULT_DEADLINE_SECONDS", "AdmissionHandler", "BackgroundService", "ReadinessCheck", "create_app"]
 
 log = logging.getLogger("gpudra.webhook")
 
@@ -54,6 +54,14 @@ class AdmissionHandler(Protocol):
 ReadinessCheck = Callable[[], tuple[bool, str]]
 
 
+class BackgroundService(Protocol):
+    """Something that runs beside the server for its lifetime (the recommendation cache's watch thread)."""
+
+    def start(self) -> None: ...
+
+    def stop(self, timeout: float = ...) -> None: ...
+
+
 def create_app(
     handler: AdmissionHandler,
     *,
@@ -65,16 +73,21 @@ def create_app(
     enable_echo: bool = False,
     deadline_seconds: float = DEFAULT_DEADLINE_SECONDS,
     decision_threads: int = DEFAULT_DECISION_THREADS,
+    services: list[BackgroundService] | None = None,
 ) -> FastAPI:
     """Build the app. `periodic` callables (policy and certificate reloads) run every `period_seconds`; each
-    review's decision runs off the event loop and is answered within `deadline_seconds` (webhook.deadline)."""
+    review's decision runs off the event loop and is answered within `deadline_seconds` (webhook.deadline);
+    `services` are started with the server and stopped with it."""
     checks = dict(readiness or {})
     pool = DecisionPool(decision_threads)
     tasks = list(periodic or [])
+    background = list(services or [])
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         poller: asyncio.Task[None] | None = None
+        for service in background:
+            service.start()
         if tasks:
 
             async def poll() -> None:
@@ -94,6 +107,8 @@ def create_app(
                 poller.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await poller
+            for service in background:
+                await asyncio.to_thread(service.stop)
 
     app = FastAPI(title="gpudra admission webhook", lifespan=lifespan, docs_url=None, redoc_url=None)
     collector = ByteBudgetCollector()  # large reviews would otherwise outpace the cyclic collector (collector.py)

@@ -54,3 +54,36 @@ class WebhookMetrics:
         self.cert_reloads = Counter(
             "gpudra_certificate_reloads", "Serving certificate reloads, by result.", ["result"], registry=r
         )
+        # The recommendation cache (webhook.sizing_cache): zero and untouched when it is off.
+        self.sizing_owners = Gauge(
+            "gpudra_sizing_recommendations", "Workload owners with a GPUSizingRecommendation in the cache.", registry=r
+        )
+        self.sizing_containers = Gauge(
+            "gpudra_sizing_recommendation_containers", "Containers with a usable recommendation in the cache.",
+            registry=r,
+        )  # fmt: skip
+        self.sizing_last_sync = Gauge(
+            "gpudra_sizing_cache_last_sync_timestamp_seconds",
+            "Unix time of the recommendation cache's last successful list or watch event.",
+            registry=r,
+        )
+        self.sizing_restarts = Counter(
+            "gpudra_sizing_cache_watch_restarts",
+            "Recommendation watches ended and relisted, by reason (closed|expired|error).",
+            ["reason"],
+            registry=r,
+        )
+        self.sizing_errors = Counter(
+            "gpudra_sizing_cache_errors", "Recommendation list or watch failures, by operation.", ["operation"],
+            registry=r,
+        )  # fmt: skip
+        self.sizing_skipped = Counter(
+            "gpudra_sizing_recommendations_skipped",
+            "Malformed recommendations (or container entries) skipped, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.sizing_lookups = Counter(
+            "gpudra_sizing_lookups", "Recommendation cache lookups on the admission path, by result.", ["result"],
+            registry=r,
+        )  # fmt: skip

@@ -17,11 +17,12 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
-from webhook.app import DEFAULT_DEADLINE_SECONDS, create_app
+from webhook.app import DEFAULT_DEADLINE_SECONDS, BackgroundService, create_app
 from webhook.kube import KubeSideEffects, NamespaceCache, TemplateWriter, api_client
 from webhook.metrics import WebhookMetrics
 from webhook.policy import PolicySet, load_policies
 from webhook.policy_store import PolicyStore
+from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache, RecommendationSource
 from webhook.tls import ReloadingCertificate
 
 __all__ = ["ServeSettings", "app_factory", "build_app", "serve"]
@@ -46,6 +47,9 @@ class ServeSettings:
     review_deadline_seconds: float = DEFAULT_DEADLINE_SECONDS
     # Besides the cluster's own namespaces: where gpudra itself runs ($POD_NAMESPACE in the Deployment).
     exempt_namespaces: tuple[str, ...] = ()
+    # GPUSizingRecommendation watch cache (webhook.sizing_cache): auto (on when the API server serves the CRD),
+    # on (its absence is an error in /readyz and /metrics) or off. Needs API-server access.
+    sizing_recommendations: str = "auto"
 
     @property
     def side_effects(self) -> bool:
@@ -78,8 +82,13 @@ def refuse_empty(policies: PolicySet) -> str | None:
     return None
 
 
-def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) -> FastAPI:
-    """Wire policies, certificate, side effects and metrics into the FastAPI app."""
+def build_app(
+    settings: ServeSettings,
+    *,
+    writer: TemplateWriter | None = None,
+    recommendations: RecommendationSource | None = None,
+) -> FastAPI:
+    """Wire policies, certificate, side effects, the recommendation cache and metrics into the FastAPI app."""
     metrics = WebhookMetrics()
     store = PolicyStore(
         Path(settings.policies),
@@ -93,12 +102,21 @@ def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) 
             api_client(settings.kubeconfig, in_cluster=settings.in_cluster), timeout=settings.api_timeout_seconds
         )
     namespaces = NamespaceCache(writer) if writer is not None else None
+    sizing: RecommendationCache | None = None
+    if settings.sizing_recommendations not in ("auto", "on", "off"):
+        raise ValueError(f"sizing_recommendations must be auto, on or off (got {settings.sizing_recommendations!r})")
+    if recommendations is None and settings.side_effects and settings.sizing_recommendations != "off":
+        # Its own client: the watch holds a connection for minutes, apart from the side effects' pool.
+        client = api_client(settings.kubeconfig, in_cluster=settings.in_cluster)
+        recommendations = KubeRecommendationSource(client, timeout=max(5.0, settings.api_timeout_seconds))
+    if recommendations is not None and settings.sizing_recommendations != "off":
+        sizing = RecommendationCache(recommendations, metrics, mode=settings.sizing_recommendations)
     exempt = DEFAULT_EXEMPT_NAMESPACES | set(settings.exempt_namespaces)
     if os.environ.get("POD_NAMESPACE"):
         exempt |= {os.environ["POD_NAMESPACE"]}
     admission = Admission(
         store, metrics, writer=writer, namespaces=namespaces, rollout=RolloutConfig(), exempt_namespaces=exempt,
-        claims=writer if isinstance(writer, KubeSideEffects) else None,
+        claims=writer if isinstance(writer, KubeSideEffects) else None, sizing=sizing,
     )  # fmt: skip
     certificate = _certificate(settings)
 
@@ -133,6 +151,10 @@ def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) 
         readiness["certificate"] = certificate_ready
     if writer is not None:
         readiness["apiserver"] = writer.reachable
+    services: list[BackgroundService] = []
+    if sizing is not None:
+        readiness["sizing"] = sizing.readiness  # never unready: see webhook.sizing_cache
+        services.append(sizing)
     return create_app(
         admission,
         metrics=metrics,
@@ -142,6 +164,7 @@ def build_app(settings: ServeSettings, *, writer: TemplateWriter | None = None) 
         max_body_bytes=settings.max_body_bytes,
         enable_echo=settings.enable_echo,
         deadline_seconds=settings.review_deadline_seconds,
+        services=services,
     )
 
 

@@ -21,6 +21,13 @@ def register(app: typer.Typer) -> None:
         reload_seconds: float = typer.Option(2.0, "--reload-seconds", help="How often to look for new files."),
         api_timeout: float = typer.Option(2.0, "--api-timeout", help="Bound on each API-server call (seconds)."),
         echo: bool = typer.Option(False, "--enable-echo", hidden=True, help="Serve /echo (benchmark baseline)."),
+        sizing_recommendations: str = typer.Option(
+            "auto",
+            "--sizing-recommendations",
+            envvar="GPUDRA_SIZING_RECOMMENDATIONS",
+            help="Watch GPUSizingRecommendation objects and size unannotated pods from them: auto (when the API "
+            "server serves the CRD), on, or off. Needs --kubeconfig or --in-cluster.",
+        ),
     ) -> None:
         """Serve /mutate, /validate, /healthz, /readyz and /metrics."""
         from webhook.policy import shipped_policies_dir
@@ -29,6 +36,8 @@ def register(app: typer.Typer) -> None:
 
         if (cert is None) != (key is None):
             raise typer.BadParameter("--cert and --key go together")
+        if sizing_recommendations not in ("auto", "on", "off"):
+            raise typer.BadParameter("--sizing-recommendations must be auto, on or off")
         run(
             ServeSettings(
                 policies=str(policies or shipped_policies_dir()),
@@ -42,5 +51,6 @@ def register(app: typer.Typer) -> None:
                 reload_seconds=reload_seconds,
                 api_timeout_seconds=api_timeout,
                 enable_echo=echo,
+                sizing_recommendations=sizing_recommendations,
             )
         )

@@ -1,0 +1,593 @@
+"""The webhook's recommendation cache: GPUSizingRecommendation objects kept in memory by an informer-style list+watch.
+
+`gpudra recommend` writes one `GPUSizingRecommendation` (gpudra.io/v1alpha1) per workload owner; the webhook needs
+them on the admission path, where nothing may block on Prometheus or on the API server. So a background thread
+lists every recommendation (paged), then watches from the list's `resourceVersion`, and keeps a map
+(namespace, owner kind, owner name) -> {container -> `ObservedSizing`}. Admission only reads that map
+(`RecommendationCache.observed`, the `dra.sizing.SizingLookup` the policy engine calls): a dict lookup, never a
+network call, and Prometheus is never called by the webhook at all.
+
+Failure behaviour (the rule: an outage of the recommendation path costs right-sizing precision, never admission):
+
+- The API server down, slow or the watch broken: the last good map keeps serving. The loop relists with
+  exponential backoff (1 s doubling to 60 s, jittered) and swaps the map only when a whole list succeeded, so a
+  half-read list never replaces a good one. A watch that expires (410 Gone) relists at once.
+- `/readyz` reports the cache as a check that never makes the webhook unready: a stale or never-synced cache means
+  pods are sized from annotations and the policies' defaults, which is what the webhook did before recommendations
+  existed; refusing all GPU pods (the configurations' `failurePolicy: Fail`) for want of an optimisation would be
+  worse. The detail says `warning: stale ...` with the age of the last sync and the last error.
+- `/metrics`: `gpudra_sizing_recommendations` (owners cached), `gpudra_sizing_recommendation_containers`,
+  `gpudra_sizing_cache_last_sync_timestamp_seconds`, `gpudra_sizing_cache_watch_restarts{reason}`,
+  `gpudra_sizing_cache_errors{operation}`, `gpudra_sizing_recommendations_skipped{reason}`,
+  `gpudra_sizing_lookups{result}`.
+- Malformed objects (no targetRef, bad quantities, vram below peak, negative samples, a bad window, duplicate
+  container names, two objects for one owner) are skipped, entry by entry, with a log line and a metric; nothing in
+  an object can crash the loop. Of two objects targeting one owner the one named `<kind lower>-<name>` (the CRD's
+  rule) wins, else the first seen.
+- In `auto` mode (the default of `gpudra serve`) a cluster that does not serve the CRD (404 on the list) is not an
+  error: the cache stays empty and asks again every `not_served_seconds`.
+
+A recommendation is used whatever its conditions say: the recommender keeps the last computed values when
+Prometheus is unreachable (and says so in a condition), and those values are the last good evidence.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from dra.errors import QuantityError
+from dra.quantity import Quantity
+from dra.sizing import ObservedSizing, pod_owner
+from webhook.metrics import WebhookMetrics
+
+__all__ = [
+    "GROUP",
+    "KIND",
+    "PLURAL",
+    "VERSION",
+    "CacheStatus",
+    "KubeRecommendationSource",
+    "ParsedRecommendation",
+    "RecommendationCache",
+    "RecommendationSource",
+    "SourceError",
+    "parse_go_duration",
+    "parse_recommendation",
+]
+
+log = logging.getLogger("gpudra.webhook.sizing")
+
+GROUP, VERSION, PLURAL, KIND = "gpudra.io", "v1alpha1", "gpusizingrecommendations", "GPUSizingRecommendation"
+
+OwnerKey = tuple[str, str, str]  # (namespace, owner kind, owner name)
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds of a Go duration (`168h`, `1h30m`, `90s`); ValueError naming the text otherwise."""
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"window {text!r} is not a Go duration (e.g. 168h)")
+    pos, total = 0, 0.0
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if pos != len(text) or not math.isfinite(total):
+        raise ValueError(f"window {text!r} is not a Go duration (e.g. 168h)")
+    return total
+
+
+class SourceError(Exception):
+    """The API server could not list or watch recommendations; `status` is its HTTP status when it answered."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRecommendation:
+    """One object as the cache keeps it: the owner it targets, its usable containers, and what was skipped."""
+
+    object_ref: tuple[str, str]  # (namespace, metadata.name)
+    owner: OwnerKey
+    canonical: bool  # metadata.name == <kind lower>-<name>
+    resource_version: str
+    containers: Mapping[str, ObservedSizing]
+    skipped: tuple[tuple[str, str], ...]  # (metric reason, log detail) per skipped container entry
+
+
+class _Bad(ValueError):
+    """A containers[] entry that cannot be used; `reason` is its metric label."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _bytes(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _Bad("bad_quantity", f"{field} {value!r} is not a quantity")
+    try:
+        amount = Quantity.coerce(value).value
+    except QuantityError as exc:
+        raise _Bad("bad_quantity", f"{field} {value!r} is not a quantity") from exc
+    if amount < 0:
+        raise _Bad("bad_quantity", f"{field} {value!r} is negative")
+    return math.ceil(amount)
+
+
+def _container(entry: Any, ref: str, updated: str) -> tuple[str, ObservedSizing]:
+    if not isinstance(entry, Mapping):
+        raise _Bad("malformed", "a containers[] entry is not an object")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise _Bad("missing_field", "a containers[] entry has no name")
+    for required in ("vram", "peak", "samples", "window"):
+        if required not in entry:
+            raise _Bad("missing_field", f"container {name!r}: {required} is missing")
+    vram = _bytes(entry["vram"], f"container {name!r}: vram")
+    peak = _bytes(entry["peak"], f"container {name!r}: peak")
+    if vram <= 0:
+        raise _Bad("bad_quantity", f"container {name!r}: vram {entry['vram']!r} is not positive")
+    if vram < peak:
+        raise _Bad("vram_below_peak", f"container {name!r}: vram {entry['vram']!r} is below peak {entry['peak']!r}")
+    samples = entry["samples"]
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
+        raise _Bad("bad_samples", f"container {name!r}: samples {samples!r} is not a whole number >= 0")
+    try:
+        window = parse_go_duration(entry["window"])
+    except ValueError as exc:
+        raise _Bad("bad_window", f"container {name!r}: {exc}") from exc
+    pressure = entry.get("pressure", False)
+    if not isinstance(pressure, bool):
+        raise _Bad("malformed", f"container {name!r}: pressure {pressure!r} is not a boolean")
+    return name, ObservedSizing(
+        vram_bytes=vram,
+        peak_bytes=peak,
+        samples=samples,
+        window_seconds=int(window),
+        updated=updated,
+        pressure=pressure,
+        source_ref=f"{KIND} {ref}",
+    )
+
+
+def parse_recommendation(obj: Any) -> ParsedRecommendation:
+    """An API object -> `ParsedRecommendation`. ValueError (naming the object) when the object as a whole is unusable
+    (no namespace, name or targetRef); bad container entries are skipped and listed in `skipped`."""
+    if not isinstance(obj, Mapping):
+        raise ValueError("not an object")
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    namespace, name = meta.get("namespace"), meta.get("name")
+    if not isinstance(namespace, str) or not namespace or not isinstance(name, str) or not name:
+        raise ValueError("metadata.namespace or metadata.name is missing")
+    ref = f"{namespace}/{name}"
+    spec = obj.get("spec")
+    target = spec.get("targetRef") if isinstance(spec, Mapping) else None
+    kind = target.get("kind") if isinstance(target, Mapping) else None
+    owner = target.get("name") if isinstance(target, Mapping) else None
+    if not isinstance(kind, str) or not kind or not isinstance(owner, str) or not owner:
+        raise ValueError(f"{KIND} {ref}: spec.targetRef.kind and .name are required")
+    status = obj.get("status")
+    status = status if isinstance(status, Mapping) else {}
+    updated = status.get("lastUpdated")
+    updated = updated if isinstance(updated, str) else ""
+    entries = status.get("containers")
+    containers: dict[str, ObservedSizing] = {}
+    skipped: list[tuple[str, str]] = []
+    if entries is not None and not isinstance(entries, list):
+        skipped.append(("malformed", f"{KIND} {ref}: status.containers is not a list"))
+        entries = []
+    for entry in entries or ():
+        try:
+            cname, sizing = _container(entry, ref, updated)
+        except _Bad as exc:
+            skipped.append((exc.reason, f"{KIND} {ref}: {exc}"))
+            continue
+        if cname in containers:
+            skipped.append(("duplicate_container", f"{KIND} {ref}: container {cname!r} listed twice (first kept)"))
+            continue
+        containers[cname] = sizing
+    rv = meta.get("resourceVersion")
+    return ParsedRecommendation(
+        object_ref=(namespace, name),
+        owner=(namespace, kind, owner),
+        canonical=name == f"{kind.lower()}-{owner}",
+        resource_version=rv if isinstance(rv, str) else "",
+        containers=containers,
+        skipped=tuple(skipped),
+    )
+
+
+class RecommendationSource(Protocol):
+    """Where recommendations come from: a paged list (items, resourceVersion) and a watch from a resourceVersion.
+
+    Both raise `SourceError`; `watch` yields (type, object) with type ADDED, MODIFIED, DELETED or BOOKMARK, and
+    returns when the server ends the watch (its timeout)."""
+
+    def list(self) -> tuple[list[dict[str, Any]], str]: ...
+
+    def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]: ...
+
+
+def _status_of(exc: Exception) -> int | None:
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, int) else None
+
+
+class KubeRecommendationSource:
+    """`RecommendationSource` over a `kubernetes.client.ApiClient`: every namespace, pages of `page` objects, calls
+    bounded by `timeout` seconds (the watch by its server-side timeout plus `timeout`)."""
+
+    def __init__(
+        self, api_client: Any, *, timeout: float = 10.0, page: int = 500, watch_seconds: tuple[int, int] = (240, 360)
+    ) -> None:
+        from kubernetes import client
+
+        self._custom = client.CustomObjectsApi(api_client)
+        self.timeout = timeout
+        self.page = page
+        self.watch_seconds = watch_seconds
+        self._watch: Any = None
+
+    def list(self) -> tuple[list[dict[str, Any]], str]:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            try:
+                page = cast(dict[str, Any], self._custom.list_cluster_custom_object(
+                    GROUP, VERSION, PLURAL, limit=self.page, _continue=token, _request_timeout=self.timeout,
+                ))  # fmt: skip
+            except Exception as exc:  # ApiException, urllib3 timeouts and connection errors
+                raise SourceError(f"list {PLURAL}.{GROUP}: {type(exc).__name__}: {exc}", _status_of(exc)) from exc
+            items.extend(i for i in page.get("items") or () if isinstance(i, dict))
+            meta = page.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+
+    def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        from kubernetes import watch
+
+        seconds = random.randint(*self.watch_seconds)
+        w = watch.Watch()  # type: ignore[no-untyped-call]
+        self._watch = w
+        stream = w.stream(  # type: ignore[no-untyped-call]
+            self._custom.list_cluster_custom_object, GROUP, VERSION, PLURAL,
+            resource_version=resource_version, allow_watch_bookmarks=True, timeout_seconds=seconds,
+            _request_timeout=(self.timeout, seconds + self.timeout),
+        )  # fmt: skip
+        try:
+            for event in stream:
+                raw = event.get("raw_object") if isinstance(event, dict) else None
+                kind = event.get("type") if isinstance(event, dict) else None
+                if isinstance(kind, str) and isinstance(raw, dict):
+                    yield kind, raw
+        except Exception as exc:
+            raise SourceError(f"watch {PLURAL}.{GROUP}: {type(exc).__name__}: {exc}", _status_of(exc)) from exc
+        finally:
+            self._watch = None
+
+    def interrupt(self) -> None:
+        """End a running watch (used when the cache stops)."""
+        w = self._watch
+        if w is not None:
+            w.stop()
+            resp = getattr(w, "_resp", None)
+            if resp is not None:
+                try:
+                    resp.close()
+                except Exception:  # closing a response another thread reads may raise there, not here
+                    log.debug("closing the watch response failed", exc_info=True)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStatus:
+    mode: str  # "auto" | "on"
+    synced: bool  # a list has succeeded at least once
+    served: bool | None  # whether the API server serves the CRD (None: not known yet)
+    owners: int
+    containers: int
+    last_sync: float | None  # wall-clock time of the last successful list or watch event
+    watching: bool
+    failing: bool  # the last list or watch failed and no list has succeeded since
+    restarts: int
+    errors: int
+    last_error: str
+
+
+class RecommendationCache:
+    """The in-memory map and the list+watch loop that fills it; implements `dra.sizing.SizingLookup`.
+
+    `observed` and `version` are safe from any thread and never block on I/O: writers swap or update plain dicts
+    under a lock, readers do one `dict.get` (atomic in CPython) on the current map."""
+
+    def __init__(
+        self,
+        source: RecommendationSource,
+        metrics: WebhookMetrics | None = None,
+        *,
+        mode: str = "auto",
+        backoff: tuple[float, float] = (1.0, 60.0),
+        not_served_seconds: float = 60.0,
+        stale_seconds: float = 600.0,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[threading.Event, float], bool] = lambda stop, s: stop.wait(s),
+    ) -> None:
+        if mode not in ("auto", "on"):
+            raise ValueError(f"mode must be auto or on (got {mode!r})")
+        self.source = source
+        self.metrics = metrics
+        self.mode = mode
+        self.backoff = backoff
+        self.not_served_seconds = not_served_seconds
+        self.stale_seconds = stale_seconds
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._objects: dict[tuple[str, str], ParsedRecommendation] = {}
+        self._owners: dict[OwnerKey, ParsedRecommendation] = {}
+        self._synced = False
+        self._served: bool | None = None
+        self._last_sync: float | None = None
+        self._watching = False
+        self._failing = False
+        self._restarts = 0
+        self._errors = 0
+        self._last_error = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if metrics is not None:
+            self._hit = metrics.sizing_lookups.labels("hit")
+            self._miss = metrics.sizing_lookups.labels("miss")
+
+    # -- the admission side ------------------------------------------------------------------------------------
+
+    def observed(self, namespace: str, owner_kind: str, owner_name: str, container: str) -> ObservedSizing | None:
+        entry = self._owners.get((namespace, owner_kind, owner_name))
+        found = entry.containers.get(container) if entry is not None else None
+        if self.metrics is not None:
+            (self._miss if found is None else self._hit).inc()
+        return found
+
+    def version(self, pod: Mapping[str, Any], namespace: str) -> str:
+        """What of the cache a decision about `pod` may read: its owner's recommendation's resourceVersion ("" when
+        none), for the admission decision cache's key."""
+        owner = pod_owner(pod)
+        if owner is None:
+            return ""
+        entry = self._owners.get((namespace, owner[0], owner[1]))
+        return "" if entry is None else entry.resource_version or "?"
+
+    def __len__(self) -> int:
+        return len(self._owners)
+
+    # -- the writer side ---------------------------------------------------------------------------------------
+
+    def _parse(self, obj: Any) -> ParsedRecommendation | None:
+        try:
+            parsed = parse_recommendation(obj)
+        except ValueError as exc:
+            log.warning("skipping a %s: %s", KIND, exc)
+            self._skipped("malformed")
+            return None
+        for reason, detail in parsed.skipped:
+            log.warning("skipping part of a recommendation: %s", detail)
+            self._skipped(reason)
+        return parsed
+
+    def _skipped(self, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.sizing_skipped.labels(reason).inc()
+
+    def _index(self, objects: Mapping[tuple[str, str], ParsedRecommendation]) -> dict[OwnerKey, ParsedRecommendation]:
+        """Owner -> recommendation; of two objects for one owner the canonically named one wins, else the first
+        (by object name, so the choice does not depend on list order)."""
+        owners: dict[OwnerKey, ParsedRecommendation] = {}
+        for ref in sorted(objects):
+            parsed = objects[ref]
+            held = owners.get(parsed.owner)
+            if held is None:
+                owners[parsed.owner] = parsed
+                continue
+            keep, drop = (parsed, held) if parsed.canonical and not held.canonical else (held, parsed)
+            owners[parsed.owner] = keep
+            log.warning(
+                "%s %s/%s targets %s %s, which %s/%s already sizes: ignored", KIND, *drop.object_ref,
+                parsed.owner[1], parsed.owner[2], *keep.object_ref,
+            )  # fmt: skip
+            self._skipped("duplicate_owner")
+        return owners
+
+    def replace(self, items: list[dict[str, Any]]) -> None:
+        """A whole successful list: the new map replaces the old one at once."""
+        objects: dict[tuple[str, str], ParsedRecommendation] = {}
+        for obj in items:
+            parsed = self._parse(obj)
+            if parsed is not None:
+                objects[parsed.object_ref] = parsed
+        owners = self._index(objects)
+        with self._lock:
+            self._objects = objects
+            self._owners = owners
+            self._synced = True
+            self._served = True
+            self._failing = False
+            self._last_sync = self._clock()
+        self._gauges()
+
+    def apply(self, event: str, obj: dict[str, Any]) -> None:
+        """One watch event (ADDED, MODIFIED, DELETED; BOOKMARK only proves the watch is alive)."""
+        if event == "BOOKMARK":
+            with self._lock:
+                self._last_sync = self._clock()
+            return
+        if event not in ("ADDED", "MODIFIED", "DELETED"):
+            log.warning("ignoring a %s watch event of type %r", KIND, event)
+            return
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        ref = (meta.get("namespace"), meta.get("name")) if isinstance(meta, dict) else (None, None)
+        if not isinstance(ref[0], str) or not isinstance(ref[1], str):
+            log.warning("ignoring a %s %s event without namespace and name", KIND, event)
+            self._skipped("malformed")
+            return
+        key = cast(tuple[str, str], ref)
+        with self._lock:
+            objects = dict(self._objects)
+        if event == "DELETED":
+            objects.pop(key, None)
+        else:
+            parsed = self._parse(obj)
+            if parsed is None:
+                objects.pop(key, None)  # what it said before is no longer what the object says
+            else:
+                objects[key] = parsed
+        owners = self._index(objects)
+        with self._lock:
+            self._objects = objects
+            self._owners = owners
+            self._last_sync = self._clock()
+        self._gauges()
+
+    def _gauges(self) -> None:
+        if self.metrics is None:
+            return
+        owners = self._owners
+        self.metrics.sizing_owners.set(len(owners))
+        self.metrics.sizing_containers.set(sum(len(p.containers) for p in owners.values()))
+        if self._last_sync is not None:
+            self.metrics.sizing_last_sync.set(self._last_sync)
+
+    def _error(self, operation: str, exc: SourceError) -> None:
+        with self._lock:
+            self._errors += 1
+            self._failing = True
+            self._last_error = str(exc)
+            self._watching = False
+        if self.metrics is not None:
+            self.metrics.sizing_errors.labels(operation).inc()
+
+    def _restart(self, reason: str) -> None:
+        with self._lock:
+            self._restarts += 1
+            self._watching = False
+        if self.metrics is not None:
+            self.metrics.sizing_restarts.labels(reason).inc()
+
+    # -- the loop ----------------------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event | None = None, *, passes: int | None = None) -> None:
+        """List, then watch until the watch ends or breaks; relist. Failures back off exponentially (jittered) and
+        keep the last good map. Returns when `stop` is set (or after `passes` lists, for tests)."""
+        stop = stop or self._stop
+        delay = self.backoff[0]
+        done = 0
+        while not stop.is_set() and (passes is None or done < passes):
+            done += 1
+            try:
+                items, rv = self.source.list()
+            except SourceError as exc:
+                if exc.status == 404 and self.mode == "auto":
+                    with self._lock:
+                        self._served = False
+                        self._last_error = ""
+                    log.info("the API server does not serve %s.%s: no recommendations (asking again)", PLURAL, GROUP)
+                    self._sleep(stop, self.not_served_seconds)
+                    continue
+                self._error("list", exc)
+                log.warning("listing recommendations failed (serving the last good cache, retry in %.0fs): %s",
+                            delay, exc)  # fmt: skip
+                self._sleep(stop, delay * random.uniform(0.8, 1.2))
+                delay = min(delay * 2, self.backoff[1])
+                continue
+            self.replace(items)
+            with self._lock:
+                self._watching = True
+            try:
+                for event, obj in self.source.watch(rv):
+                    if stop.is_set():
+                        return
+                    if event == "BOOKMARK":
+                        bookmark_rv = (obj.get("metadata") or {}).get("resourceVersion")
+                        rv = bookmark_rv if isinstance(bookmark_rv, str) and bookmark_rv else rv
+                    else:
+                        new_rv = (obj.get("metadata") or {}).get("resourceVersion") if isinstance(obj, dict) else None
+                        rv = new_rv if isinstance(new_rv, str) and new_rv else rv
+                    self.apply(event, obj)
+                self._restart("closed")  # the server's watch timeout: relist (cheap at this size) and watch again
+                delay = self.backoff[0]
+            except SourceError as exc:
+                if exc.status == 410:  # too old a resourceVersion: relist now
+                    self._restart("expired")
+                    delay = self.backoff[0]
+                    continue
+                self._error("watch", exc)
+                self._restart("error")
+                log.warning("the recommendation watch broke (serving the last good cache, relisting in %.0fs): %s",
+                            delay, exc)  # fmt: skip
+                self._sleep(stop, delay * random.uniform(0.8, 1.2))
+                delay = min(delay * 2, self.backoff[1])
+            except Exception as exc:  # never let the loop die: log, count, relist
+                log.exception("the recommendation watch failed unexpectedly")
+                self._error("watch", SourceError(f"{type(exc).__name__}: {exc}"))
+                self._restart("error")
+                self._sleep(stop, delay)
+                delay = min(delay * 2, self.backoff[1])
+
+    def start(self) -> None:
+        """Run the loop on a daemon thread."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self.run, name="gpudra-sizing-cache", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        interrupt = getattr(self.source, "interrupt", None)
+        if callable(interrupt):
+            interrupt()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    # -- health ------------------------------------------------------------------------------------------------
+
+    def status(self) -> CacheStatus:
+        with self._lock:
+            owners = self._owners
+            return CacheStatus(
+                mode=self.mode, synced=self._synced, served=self._served, owners=len(owners),
+                containers=sum(len(p.containers) for p in owners.values()), last_sync=self._last_sync,
+                watching=self._watching, failing=self._failing, restarts=self._restarts, errors=self._errors,
+                last_error=self._last_error,
+            )  # fmt: skip
+
+    def readiness(self) -> tuple[bool, str]:
+        """Always ready (see the module docstring); the detail warns when the cache is stale or never synced."""
+        s = self.status()
+        if s.served is False:
+            return True, "the API server does not serve GPUSizingRecommendation: sizing from annotations and defaults"
+        if not s.synced:
+            why = f": {s.last_error}" if s.last_error else ""
+            return True, f"warning: recommendations not listed yet (sizing from annotations and defaults){why}"
+        age = self._clock() - (s.last_sync or 0.0)
+        detail = f"{s.owners} recommendations ({s.containers} containers), last synced {age:.0f}s ago"
+        if s.failing or age > self.stale_seconds:
+            detail = f"warning: stale cache, serving the last good one; {detail}"
+            if s.last_error:
+                detail += f"; last error: {s.last_error}"
+        return True, detail
