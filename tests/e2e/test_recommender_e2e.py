@@ -6,6 +6,7 @@ out a Prometheus outage."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+import yaml
 from kubernetes.client.exceptions import ApiException
 
 from tests.controlplane.cluster import ControlPlane
@@ -301,3 +303,38 @@ def test_the_controller_reports_a_prometheus_outage_and_recovers(
         server.shutdown()
         server.server_close()
     assert not loop.is_alive()
+
+
+def test_the_recommender_component_renders_and_passes_a_server_side_dry_run(
+    crd: None, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [os.path.relpath(ROOT / "manifests" / "base", overlay)],
+        "components": [os.path.relpath(ROOT / "manifests" / "components" / "recommender", overlay)],
+    }))  # fmt: skip
+    rendered = control_plane.kubectl("kustomize", "--load-restrictor=LoadRestrictionsNone", str(overlay)).stdout
+    docs = [d for d in yaml.safe_load_all(rendered) if d]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "gpudra-recommender"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"][:3] == ["recommend", "--watch", "--in-cluster"]
+    assert "--prometheus=$(PROMETHEUS_URL)" in container["args"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["securityContext"]["readOnlyRootFilesystem"]
+    (role,) = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "gpudra-recommender"]
+    verbs = {
+        (g, r): tuple(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+    }
+    assert verbs[("gpudra.io", "gpusizingrecommendations/status")] == ("update", "patch")
+    assert verbs[("", "pods")] == ("get", "list") and verbs[("apps", "replicasets")] == ("get",)
+    assert all("delete" not in v for v in verbs.values())
+    assert any(d["kind"] == "CustomResourceDefinition" for d in docs)
+    control_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace",
+                          "metadata": {"name": "gpudra-system"}}))  # fmt: skip
+    out = control_plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", "--field-manager=gpudra-test", "-f", "-", input=rendered,
+        check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
