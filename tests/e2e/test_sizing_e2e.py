@@ -1,0 +1,339 @@
+"""The webhook's recommendation cache end to end, through the real kube-apiserver, controller-manager and scheduler.
+
+1. The cache itself (in this process) against the real API server through a TCP proxy the test can cut: it lists
+   and watches GPUSizingRecommendation objects, follows changes, and when the connection is cut it keeps serving the
+   last value it had while the object changes behind its back, says so in /readyz terms and metrics, and catches up
+   by relisting once the connection is back.
+2. `gpudra serve --sizing-recommendations on` with the shipped policies: a recommendation of 6Gi for Deployment
+   `embed`, then the Deployment (an unannotated legacy `nvidia.com/gpu: 1` pod template): its pod, owned by the
+   ReplicaSet `embed-<pod-template-hash>`, gets a claim sized from the recommendation (a MIG 1g.10gb partition on the
+   A100 node), where the same Deployment without a recommendation gets a whole GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import socket
+import ssl
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import pytest
+
+from dra.quantity import Quantity
+from tests.controlplane.cluster import ControlPlane
+from tests.controlplane.kube import Kube, wait_for
+from tests.e2e.test_webhook_e2e import (
+    A100_NODE,
+    LABEL,
+    TOLERATION,
+    Webhook,
+    _bound_with_claim,
+    _device_attrs,
+    _vram,
+    _webhook_configurations,
+)
+from tests.e2e.test_webhook_e2e import gpu_nodes as gpu_nodes  # noqa: F401 (a fixture)
+from webhook.metrics import WebhookMetrics
+from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD = ROOT / "manifests" / "base" / "crd-gpusizingrecommendation.yaml"
+GiB = 2**30
+SIZING_LABEL = {"gpudra-e2e": "sizing"}
+
+
+@pytest.fixture(scope="module")
+def crd(control_plane: ControlPlane) -> None:
+    control_plane.kubectl("apply", "--server-side", "-f", str(CRD))
+    control_plane.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd/gpusizingrecommendations.gpudra.io"
+    )
+
+
+def _path(namespace: str, name: str | None = None, status: bool = False) -> str:
+    path = f"/apis/gpudra.io/v1alpha1/namespaces/{namespace}/gpusizingrecommendations"
+    return path + (f"/{name}" if name else "") + ("/status" if status else "")
+
+
+def _recommend(kube: Kube, namespace: str, owner: str, vram: str, peak: str, *, kind: str = "Deployment") -> None:
+    """Create (or update) the recommendation for `owner`, status through its subresource as the recommender does."""
+    name = f"{kind.lower()}-{owner}"
+    body = {
+        "apiVersion": "gpudra.io/v1alpha1",
+        "kind": "GPUSizingRecommendation",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": kind, "name": owner}},
+    }
+    with contextlib.suppress(kubernetes.client.ApiException):
+        kube.request("POST", _path(namespace), body)
+    status = {
+        "status": {
+            "containers": [{"name": "main", "vram": vram, "peak": peak, "samples": 2016, "window": "168h"}],
+            "lastUpdated": "2026-12-03T10:00:00Z",
+        }
+    }
+    kube.request("PATCH", _path(namespace, name, status=True), status, "application/merge-patch+json")
+
+
+class Proxy:
+    """A TCP proxy on loopback in front of the API server; `cut()` drops every connection and refuses new ones
+    (the watch breaks, lists fail) until `restore()`."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.open = True
+        self.closed = False
+        self.conns: list[socket.socket] = []
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.open:
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.conns += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+
+    def _pump(self, a: socket.socket, b: socket.socket) -> None:
+        try:
+            while True:
+                ready, _, _ = select.select([a, b], [], [], 1.0)
+                if not self.open or self.closed:
+                    break
+                for sock in ready:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    (b if sock is a else a).sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (a, b):
+                with contextlib.suppress(OSError):
+                    sock.close()
+
+    def cut(self) -> None:
+        self.open = False
+        with self.lock:
+            conns, self.conns = self.conns, []
+        for sock in conns:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+
+    def restore(self) -> None:
+        self.open = True
+
+    def close(self) -> None:
+        self.closed = True
+        self.cut()
+        self.listener.close()
+        self.thread.join(5)
+
+
+def _sized(cache: RecommendationCache, namespace: str, owner: str) -> int | None:
+    found = cache.observed(namespace, "Deployment", owner, "main")
+    return None if found is None else found.vram_bytes
+
+
+def test_the_cache_follows_the_api_server_and_keeps_the_last_value_when_cut_off(
+    control_plane: ControlPlane, crd: None, kube: Kube, k8s_namespace: str
+) -> None:
+    ns = k8s_namespace
+    host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
+    proxy = Proxy((host, int(port)))
+    config = control_plane.configuration()
+    config.host = f"https://127.0.0.1:{proxy.port}"
+    source = KubeRecommendationSource(kubernetes.client.ApiClient(config), timeout=3.0, watch_seconds=(30, 30))
+    metrics = WebhookMetrics()
+    cache = RecommendationCache(source, metrics, mode="on", backoff=(0.2, 1.0))
+    cache.start()
+    try:
+        _recommend(kube, ns, "embed", "6Gi", "5Gi")
+        wait_for(lambda: _sized(cache, ns, "embed") == 6 * GiB or None, timeout=30, what="the cache sees 6Gi")
+        ok, detail = cache.readiness()
+        assert ok and "recommendations" in detail and not detail.startswith("warning"), detail
+        _recommend(kube, ns, "embed", "8Gi", "6Gi")  # a watch event, no relist
+        wait_for(lambda: _sized(cache, ns, "embed") == 8 * GiB or None, timeout=30, what="the cache sees 8Gi")
+
+        proxy.cut()
+        wait_for(lambda: cache.status().failing or None, timeout=30, what="the cache notices the cut")
+        _recommend(kube, ns, "embed", "12Gi", "10Gi")  # behind the cache's back
+        _recommend(kube, ns, "other", "2Gi", "1Gi")
+        time.sleep(2.0)  # a few failed relists (backoff 0.2 s doubling to 1 s)
+        assert _sized(cache, ns, "embed") == 8 * GiB  # the last good value, still served
+        assert _sized(cache, ns, "other") is None
+        ok, detail = cache.readiness()
+        assert ok and detail.startswith("warning: stale cache") and "last error" in detail
+        errors = sum(
+            metrics.registry.get_sample_value("gpudra_sizing_cache_errors_total", {"operation": op}) or 0.0
+            for op in ("list", "watch")
+        )
+        assert errors >= 2
+
+        proxy.restore()
+        wait_for(lambda: _sized(cache, ns, "embed") == 12 * GiB or None, timeout=30, what="the relist after restore")
+        assert _sized(cache, ns, "other") == 2 * GiB
+        assert not cache.status().failing and not cache.readiness()[1].startswith("warning")
+
+        kube.request("DELETE", _path(ns, "deployment-other"))
+        wait_for(lambda: _sized(cache, ns, "other") is None or None, timeout=30, what="the delete seen")
+        assert _sized(cache, ns, "embed") == 12 * GiB
+    finally:
+        cache.stop(timeout=10)
+        proxy.close()
+
+
+# -- through gpudra serve ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sizing_webhook(
+    control_plane: ControlPlane, kube: Kube, crd: None, gpu_nodes: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Webhook]:
+    hook = Webhook(tmp_path_factory.mktemp("sizing-webhook"), control_plane.kubeconfig)
+    _start(hook)
+    configs = _webhook_configurations(hook)
+    for config in configs:
+        config["metadata"]["name"] = "gpudra-sizing-e2e"
+        for webhook in config["webhooks"]:
+            for expr in webhook["namespaceSelector"]["matchExpressions"]:
+                if expr["key"] == "gpudra-e2e":
+                    expr["values"] = ["sizing"]
+        kube.apply(config)
+    time.sleep(1.5)  # the API server loads webhook configurations from its informer
+    try:
+        yield hook
+    finally:
+        for config in configs:
+            kube.delete(config["kind"], config["metadata"]["name"])
+        hook.stop()
+
+
+def _start(hook: Webhook) -> None:
+    """`Webhook.start` with `--sizing-recommendations on` (through GPUDRA_SIZING_RECOMMENDATIONS, the flag's env)."""
+    previous = os.environ.get("GPUDRA_SIZING_RECOMMENDATIONS")
+    os.environ["GPUDRA_SIZING_RECOMMENDATIONS"] = "on"
+    try:
+        hook.start()
+    finally:
+        if previous is None:
+            os.environ.pop("GPUDRA_SIZING_RECOMMENDATIONS", None)
+        else:
+            os.environ["GPUDRA_SIZING_RECOMMENDATIONS"] = previous
+
+
+def _metrics(hook: Webhook) -> str:
+    ctx = ssl.create_default_context(cafile=str(hook.certs / "ca.crt"))
+    with urllib.request.urlopen(f"https://127.0.0.1:{hook.port}/metrics", context=ctx, timeout=5) as resp:
+        return str(resp.read().decode())
+
+
+def _ready(hook: Webhook) -> dict[str, Any]:
+    ctx = ssl.create_default_context(cafile=str(hook.certs / "ca.crt"))
+    with urllib.request.urlopen(f"https://127.0.0.1:{hook.port}/readyz", context=ctx, timeout=5) as resp:
+        return dict(json.loads(resp.read()))
+
+
+def _deployment(name: str, namespace: str) -> dict[str, Any]:
+    """An embedding server as its owners wrote it: `nvidia.com/gpu: 1`, no gpudra annotation."""
+    container = {
+        "name": "main",
+        "image": "ghcr.io/huggingface/text-embeddings-inference:1.5",
+        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [container],
+                    "tolerations": [TOLERATION],
+                    "nodeSelector": dict(LABEL),
+                    "terminationGracePeriodSeconds": 0,
+                },
+            },
+        },
+    }
+
+
+def _the_pod(kube: Kube, namespace: str, app: str) -> dict[str, Any]:
+    def one() -> dict[str, Any] | None:
+        pods = kube.list("Pod", namespace, label_selector=f"app={app}")
+        return pods[0] if pods else None
+
+    return wait_for(one, timeout=60, what=f"a pod of Deployment {app}")
+
+
+def test_a_deployments_pod_is_sized_from_its_recommendation(
+    kube: Kube, sizing_webhook: Webhook, k8s_namespace: str
+) -> None:
+    ns = k8s_namespace
+    kube.patch("Namespace", ns, {"metadata": {"labels": SIZING_LABEL}})
+    _recommend(kube, ns, "embed", "6Gi", "5Gi")
+
+    def cached() -> bool | None:
+        lines = [
+            line for line in _metrics(sizing_webhook).splitlines() if line.startswith("gpudra_sizing_recommendations ")
+        ]
+        return True if lines and float(lines[0].split()[1]) >= 1 else None
+
+    wait_for(cached, timeout=30, what="the webhook's cache holds the recommendation")
+    sizing = _ready(sizing_webhook)["checks"]["sizing"]
+    assert sizing["ok"] and "recommendations" in sizing["detail"] and not sizing["detail"].startswith("warning")
+
+    kube.create(_deployment("embed", ns))
+    pod = _the_pod(kube, ns, "embed")
+    owner = pod["metadata"]["ownerReferences"][0]
+    assert owner["kind"] == "ReplicaSet" and owner["name"] == f"embed-{pod['metadata']['labels']['pod-template-hash']}"
+    template = kube.get("ResourceClaimTemplate", pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"], ns)
+    request = template["spec"]["spec"]["devices"]["requests"][0]
+    assert request["firstAvailable"][0]["name"] == "mig-1g-10gb"
+    shared = next(r for r in request["firstAvailable"] if r["name"] == "shared")
+    assert Quantity.parse(shared["capacity"]["requests"]["memory"]) == Quantity.parse("6Gi")
+    bound, devices = _bound_with_claim(kube, ns, pod["metadata"]["name"])
+    assert bound["spec"]["nodeName"] == A100_NODE and len(devices) == 1
+    attrs = _device_attrs(kube, devices[0])
+    assert attrs["attributes"]["type"]["string"] == "mig" and attrs["attributes"]["profile"]["string"] == "1g.10gb"
+    assert Quantity.parse("6Gi") <= _vram(attrs) < Quantity.parse("20Gi")
+
+    # The same Deployment without a recommendation: a whole GPU, as before issue 10.
+    kube.create(_deployment("plain", ns))
+    plain = _the_pod(kube, ns, "plain")
+    plain_template = kube.get(
+        "ResourceClaimTemplate", plain["spec"]["resourceClaims"][0]["resourceClaimTemplateName"], ns
+    )
+    exactly = plain_template["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert exactly["deviceClassName"] == "gpu.nvidia.com" and exactly["count"] == 1 and "selectors" not in exactly
+    hits = [line for line in _metrics(sizing_webhook).splitlines() if line.startswith("gpudra_sizing_lookups_total")]
+    assert any('result="hit"' in line and not line.endswith(" 0.0") for line in hits), hits
