@@ -86,6 +86,7 @@ def _label_text(labels: dict[str, str]) -> str:
 
 def openmetrics(devices: Sequence[DcgmDevice], *, end: float, seconds: float, step: float = STEP) -> str:
     """The OpenMetrics text of FB used/free/reserved for every device, one sample every `step` s until `end`."""
+    end = float(int(end))  # whole seconds, as written: a range query from end - seconds then sees every sample
     times = np.arange(end - seconds, end + step / 2, step)
     stamps = [f"{t:.0f}" for t in times]
     out: list[str] = []
@@ -183,7 +184,7 @@ def prometheus_factory(tmp_path: Path) -> Iterator[Callable[..., PrometheusServe
     ) -> PrometheusServer:
         workdir = tmp_path / f"prometheus-{len(servers)}"
         workdir.mkdir()
-        stop_at = end if end is not None else time.time() - 60
+        stop_at = float(int(end if end is not None else time.time() - 60))
         data = backfill(promtool, openmetrics(devices, end=stop_at, seconds=seconds), workdir)
         server = PrometheusServer(prometheus, data, workdir)
         servers.append(server)

@@ -27,7 +27,7 @@ from webhook.recommend import (
 
 
 def test_query_range_over_backfilled_dcgm_series(prometheus_factory: Callable[..., PrometheusServer]) -> None:  # noqa: F811
-    end = time.time() - 60
+    end = float(int(time.time()) - 60)
     ramp = DcgmDevice("team-a", "embed-6d9f7-abcde", "server", lambda t: 1000 + (t - t[0]) / 600)
     flat = lambda t: np.full(t.shape, 5120.0)  # noqa: E731
     steady = DcgmDevice("team-a", "embed-6d9f7-fghij", "server", flat, gpu=1, uuid="GPU-2")
