@@ -16,13 +16,13 @@ from dra.sizing import SizingDecision, SizingLookup, estimate_memory, parse_cont
 
 __all__ = [
     "CONTAINER_KINDS",
-    "ContainerFacts",
     "HAMI_RESOURCES",
     "LEGACY_GPU",
     "MAX_DEVICES_PER_CLAIM",
     "MIG_PREFIX",
-    "PodFacts",
     "VRAM_ANNOTATION",
+    "ContainerFacts",
+    "PodFacts",
     "is_legacy_resource",
     "pod_facts",
     "sizing_cel",
