@@ -2,11 +2,13 @@
 
 pod -> ReplicaSet -> Deployment; StatefulSet; DaemonSet; Job -> CronJob; LeaderWorkerSet (its pods carry
 `leaderworkerset.sigs.k8s.io/name`; a worker's chain is pod -> worker StatefulSet -> leader pod -> leader
-StatefulSet -> LeaderWorkerSet); KubeRay pod -> RayCluster -> RayService or RayJob. The top of the chain among the
-supported kinds is the owner. A series may name a pod that is gone (7 days of history outlive rollouts): its owner
-is then looked for by the controllers' naming (`<replicaset>-<suffix>`, `<statefulset>-<ordinal>`,
-`<job>-<suffix>`), and the pod is skipped when none exists. A pod without a controller (a bare pod) has no
-owner to size for.
+StatefulSet -> LeaderWorkerSet); KubeRay pod -> RayCluster. The top of the chain among the supported kinds is the
+owner, except that KubeRay chains stop at the RayCluster: the webhook finds a recommendation by what the pod itself
+says (`dra.sizing.pod_owner`: its `ray.io/cluster` label), and a pod cannot name the RayService or RayJob above
+(so a RayService upgrade, which makes a new RayCluster, starts without a recommendation). A series may name a pod
+that is gone (7 days of history outlive rollouts): its owner is then looked for by the controllers' naming
+(`<replicaset>-<suffix>`, `<statefulset>-<ordinal>`, `<job>-<suffix>`), and the pod is skipped when none exists.
+A pod without a controller (a bare pod) has no owner to size for.
 """
 
 from __future__ import annotations
@@ -193,6 +195,8 @@ class OwnerResolver:
             obj, kind = parent, ref_kind
             if kind != "Pod":
                 best = _owner(obj, kind, namespace)
+            if kind == "RayCluster":  # the webhook's key for KubeRay pods (see the module docstring)
+                break
         if best is None:
             return "no supported owner"
         return best
