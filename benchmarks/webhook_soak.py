@@ -277,27 +277,32 @@ def summarize(
     rss_start_kib: int,
     alive: bool,
 ) -> dict[str, Any]:
-    rows = []
-    for w in windows:
-        if not w.latencies and not w.rss_kib:
-            continue
-        rows.append(
-            {
-                "start_s": round(w.start),
-                "reviews": len(w.latencies),
-                "failures": w.failures,
-                "p50_ms": round(_percentile(w.latencies, 0.5) * 1000, 2),
-                "p99_ms": round(_percentile(w.latencies, 0.99) * 1000, 2),
-                "rss_max_mb": round(max(w.rss_kib, default=0) / 1024, 1),
-            }
-        )
-    first = rows[0] if rows else None
-    for row in rows:
-        for key in ("p50_ms", "p99_ms", "rss_max_mb"):
-            base = first[key] if first else 0
-            row[f"{key.rsplit('_', 1)[0]}_ratio"] = round(row[key] / base, 3) if base else None
+    kept = [w for w in windows if w.latencies or w.rss_kib]
+    figures = [
+        (_percentile(w.latencies, 0.5) * 1000, _percentile(w.latencies, 0.99) * 1000, max(w.rss_kib, default=0) / 1024)
+        for w in kept
+    ]
+    base = figures[0] if figures else (0.0, 0.0, 0.0)
+
+    def ratio(value: float, first: float) -> float | None:
+        return round(value / first, 3) if first else None
+
+    rows: list[dict[str, Any]] = [
+        {
+            "start_s": round(w.start),
+            "reviews": len(w.latencies),
+            "failures": w.failures,
+            "p50_ms": round(p50, 2),
+            "p99_ms": round(p99, 2),
+            "rss_max_mb": round(rss, 1),
+            "p50_ratio": ratio(p50, base[0]),
+            "p99_ratio": ratio(p99, base[1]),
+            "rss_max_ratio": ratio(rss, base[2]),
+        }
+        for w, (p50, p99, rss) in zip(kept, figures, strict=True)
+    ]
     rss_values = [kib for _, kib in samples]
-    warm_from = rows[1]["start_s"] if len(rows) > 1 else 0
+    warm_from = kept[1].start if len(kept) > 1 else 0.0
     return {
         "reviews_sent": sent,
         "reviews_answered": sum(r["reviews"] for r in rows),
@@ -338,10 +343,10 @@ def _cluster(kubeconfig: Path | None) -> Iterator[Path]:
 def _namespace(kubeconfig: Path) -> str:
     from kubernetes import client, config
 
-    api = config.new_client_from_config(config_file=str(kubeconfig))
+    api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     try:
         name = f"soak-{os.getpid()}-{int(time.time())}"
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+        client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
         return name
     finally:
         api.close()
