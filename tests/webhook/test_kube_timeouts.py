@@ -82,7 +82,7 @@ def test_each_call_gives_up_within_its_timeout(stalled_apiserver: tuple[str, Pat
             CALLS[call](writer)
         took = time.monotonic() - started
     finally:
-        api.close()
+        api.close()  # type: ignore[no-untyped-call]
     # One attempt: about TIMEOUT (read timeout; the handshake is immediate). Retried, it took 4x.
     assert took < 2 * TIMEOUT, f"{call} took {took:.2f}s with a {TIMEOUT}s timeout"
 
@@ -94,6 +94,6 @@ def test_readiness_check_answers_within_its_timeout(stalled_apiserver: tuple[str
         ok, detail = writer.reachable()
         took = time.monotonic() - started
     finally:
-        api.close()
+        api.close()  # type: ignore[no-untyped-call]
     assert not ok and "not reachable" in detail
     assert took < 2 * TIMEOUT, f"/readyz's API-server check took {took:.2f}s"
