@@ -15,15 +15,25 @@ from .engine import EngineConfig, run
 from .frag import typical_pods
 from .kpis import Recorder, summarize
 from .peer_protocol import PEER_POLICIES, run_peer
+from .sizing import (
+    ObservedLookup,
+    SizingSpec,
+    generated_lookup,
+    granted_vs_observed,
+    load_observed,
+    parse_sizing,
+    strip_annotations,
+)
 from .strategies import make_strategy
 from .traces import GeneratorConfig, generate, load_trace
 from .tuning import TUNE_RATIO
 from .vram import VramModel
 from .workload import Workload
 
-__all__ = ["DEFAULT_STRATEGIES", "SimulationResult", "simulate"]
+__all__ = ["DEFAULT_STRATEGIES", "OBSERVED_RUN", "SimulationResult", "simulate"]
 
 DEFAULT_STRATEGIES = ("device-plugin", "gpudra")
+OBSERVED_RUN = "gpudra+observed"  # the gpudra strategy with --sizing observed:..., beside plain gpudra
 StrategyProgress = Callable[[str, int, int], None]
 
 
@@ -31,9 +41,14 @@ StrategyProgress = Callable[[str, int, int], None]
 class SimulationResult:
     input: dict[str, Any]
     runs: dict[str, Recorder] = field(default_factory=dict)
+    # With --sizing observed: per gpudra run, per pod (MiB per device) what it got, needed and what was observed
+    sizing: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        return {"input": self.input, "strategies": {name: summarize(rec) for name, rec in self.runs.items()}}
+        out = {"input": self.input, "strategies": {name: summarize(rec) for name, rec in self.runs.items()}}
+        if self.sizing:
+            out["sizing"] = {run: data["stats"] for run, data in self.sizing.items()}
+        return out
 
 
 def simulate(
@@ -53,12 +68,18 @@ def simulate(
     progress: StrategyProgress | None = None,
     consumable_capacity: bool = False,
     gpudra_attributes: bool = False,
+    sizing: SizingSpec | str | None = None,
+    unannotated: bool = False,
 ) -> SimulationResult:
     """Run every strategy on the same cluster and workload (defaults: built-in cluster and generator).
 
     The gpudra strategy allocates on slices exactly as the NVIDIA DRA driver publishes them; gpudra's additions
     are opt-in: `consumable_capacity` publishes every pool's whole GPUs as shareable (`sharing: true`),
-    `gpudra_attributes` adds `gpu.gpudra.io/nvlinkGroup`."""
+    `gpudra_attributes` adds `gpu.gpudra.io/nvlinkGroup`. `sizing` observed (`observed:FILE` or
+    `observed:generated`, simulator.sizing) runs gpudra twice: as `gpudra` (annotations only) and as
+    `gpudra+observed` (unannotated pods sized from the observed usage); `unannotated` removes the pods'
+    `gpudra.io/vram` annotations first (the pods as their owners wrote them)."""
+    sizing_spec = sizing if isinstance(sizing, SizingSpec) else parse_sizing(sizing)
     spec = cluster if isinstance(cluster, ClusterSpec) else default_cluster() if cluster is None else None
     if spec is None:
         spec = load_cluster(str(cluster), model_map=model_map)
@@ -71,6 +92,11 @@ def simulate(
         work = generate(gen, spec.total_gpus, vram=vram or VramModel(kind="class"))
     else:
         work = load_trace(trace, vram=vram)
+    if unannotated:
+        work = strip_annotations(work)
+    lookup: ObservedLookup | None = None
+    if sizing_spec.kind == "observed":
+        lookup = generated_lookup(work, seed) if sizing_spec.path is None else load_observed(sizing_spec.path)
     vram_model = vram or VramModel(kind="class" if work.kind == "generated" else "proportional")
     _note_unknown_models(work, spec)
     if protocol == "auto":  # openb times are a snapshot (replayed, < 1% of the GPUs are ever busy): use FGD's
@@ -92,11 +118,20 @@ def simulate(
             "node_score": node_score or "least-allocated",
             "gpudra_additions": {"consumable_capacity": consumable_capacity, "gpudra_attributes": gpudra_attributes},
             "strategies": list(strategies),
+            "sizing": {"spec": sizing_spec.label, "unannotated": unannotated,
+                       **(lookup.describe() if lookup is not None else {})},
         }
-    )
+    )  # fmt: skip
     typical = typical_pods(work.pods)
+    runs: list[tuple[str, str]] = []  # (run name, strategy)
     for name in strategies:
-        callback = None if progress is None else _bind(progress, name)
+        runs.append((name, name))
+        if name == "gpudra" and lookup is not None:
+            runs.append((OBSERVED_RUN, name))
+    if lookup is not None and "gpudra" in strategies:
+        result.input["strategies"] = [run for run, _ in runs]
+    for run_name, name in runs:
+        callback = None if progress is None else _bind(progress, run_name)
         if protocol == "fgd" and name in PEER_POLICIES:  # the FGD paper's baselines as its simulator runs them
             peer = run_peer(spec, work.pods, name, seed, ratio=load, progress=callback)
             result.runs[name] = peer.recorder()
@@ -111,18 +146,23 @@ def simulate(
                 "node_score": node_score,
                 "gpudra_attributes": gpudra_attributes,
             }
+            if run_name == OBSERVED_RUN:
+                options.update(sizing=lookup, run_name=OBSERVED_RUN)
         if name == "device-plugin" and spec.device_plugin:
             knobs = dict(spec.device_plugin)
             if "drain_max_pods" in knobs:
                 options["drain_max_pods"] = int(knobs.pop("drain_max_pods"))
             options.update(knobs)
         strategy = make_strategy(name, seed=seed, **options)
-        result.runs[name] = run(spec, work.pods, strategy, config, callback, typical)
+        result.runs[run_name] = run(spec, work.pods, strategy, config, callback, typical)
+        granted = getattr(strategy, "granted", None)
+        if lookup is not None and isinstance(granted, dict):
+            result.sizing[run_name] = granted_vs_observed(work.pods, granted, lookup)
         if name in PEER_POLICIES:  # the replay engine's carry-over of the paper's baseline (departures, queue)
             result.input.setdefault("strategy_details", {})[name] = {"implementation": "simulator.strategies"}
         describe = getattr(strategy, "describe", None)
         if describe is not None:  # e.g. gpudra: the policy directory, allocator mode and what the policies decided
-            result.input.setdefault("strategy_details", {})[name] = describe()
+            result.input.setdefault("strategy_details", {})[run_name] = describe()
     return result
 
 

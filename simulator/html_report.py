@@ -1,7 +1,8 @@
 """The report a capacity planner reads: one HTML page, PNG plots (matplotlib, headless) and CSV time series.
 
 Plots: GPU allocation (requested and held) over time, VRAM waste, FGD fragmentation, pending pods; for FGD
-protocol runs the x axis is the arrived GPU demand as a share of capacity, as in the paper's figures.
+protocol runs the x axis is the arrived GPU demand as a share of capacity, as in the paper's figures. With
+`--sizing observed:...`, the distribution of VRAM granted vs observed, and its table.
 """
 
 from __future__ import annotations
@@ -83,6 +84,52 @@ def _plot(result: SimulationResult, key: str, title: str, ylabel: str, path: Pat
     return path
 
 
+def _sizing_plot(result: SimulationResult, path: Path) -> Path | None:
+    """`--sizing observed`: the distribution (CDF over placed GPU pods) of VRAM granted per device by each gpudra
+    run, beside what the pods needed and what was observed for their owners."""
+    if not result.sizing:
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 3.6), dpi=110)
+
+    def cdf(values: list[int], label: str, style: str = "-") -> None:
+        if values:
+            ordered = sorted(v / 1024 for v in values)
+            ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], style, label=label, linewidth=1.4)
+
+    first = next(iter(result.sizing.values()))["rows"]
+    cdf([r["need_mib"] for r in first], "needed (VRAM model)", ":")
+    cdf([r["observed_mib"] for r in first if r["observed_mib"] is not None], "observed peak (owners with data)", "--")
+    for name, data in result.sizing.items():
+        cdf([r["granted_mib"] for r in data["rows"]], f"granted: {name}")
+    ax.set_xscale("log", base=2)
+    ax.set_title("VRAM per device: granted vs observed (placed GPU pods)")
+    ax.set_xlabel("GiB per device (log scale)")
+    ax.set_ylabel("share of pods at or below")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _sizing_table(summary: dict[str, Any]) -> str:
+    stats = summary.get("sizing") or {}
+    if not stats:
+        return ""
+    keys = list(next(iter(stats.values())))
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+    body = "".join(
+        f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{_cell(row[k])}</td>" for k in keys) + "</tr>"
+        for name, row in stats.items()
+    )
+    source = html.escape(str((summary["input"].get("sizing") or {}).get("source", "")))
+    return (
+        f"<h2>Granted vs observed VRAM</h2><p>Observed usage: {source}. MiB per device; a pod's grant is its first "
+        f"placement.</p><table><tr><th>run</th>{head}</tr>{body}</table>"
+    )
+
+
 def _allocation_title(result: SimulationResult) -> str:
     if result.input.get("protocol") == "fgd":  # the FGD paper's Fig. 9(a): allocation against arrived demand
         return "GPU allocation vs arrived GPU demand (FGD protocol)"
@@ -102,6 +149,9 @@ def write_report(result: SimulationResult, directory: str | Path) -> Path:
         _plot(result, "fragmentation_ratio", "GPU fragmentation (FGD measure)", "ratio", out / "fragmentation.png"),
         _plot(result, "pending", "Pods pending", "pods", out / "pending.png"),
     ]
+    sizing = _sizing_plot(result, out / "sizing.png")
+    if sizing is not None:
+        plots.append(sizing)
     index = out / "index.html"
     index.write_text(_html(summary, [p.name for p in plots], series))
     return index
@@ -148,7 +198,7 @@ td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:right;font-size:.9em}}
 figure{{display:inline-block;margin:.5em}}
 pre{{background:#f6f6f6;padding:1em;overflow:auto}}</style></head><body>
 <h1>gpudra simulation report</h1>
-<h2>Summary</h2><table><tr><th>strategy</th>{head}</tr>{body}</table>{at_load}
+<h2>Summary</h2><table><tr><th>strategy</th>{head}</tr>{body}</table>{at_load}{_sizing_table(summary)}
 <p>Ratios are in [0, 1]; definitions in docs/simulator.md.
 Time series (CSV): {links} · <a href="summary.json">summary.json</a></p>
 <h2>Plots</h2>{images}

@@ -10,7 +10,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SimPod", "Workload", "legacy_pod"]
+__all__ = ["GENERATED_OWNERS", "SimPod", "Workload", "generated_owner", "legacy_pod"]
+
+# The built-in generator's pods belong to a few workloads per class (`generated_owner`), so that observed-usage
+# sizing (`--sizing observed:...`, simulator.sizing) has owners to key recommendations by.
+GENERATED_OWNERS = 8
+POD_TEMPLATE_HASH = "7c9d8f6b5"
+_OWNER_KINDS = {
+    "embedding": "Deployment",
+    "small-inference": "Deployment",
+    "llm-serving": "Deployment",
+    "fine-tuning": "Job",
+    "training": "RayCluster",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +111,33 @@ class Workload:
         }
 
 
+def generated_owner(name: str, workload_class: str) -> tuple[str, str] | None:
+    """The workload owner (kind, name) of a generated pod `<class>-<number>`: `<class>-<letter>`, one of
+    `GENERATED_OWNERS` per class by the number (Deployments for serving, Jobs for fine-tuning, RayClusters for
+    training); None for any other pod (trace rows have no owner)."""
+    kind = _OWNER_KINDS.get(workload_class)
+    number = name[len(workload_class) + 1 :] if name.startswith(workload_class + "-") else ""
+    if kind is None or not number.isdigit():
+        return None
+    return kind, f"{workload_class}-{'abcdefghijklmnopqrstuvwxyz'[int(number) % GENERATED_OWNERS]}"
+
+
+def _owner_metadata(meta: dict[str, Any], owner: tuple[str, str]) -> None:
+    """ownerReferences and labels as the owner's controller sets them (read back by `dra.sizing.pod_owner`)."""
+    kind, name = owner
+    labels = meta["labels"]
+    if kind == "Deployment":
+        labels["pod-template-hash"] = POD_TEMPLATE_HASH
+        ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{name}-{POD_TEMPLATE_HASH}"}
+    elif kind == "Job":
+        labels["batch.kubernetes.io/job-name"] = name
+        ref = {"apiVersion": "batch/v1", "kind": "Job", "name": name}
+    else:  # KubeRay: the RayCluster owns its worker pods and labels them
+        labels["ray.io/cluster"] = name
+        ref = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": name}
+    meta["ownerReferences"] = [{**ref, "uid": f"uid-{ref['name']}", "controller": True, "blockOwnerDeletion": True}]
+
+
 def legacy_pod(
     name: str, cpu_milli: int, memory_mib: int, gpus: int, workload_class: str, *, vram_mib: int | None = None
 ) -> dict[str, Any]:
@@ -106,6 +145,7 @@ def legacy_pod(
 
     Fractional jobs say how much memory they need (`gpudra.io/vram`, read by the right-size policy); LLM
     serving pods run vLLM with `--tensor-parallel-size`, training pods are Ray workers (the multi-gpu policy).
+    A generated pod (`<class>-<number>`) names its workload owner as a controller would (`generated_owner`).
     """
     resources: dict[str, Any] = {"cpu": f"{cpu_milli}m", "memory": f"{memory_mib}Mi"}
     container: dict[str, Any] = {
@@ -122,6 +162,9 @@ def legacy_pod(
     if workload_class == "training":
         labels["ray.io/node-type"] = "worker"
     meta: dict[str, Any] = {"name": name, "namespace": "default", "labels": labels}
+    owner = generated_owner(name, workload_class)
+    if owner is not None:
+        _owner_metadata(meta, owner)
     if annotations:
         meta["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container]}}

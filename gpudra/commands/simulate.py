@@ -45,6 +45,8 @@ def simulate(
     node_score: str | None = None,
     consumable_capacity: bool = False,
     gpudra_attributes: bool = False,
+    sizing: str = "none",
+    unannotated: bool = False,
 ) -> Outcome:
     """Run every strategy, write the report (its path goes to stderr at once), and the table or JSON summary."""
     from simulator.comparison import DEFAULT_STRATEGIES
@@ -71,6 +73,7 @@ def simulate(
                 cluster, trace, policies=policies, strategies=names, seed=seed, protocol=protocol, load=load,
                 mode=checked_mode, node_score=checked_score, progress=progress,
                 consumable_capacity=consumable_capacity, gpudra_attributes=gpudra_attributes,
+                sizing=sizing, unannotated=unannotated,
             )  # fmt: skip
     except (GpudraError, OSError) as exc:
         return input_error(exc)
@@ -122,6 +125,18 @@ def register(app: typer.Typer) -> None:
             help="gpudra's addition: publish gpu.gpudra.io/nvlinkGroup on whole GPUs (the driver has no NVLink "
             "attribute).",
         ),
+        sizing: str = typer.Option(
+            "none",
+            "--sizing",
+            help="none (annotations only), observed:FILE (a Prometheus query_range dump of DCGM_FI_DEV_FB_USED, or "
+            "GPUSizingRecommendation objects) or observed:generated (a demo dump of the workload): gpudra runs "
+            "again as gpudra+observed, unannotated pods sized from the observed usage.",
+        ),
+        unannotated: bool = typer.Option(
+            False,
+            "--unannotated",
+            help="Remove the pods' gpudra.io/vram annotations first (the pods as their owners wrote them).",
+        ),
     ) -> None:
         """Compare placement strategies; with no arguments: the built-in cluster and workload."""
         emit(
@@ -139,5 +154,7 @@ def register(app: typer.Typer) -> None:
                 node_score=node_score,
                 consumable_capacity=consumable_capacity,
                 gpudra_attributes=gpudra_attributes,
+                sizing=sizing,
+                unannotated=unannotated,
             )
         )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from dra.allocator import Claim, Mode, prepare_claim
+from dra.sizing import SizingLookup
 
 from ..frag import TypicalPod, fgd_score, frag_amount, typical_pods
 from ..state import PLAIN, STATIC, ClusterState, Part
@@ -73,7 +74,11 @@ class PolicyClaims(Strategy):
         memoize: bool = True,
         compute_bound: bool = False,
         gpudra_attributes: bool = False,
+        sizing: SizingLookup | None = None,
+        run_name: str | None = None,
     ) -> None:
+        if run_name is not None:  # e.g. "gpudra+observed": the same strategy with observed-usage sizing
+            self.name = run_name
         if node_score is not None and node_score not in NODE_SCORES:
             raise ValueError(f"node_score must be one of {', '.join(NODE_SCORES)} (got {node_score!r})")
         super().__init__(seed, node_score=None if node_score == "fragmentation" else node_score)
@@ -97,6 +102,10 @@ class PolicyClaims(Strategy):
         if self.policies.errors:
             raise self.policies.errors[0]
         self.outcomes: Counter[str] = Counter()  # per distinct pod shape: which policy / what happened
+        # Observed-usage recommendations the policies may size unannotated pods from (simulator.sizing).
+        self.sizing = sizing
+        self.sizing_sources: Counter[str] = Counter()  # GPU pods evaluated, by the sizing source that won
+        self.granted: dict[str, int] = {}  # pod -> MiB per device of its first placement
         self._claims: dict[str, Claim] = {}
         self._room: dict[int, bool] = {}  # class id -> some GPU can still give a device
         self._unfit: set[tuple[Any, ...]] = set()  # (template and device shape, claim) the allocator refused
@@ -106,6 +115,8 @@ class PolicyClaims(Strategy):
         if self.node_score == "fragmentation":
             self.typical = typical_pods(pods)
         self.outcomes.clear()
+        self.sizing_sources.clear()
+        self.granted.clear()
         self._unfit.clear()  # keyed by the state's template and class ids
         self._shapes.clear()
         self._room.clear()
@@ -121,7 +132,9 @@ class PolicyClaims(Strategy):
     def demand(self, pod: SimPod) -> Demand | None:
         if not pod.is_gpu:
             return Demand(pod.cpu_milli, pod.memory_mib, (), pod.gpu_models)
-        decision = self.policies.evaluate(pod.as_pod(), pod.namespace_object)
+        obj = pod.as_pod()
+        decision = self.policies.evaluate(obj, pod.namespace_object, sizing=self.sizing)
+        self.sizing_sources[self._sizing_source(obj, pod)] += 1
         if not decision.allowed:
             self.outcomes["denied"] += 1
             return None
@@ -139,6 +152,16 @@ class PolicyClaims(Strategy):
         # one option stands for "has devices"; the allocator decides which
         options = (Option("claim", pod.num_gpu),)
         return ClaimDemand(pod.cpu_milli, pod.memory_mib, options, pod.gpu_models, text, pod.gpu_milli)
+
+    def _sizing_source(self, obj: dict[str, Any], pod: SimPod) -> str:
+        """Which source sized the pod (annotation, observed, model, default), as the policies saw it."""
+        from webhook.policy import pod_facts
+
+        try:
+            facts = pod_facts(obj, sizing=self.sizing, namespace=pod.namespace or "default")
+        except Exception:  # an unreadable pod is the policies' to deny; it was sized by nothing
+            return "unreadable"
+        return facts.sizing.source
 
     def evaluate(self, state: ClusterState, cid: int, demand: Demand) -> Answer:
         """CPU, memory, GPU model and a GPU with room left: which devices is the allocator's answer (`choose`)."""
@@ -214,6 +237,7 @@ class PolicyClaims(Strategy):
                 if parts is None and self.placer.memoize:
                     self._unfit.add(unfit)
             if parts is not None:
+                self.granted.setdefault(pod.name, max((p.vram for p in parts), default=0))
                 position = {real: canonical for canonical, real in enumerate(node.canon)}
                 return node.index, tuple(
                     Part(position[p.gpu], p.kind, p.milli, p.vram, p.profile, p.start) for p in parts
@@ -227,5 +251,5 @@ class PolicyClaims(Strategy):
         return {
             "mode": self.mode, "policies": str(self.policy_dir), "decisions": dict(self.outcomes),
             "allocator_calls": self.placer.calls, "compute_bound": self.compute_bound, "node_score": self.node_score,
-            "gpudra_attributes": self.gpudra_attributes,
+            "gpudra_attributes": self.gpudra_attributes, "sizing_sources": dict(self.sizing_sources),
         }  # fmt: skip
