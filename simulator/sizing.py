@@ -44,7 +44,7 @@ import numpy as np
 
 from dra.errors import InputError
 from dra.sizing import ObservedSizing, pod_owner
-from webhook.recommend import Settings, go_duration, peak_of, vram_for
+from webhook.recommend import Settings, capped_to_device, go_duration, peak_of, vram_for
 from webhook.sizing_cache import parse_recommendation
 
 from .workload import SimPod, Workload
@@ -177,6 +177,7 @@ def parse_prometheus_dump(data: Any, path: str, settings: Settings | None = None
         raise _fail(path, "data", f"expected a range query's matrix result (resultType {kind!r})")
     pooled: dict[tuple[str, str, str, str], list[float]] = {}
     times: dict[tuple[str, str, str, str], list[float]] = {}
+    models: dict[tuple[str, str, str, str], str] = {}  # the GPU model a series ran on (caps the recommendation)
     for index, series in enumerate(body["result"]):
         where = f"data.result[{index}]"
         if not isinstance(series, Mapping) or not isinstance(series.get("metric"), Mapping):
@@ -198,6 +199,7 @@ def parse_prometheus_dump(data: Any, path: str, settings: Settings | None = None
         key = (names["namespace"], kind, owner, names["container"])
         bucket = pooled.setdefault(key, [])
         stamps = times.setdefault(key, [])
+        models.setdefault(key, str(labels.get("modelName", "")))
         for j, sample in enumerate(values):
             if not isinstance(sample, list) or len(sample) != 2:
                 raise _fail(path, f"{where}.values[{j}]", 'a sample is [timestamp, "value"]')
@@ -210,7 +212,8 @@ def parse_prometheus_dump(data: Any, path: str, settings: Settings | None = None
             bucket.append(value)
             stamps.append(stamp)
     lookup = ObservedLookup(path, "prometheus", series=len(body["result"]))
-    for (namespace, kind, owner, container), samples in sorted(pooled.items()):
+    for key, samples in sorted(pooled.items()):
+        namespace, kind, owner, container = key
         if len(samples) < settings.min_samples:
             lookup.skipped[f"fewer than {settings.min_samples} samples"] += 1
             continue
@@ -218,7 +221,7 @@ def parse_prometheus_dump(data: Any, path: str, settings: Settings | None = None
         stamps = times[(namespace, kind, owner, container)]
         window = int(max(stamps) - min(stamps))
         lookup.entries.setdefault((namespace, kind, owner), {})[container] = ObservedSizing(
-            vram_bytes=vram_for(peak, settings.headroom),
+            vram_bytes=capped_to_device(vram_for(peak, settings.headroom), peak, models[key]),
             peak_bytes=peak,
             samples=len(samples),
             window_seconds=window,

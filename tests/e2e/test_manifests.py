@@ -96,6 +96,7 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
         ("resourceclaimtemplates", ("create", "get", "patch")),
         ("resourceclaims", ("get",)),
         ("namespaces", ("get",)),
+        ("gpusizingrecommendations", ("list", "watch")),  # the sizing cache (webhook/sizing_cache.py)
     }
     assert verbs(roles["gpudra-template-gc"]) == {("resourceclaimtemplates", ("list", "delete")), ("pods", ("list",))}
     (cronjob,) = by_kind(docs, "CronJob")

@@ -6,7 +6,9 @@ Per workload owner and container, every FB-used sample of every pod and device i
   ceil(0.99 x (n - 1)), numpy's `method="higher"`, so it is always a value that was observed) or `max`. p99 over
   7 days of 30 s samples ignores the top ~100 minutes; GPU memory is usually flat (framework allocators cache), and
   pressure detection below catches the case where the tail mattered. Use `max` to size for the worst sample.
-- **vram** = peak x (1 + headroom) (default 20 %), rounded up to a whole MiB: what a claim should request per device.
+- **vram** = peak x (1 + headroom) (default 20 %), rounded up to a whole MiB: what a claim should request per device,
+  but never more than the whole GPU the pods ran on (`modelName`'s memory, when the peak fits in it): headroom past
+  the device would only rule out the device that demonstrably holds the workload, leaving its pods Pending.
 - fewer than `min_samples` (default 100, 50 minutes of 30 s samples) samples: no recommendation ("not enough
   samples"); shrinking needs evidence.
 - **pressure**: after a shrink (the pods ran on a MIG instance or on less framebuffer than their GPU model has),
@@ -242,6 +244,15 @@ def vram_for(peak_bytes: int, headroom: float) -> int:
     return max(peak_bytes, -(-wanted // MIB) * MIB)
 
 
+def capped_to_device(vram_bytes: int, peak_bytes: int, model_name: str) -> int:
+    """`vram_bytes`, but no more than a whole GPU of `model_name` (the model the pods ran on) when the peak fits in
+    it: a claim gets no more per device, and asking for more would rule out the device that holds the workload."""
+    model: GPUModel | None = find(model_name) if model_name else None
+    if model is not None and peak_bytes <= model.memory_bytes < vram_bytes:
+        return model.memory_bytes
+    return vram_bytes
+
+
 def fitting_device(vram_bytes: int, model_name: str) -> str:
     """The smallest device of `model_name` that holds `vram_bytes` per device, in words for the report."""
     model: GPUModel | None = find(model_name) if model_name else None
@@ -272,6 +283,7 @@ def recommend(name: str, usage: ContainerUsage, settings: Settings) -> Container
     vram = vram_for(peak_bytes, settings.headroom)
     if pressure and usage.near_full:
         vram = max(vram, vram_for(int(usage.granted_mib * MIB), settings.headroom))
+    vram = capped_to_device(vram, peak_bytes, usage.model_name)
     return ContainerRecommendation(
         name=name,
         vram_bytes=vram,

@@ -53,7 +53,9 @@ def test_recommend_respects_the_floor_and_covers_the_statistic(samples: list[int
     assert not isinstance(result, str)
     peak = peak_of(np.array(samples, dtype=np.float64), q)
     assert peak in samples and result.peak_bytes == peak * MIB
-    assert result.vram_bytes >= result.peak_bytes * 1.2 - 1
+    device = 81_559 * MIB  # the H100's memory: the cap when peak x 1.2 would pass it
+    assert result.vram_bytes >= min(result.peak_bytes * 1.2 - 1, device) and result.vram_bytes >= result.peak_bytes
+    assert result.vram_bytes <= max(device, result.peak_bytes * 1.2 + MIB)
     assert result.samples == len(samples) and not result.pressure
 
 
@@ -101,6 +103,15 @@ def test_pressure_after_a_shrink_grows_and_restarts_count() -> None:
     whole.restarts = 3
     w = recommend("c", whole, Settings())
     assert not isinstance(w, str) and not w.pressure
+
+
+def test_headroom_never_rules_out_the_gpu_the_pods_ran_on() -> None:
+    usage = ContainerUsage()
+    usage.add(np.full(200, 75_000.0), pod="p", granted_mib=81_559, model_name="NVIDIA H100 80GB HBM3")
+    r = recommend("c", usage, Settings())
+    assert not isinstance(r, str)
+    assert r.peak_bytes == 75_000 * MIB and r.vram_bytes == 81_559 * MIB  # not 90,000 MiB, which no H100 has
+    assert r.device == "whole NVIDIA H100 80GB HBM3"
 
 
 def test_parsing() -> None:
