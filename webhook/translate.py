@@ -245,6 +245,8 @@ def translate(pod: Mapping[str, Any], decision: Decision, template_prefix: str =
             f"audit: GPUClaimPolicy '{decision.policy}' would replace the legacy GPU resources of "
             f"{containers} with ResourceClaimTemplate {name}: {summary}"
         )
+        for container, note in sorted(decision.sizing.items()):  # observed usage or a model estimate sized it
+            warnings.append(f"audit: would size container {container} to {note}")
         return Translation(pod, warnings=tuple(warnings), audit_annotations={WOULD_TRANSLATE_ANNOTATION: summary})
     ops = _patch(pod, decision, name)
     warnings.extend(_hami_warnings(pod, decision, warnings))

@@ -105,3 +105,22 @@ def test_the_chosen_device_always_holds_the_sizing_vram(mib: int) -> None:
             assert alt["capacity"]["requests"]["memory"] == f"{mib}Mi"
         else:
             assert f"quantity('{mib}Mi')" in alt["selectors"][0]["cel"]["expression"]
+
+
+def test_audit_mode_says_what_observed_usage_would_size_the_pod_to() -> None:
+    from webhook.translate import translate
+
+    audit_ns = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "team-a", "labels": {"gpudra.io/mode": "audit"}},
+    }
+    decision = POLICIES.evaluate(_pod(), audit_ns, sizing=Lookup(6 * GiB))
+    assert decision.allowed and decision.mode == "audit" and not decision.mutates
+    assert decision.sizing["app"].startswith("6Gi from observed: ")
+    result = translate(_pod(), decision)
+    assert not result.patch and not result.templates  # audit: the pod is left as it is
+    assert any(w.startswith("audit: would size container app to 6Gi from observed: ") for w in result.warnings)
+    # Sized by the pod's own annotation: nothing to say beyond the would-be claim.
+    annotated = POLICIES.evaluate(_pod({"gpudra.io/vram": "6Gi"}), audit_ns, sizing=Lookup(None))
+    assert annotated.sizing == {}

@@ -100,6 +100,9 @@ class Decision:
     violations: tuple[Violation, ...] = ()
     warnings: tuple[str, ...] = ()
     audit: tuple[str, ...] = ()
+    # Container -> how its memory was sized when not by the pod's own annotation (`observed` or `model`):
+    # "<vram> from <source>: <reason>", for audit messages and explanations.
+    sizing: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def mutates(self) -> bool:

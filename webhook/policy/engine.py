@@ -7,11 +7,13 @@ shadowed). A namespace label `gpudra.io/mode: enforce|audit|off` overrides every
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dra.errors import CelError, CelRuntimeError, InputError, PolicyError
+from dra.quantity import Quantity
 from dra.sizing import SizingLookup
 
 from . import _cel
@@ -27,6 +29,17 @@ __all__ = ["MODE_LABEL", "PolicySet"]
 MODE_LABEL = "gpudra.io/mode"
 _MODES = ("enforce", "audit", "off")
 _INTERNAL = "InternalError"
+
+
+def _sizing_notes(facts: PodFacts) -> dict[str, str]:
+    """How each GPU container's memory was sized, where evidence other than the pod's annotation decided it."""
+    notes = {}
+    for container in facts.legacy_containers:
+        sizing = container.sizing
+        if sizing.source in ("observed", "model") and sizing.vram_bytes:
+            vram = Quantity.from_int(sizing.vram_bytes, "BinarySI")
+            notes[container.name] = f"{vram} from {sizing.source}: {sizing.reason}"
+    return notes
 
 
 def _verdict(violation: Violation, audit: bool = False) -> str:
@@ -266,7 +279,7 @@ class PolicySet:
                 self._apply(policy, mode, base, pod, facts, token, state, pod_memo)
             except Failed as failed:
                 self._failed(policy, mode, failed.error, state)
-        return self._decide(state, ns_name)
+        return dataclasses.replace(self._decide(state, ns_name), sizing=_sizing_notes(facts))
 
     def _apply(
         self,
