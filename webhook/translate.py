@@ -25,6 +25,7 @@ __all__ = [
     "POLICY_ANNOTATION",
     "TEMPLATE_PREFIX",
     "TRANSLATED_ANNOTATION",
+    "WOULD_SIZE_ANNOTATION",
     "WOULD_TRANSLATE_ANNOTATION",
     "Translation",
     "claim_template",
@@ -38,6 +39,7 @@ TEMPLATE_PREFIX = "gpudra"
 TRANSLATED_ANNOTATION = "gpudra.io/translated"
 POLICY_ANNOTATION = "gpudra.io/policy"
 WOULD_TRANSLATE_ANNOTATION = "gpudra.io/would-translate"
+WOULD_SIZE_ANNOTATION = "gpudra.io/would-size"  # audit: container -> the size observed usage or a model gave
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpudra"}
 
 
@@ -245,9 +247,12 @@ def translate(pod: Mapping[str, Any], decision: Decision, template_prefix: str =
             f"audit: GPUClaimPolicy '{decision.policy}' would replace the legacy GPU resources of "
             f"{containers} with ResourceClaimTemplate {name}: {summary}"
         )
+        annotations = {WOULD_TRANSLATE_ANNOTATION: summary}
         for container, note in sorted(decision.sizing.items()):  # observed usage or a model estimate sized it
             warnings.append(f"audit: would size container {container} to {note}")
-        return Translation(pod, warnings=tuple(warnings), audit_annotations={WOULD_TRANSLATE_ANNOTATION: summary})
+        if decision.sizing:
+            annotations[WOULD_SIZE_ANNOTATION] = _canonical(dict(decision.sizing))
+        return Translation(pod, warnings=tuple(warnings), audit_annotations=annotations)
     ops = _patch(pod, decision, name)
     warnings.extend(_hami_warnings(pod, decision, warnings))
     return Translation(pod, (template,), tuple(ops), tuple(warnings))

@@ -121,6 +121,7 @@ def test_audit_mode_says_what_observed_usage_would_size_the_pod_to() -> None:
     result = translate(_pod(), decision)
     assert not result.patch and not result.templates  # audit: the pod is left as it is
     assert any(w.startswith("audit: would size container app to 6Gi from observed: ") for w in result.warnings)
+    assert '"app":"6Gi from observed: ' in result.audit_annotations["gpudra.io/would-size"]
     # Sized by the pod's own annotation: nothing to say beyond the would-be claim.
     annotated = POLICIES.evaluate(_pod({"gpudra.io/vram": "6Gi"}), audit_ns, sizing=Lookup(None))
     assert annotated.sizing == {}
