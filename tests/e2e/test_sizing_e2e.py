@@ -8,6 +8,10 @@
    `embed`, then the Deployment (an unannotated legacy `nvidia.com/gpu: 1` pod template): its pod, owned by the
    ReplicaSet `embed-<pod-template-hash>`, gets a claim sized from the recommendation (a MIG 1g.10gb partition on the
    A100 node), where the same Deployment without a recommendation gets a whole GPU.
+3. The whole loop with a real Prometheus: a Deployment's first pod gets a whole GPU; its DCGM series go through
+   `gpudra recommend`; the next pod is right-sized from the recommendation (MIG 1g.10gb first); that pod fills its
+   partition, the next pass sees the pressure and grows the recommendation, and the pod after that gets the bigger
+   size.
 """
 
 from __future__ import annotations
@@ -21,16 +25,19 @@ import ssl
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import kubernetes.client
+import numpy as np
 import pytest
 
 from dra.quantity import Quantity
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
+from tests.e2e.test_recommender_e2e import _gsr as _gsr_of
+from tests.e2e.test_recommender_e2e import _recommend as run_recommender
 from tests.e2e.test_webhook_e2e import (
     A100_NODE,
     LABEL,
@@ -42,6 +49,8 @@ from tests.e2e.test_webhook_e2e import (
     _webhook_configurations,
 )
 from tests.e2e.test_webhook_e2e import gpu_nodes as gpu_nodes  # noqa: F401 (a fixture)
+from tests.prometheus.fixtures import DcgmDevice, PrometheusServer
+from tests.prometheus.fixtures import prometheus_factory as prometheus_factory  # noqa: F401 (a fixture)
 from webhook.metrics import WebhookMetrics
 from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache
 
@@ -337,3 +346,76 @@ def test_a_deployments_pod_is_sized_from_its_recommendation(
     assert exactly["deviceClassName"] == "gpu.nvidia.com" and exactly["count"] == 1 and "selectors" not in exactly
     hits = [line for line in _metrics(sizing_webhook).splitlines() if line.startswith("gpudra_sizing_lookups_total")]
     assert any('result="hit"' in line and not line.endswith(" 0.0") for line in hits), hits
+
+
+# -- the whole loop: whole GPU -> observed -> recommendation -> right-sized -> pressure -> grown back -----------------
+
+
+def _pods(kube: Kube, namespace: str, app: str) -> list[dict[str, Any]]:
+    return sorted(kube.list("Pod", namespace, label_selector=f"app={app}"), key=lambda p: p["metadata"]["name"])
+
+
+def _scale_to(kube: Kube, namespace: str, app: str, replicas: int) -> dict[str, Any]:
+    """Scale the Deployment up by one and return the new pod (admitted now, with what the cache holds now)."""
+    before = {p["metadata"]["name"] for p in _pods(kube, namespace, app)}
+    kube.patch("Deployment", app, {"spec": {"replicas": replicas}}, namespace)
+
+    def new() -> dict[str, Any] | None:
+        fresh = [p for p in _pods(kube, namespace, app) if p["metadata"]["name"] not in before]
+        return fresh[0] if fresh else None
+
+    return wait_for(new, timeout=60, what=f"pod {replicas} of Deployment {app}")
+
+
+def _first_request(kube: Kube, pod: dict[str, Any], namespace: str) -> dict[str, Any]:
+    name = pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    return dict(kube.get("ResourceClaimTemplate", name, namespace)["spec"]["spec"]["devices"]["requests"][0])
+
+
+def test_observed_usage_right_sizes_the_next_pods_and_grows_back_under_pressure(
+    control_plane: ControlPlane,
+    kube: Kube,
+    sizing_webhook: Webhook,
+    k8s_namespace: str,
+    prometheus_factory: Callable[..., PrometheusServer],  # noqa: F811
+) -> None:
+    ns = k8s_namespace
+    kube.patch("Namespace", ns, {"metadata": {"labels": SIZING_LABEL}})
+    kube.create(_deployment("loop", ns))
+    first = _the_pod(kube, ns, "loop")
+    # 1. Nothing observed yet: the legacy request is a whole GPU.
+    exactly = _first_request(kube, first, ns)["exactly"]
+    assert exactly["deviceClassName"] == "gpu.nvidia.com" and "selectors" not in exactly
+
+    # 2. A week of DCGM samples of that pod on a whole H100 at 5 GiB -> gpudra recommend -> 6Gi (5Gi x 1.2).
+    used = DcgmDevice(ns, first["metadata"]["name"], "main", lambda t: np.full(t.shape, 5 * 1024.0))
+    report = run_recommender(control_plane, prometheus_factory([used]).url, ns)
+    assert report["writes"] == {"created": 1}
+    (server,) = _gsr_of(kube, ns, "deployment-loop")["status"]["containers"]
+    assert server["vram"] == "6Gi" and server["pressure"] is False
+    time.sleep(3)  # the webhook's watch delivers the new object (milliseconds here; a margin for a loaded machine)
+
+    # 3. The next pod of the same Deployment is right-sized from it: a MIG 1g.10gb first, a 6Gi share, a whole GPU.
+    second = _scale_to(kube, ns, "loop", 2)
+    request = _first_request(kube, second, ns)
+    assert request["firstAvailable"][0]["name"] == "mig-1g-10gb"
+    shared = next(r for r in request["firstAvailable"] if r["name"] == "shared")
+    assert Quantity.parse(shared["capacity"]["requests"]["memory"]) == Quantity.parse("6Gi")
+
+    # 4. On the MIG 1g.10gb it fills its 9984 MiB: pressure after a shrink -> the recommendation grows (max, x 1.2).
+    cramped = DcgmDevice(
+        ns, second["metadata"]["name"], "main", lambda t: np.full(t.shape, 9984.0), total_mib=9984, reserved_mib=0,
+        mig_profile="1g.10gb", mig_instance="9", gpu=1, uuid="GPU-aaaaaaaa-0000-0000-0000-00000000000b",
+    )  # fmt: skip
+    report = run_recommender(control_plane, prometheus_factory([used, cramped]).url, ns)
+    assert report["writes"] == {"updated": 1}, report["writes"]
+    (grown,) = _gsr_of(kube, ns, "deployment-loop")["status"]["containers"]
+    assert grown["pressure"] is True and Quantity.parse(grown["vram"]) > Quantity.parse("9984Mi")
+    time.sleep(3)
+
+    # 5. The pod after that gets the bigger size: no 10 GB MIG profile any more.
+    third = _scale_to(kube, ns, "loop", 3)
+    names = [r["name"] for r in _first_request(kube, third, ns)["firstAvailable"]]
+    assert "mig-1g-10gb" not in names and names[0].startswith("mig-"), names
+    shared = next(r for r in _first_request(kube, third, ns)["firstAvailable"] if r["name"] == "shared")
+    assert Quantity.parse(shared["capacity"]["requests"]["memory"]) == Quantity.parse(grown["vram"])
