@@ -19,18 +19,22 @@ from tests.oracle import runner
 _RUNNING: list[ControlPlane] = []
 
 
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    """etcd + kube-apiserver + kube-controller-manager + kube-scheduler with DRA on, for the whole session."""
+def start_control_plane() -> ControlPlane:
+    """A fresh control plane, or the test failed with what is missing (binaries to build) or why it did not start."""
     problem = None
     try:
-        cp = ControlPlane.start()
+        return ControlPlane.start()
     except binaries.MissingBinaries as e:
         problem = str(e)
     except ControlPlaneError as e:
         problem = f"control plane did not start: {e}"
-    if problem is not None:
-        pytest.fail(problem, pytrace=False)
+    pytest.fail(problem, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver + kube-controller-manager + kube-scheduler with DRA on, for the whole session."""
+    cp = start_control_plane()
     _RUNNING.append(cp)
     try:
         yield cp

@@ -42,8 +42,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from kubernetes.client.exceptions import ApiException
 
-from tests.controlplane import binaries, faults
-from tests.controlplane.cluster import ControlPlane, ControlPlaneError, free_port
+from tests.controlplane import faults
+from tests.controlplane.cluster import ControlPlane, free_port
+from tests.controlplane.fixtures import start_control_plane
 from tests.controlplane.kube import Kube, wait_for
 from webhook.review import pod_review
 from webhook.tls import issue_certificate
@@ -311,15 +312,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ip = _local_ip()
     if ip is None:
         pytest.skip("no non-loopback IPv4 address on this machine (EndpointSlices refuse loopback endpoints)")
-    problem = None
-    try:
-        cp = ControlPlane.start()
-    except binaries.MissingBinaries as e:
-        problem = str(e)
-    except ControlPlaneError as e:
-        problem = f"control plane did not start: {e}"
-    if problem is not None:
-        pytest.fail(problem, pytrace=False)
+    cp = start_control_plane()
     replicas: list[Replica] = []
     try:
         # Service clientConfigs resolved to endpoints, not to the ClusterIP (nothing routes ClusterIPs here).
