@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .estimate import ModelEstimate
 from .observed import ObservedSizing
@@ -65,51 +65,43 @@ def resolve_sizing(
             said.append(f"observed: a recommendation without samples{ref}, ignored")
     else:
         said.append("observed: no recommendation")
-    model_fields: dict[str, object] = {}
-    if model_estimate is not None:
-        if model_estimate.known:
-            assert model_estimate.bytes_per_device is not None
-            need = model_estimate.min_device_bytes or model_estimate.bytes_per_device
-            said.append(f"model: {model_estimate.explanation}" + (" (uncertain)" if model_estimate.uncertain else ""))
-            model_fields = {
-                "model_bytes": model_estimate.bytes_per_device,
-                "min_device_bytes": model_estimate.min_device_bytes or 0,
-                "memory_utilization": model_estimate.utilization if model_estimate.preallocates else 0.0,
-                "server": model_estimate.server,
-                "model": model_estimate.model,
-            }
-        else:
-            need = 0
-            said.append(f"model: no estimate ({model_estimate.explanation})")
-            model_fields = {"server": model_estimate.server, "model": model_estimate.model}
-    else:
-        need = 0
+    # What every decision carries whichever source wins: the model estimate and the pressure flag.
+    base = SizingDecision(None, "default", pressure=bool(observed is not None and observed.pressure))
+    need = 0
+    if model_estimate is None:
         said.append("model: not a recognised inference server")
+    elif model_estimate.known:
+        assert model_estimate.bytes_per_device is not None
+        need = model_estimate.min_device_bytes or model_estimate.bytes_per_device
+        said.append(f"model: {model_estimate.explanation}" + (" (uncertain)" if model_estimate.uncertain else ""))
+        base = replace(
+            base,
+            model_bytes=model_estimate.bytes_per_device,
+            min_device_bytes=model_estimate.min_device_bytes or 0,
+            memory_utilization=model_estimate.utilization if model_estimate.preallocates else 0.0,
+            server=model_estimate.server,
+            model=model_estimate.model,
+        )
+    else:
+        said.append(f"model: no estimate ({model_estimate.explanation})")
+        base = replace(base, server=model_estimate.server, model=model_estimate.model)
     others = "; ".join(said)
-    pressure = bool(observed is not None and observed.pressure)
     if annotation_vram is not None:
-        return SizingDecision(
-            annotation_vram, "annotation", reason=f"{annotation_label} ({_gb(annotation_vram)}) wins; {others}",
-            pressure=pressure, **model_fields,  # type: ignore[arg-type]
-        )  # fmt: skip
+        reason = f"{annotation_label} ({_gb(annotation_vram)}) wins; {others}"
+        return replace(base, vram_bytes=annotation_vram, source="annotation", reason=reason)
     if observed_ok:
         assert observed is not None
-        return SizingDecision(
-            observed.vram_bytes,
-            "observed",
-            observed.samples,
-            observed.window_seconds,
+        return replace(
+            base,
+            vram_bytes=observed.vram_bytes,
+            source="observed",
+            samples=observed.samples,
+            window_seconds=observed.window_seconds,
             reason=f"observed usage wins (no annotation); {others}",
-            pressure=pressure,
-            **model_fields,  # type: ignore[arg-type]
         )
     if need:
-        return SizingDecision(
-            need, "model", reason=f"model estimate wins (no annotation, no observed usage); {others}",
-            pressure=pressure, **model_fields,  # type: ignore[arg-type]
-        )  # fmt: skip
+        reason = f"model estimate wins (no annotation, no observed usage); {others}"
+        return replace(base, vram_bytes=need, source="model", reason=reason)
     fallback = f"default {_gb(default)}" if default is not None else "default (no size: a whole GPU)"
-    return SizingDecision(
-        default, "default", reason=f"{fallback}: no annotation, no observed usage, no model estimate; {others}",
-        pressure=pressure, **model_fields,  # type: ignore[arg-type]
-    )  # fmt: skip
+    reason = f"{fallback}: no annotation, no observed usage, no model estimate; {others}"
+    return replace(base, vram_bytes=default, reason=reason)
