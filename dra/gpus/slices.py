@@ -178,10 +178,10 @@ def _counters(values: Mapping[str, int], start: int, size: int) -> dict[str, dic
     return {k: {"value": _binary(v)} for k, v in sorted(counters.items())}
 
 
-def mig_device_name(gpu: PhysicalGpu, profile: MigProfile, start: int, release: str = DEFAULT_DRIVER_RELEASE) -> str:
-    """25.12: `gpu-<minor>-mig-<profile without dots>-<GI profile id>-<start>` (MigSpecTuple.ToCanonicalName);
+def mig_device_name(gpu: PhysicalGpu, profile: MigProfile, start: int, shape: DriverShape) -> str:
+    """25.12 on: `gpu-<minor>-mig-<profile without dots>-<GI profile id>-<start>` (MigSpecTuple.ToCanonicalName);
     25.8: `gpu-<minor>-mig-<GI profile id>-<start>-<size>`."""
-    if driver_shape(release).mig_name_has_profile:
+    if shape.mig_name_has_profile:
         return f"gpu-{gpu.minor}-mig-{profile.device_name_part}-{profile.gi_profile_id}-{start}"
     return f"gpu-{gpu.minor}-mig-{profile.gi_profile_id}-{start}-{profile.memory_slices}"
 
@@ -190,18 +190,8 @@ def _publish(node: NodeGpus, release: str, gpudra_attributes: bool) -> _Publish:
     return _Publish(driver_shape(release), node.nvlink_groups() if gpudra_attributes else {})
 
 
-def full_gpu_device(
-    gpu: PhysicalGpu,
-    node: NodeGpus,
-    *,
-    driver_release: str = DEFAULT_DRIVER_RELEASE,
-    gpudra_attributes: bool = False,
-) -> dict[str, Any]:
-    """A whole GPU without DynamicMIG: its attributes and `memory` capacity (NVML total memory)."""
-    return _full_gpu_device(gpu, node, _publish(node, driver_release, gpudra_attributes))
-
-
 def _full_gpu_device(gpu: PhysicalGpu, node: NodeGpus, pub: _Publish) -> dict[str, Any]:
+    """A whole GPU without DynamicMIG: its attributes and `memory` capacity (NVML total memory)."""
     return {
         "name": gpu.name,
         "attributes": _gpu_attributes(gpu, node, pub),
@@ -209,14 +199,8 @@ def _full_gpu_device(gpu: PhysicalGpu, node: NodeGpus, pub: _Publish) -> dict[st
     }
 
 
-def static_mig_device(
-    gpu: PhysicalGpu, node: NodeGpus, instance: MigInstance, *, driver_release: str = DEFAULT_DRIVER_RELEASE
-) -> dict[str, Any]:
-    """An existing MIG device: the profile's capacities plus `memorySlice<i>` = 1 for each slice it holds."""
-    return _static_mig_device(gpu, node, instance, _publish(node, driver_release, False))
-
-
 def _static_mig_device(gpu: PhysicalGpu, node: NodeGpus, instance: MigInstance, pub: _Publish) -> dict[str, Any]:
+    """An existing MIG device: the profile's capacities plus `memorySlice<i>` = 1 for each slice it holds."""
     if gpu.mig is None:
         raise ValueError(f"{gpu.name} ({gpu.product_name}) has MIG instances but no MIG profile table")
     profile = gpu.mig.profile(instance.profile)
@@ -225,7 +209,7 @@ def _static_mig_device(gpu: PhysicalGpu, node: NodeGpus, instance: MigInstance, 
     attrs = _mig_attributes(gpu, node, profile.name, pub)
     attrs["uuid"] = {"string": instance.uuid}
     return {
-        "name": mig_device_name(gpu, profile, instance.start, pub.shape.release),
+        "name": mig_device_name(gpu, profile, instance.start, pub.shape),
         "attributes": _sorted(attrs),
         "capacity": _capacity(caps),
     }
@@ -262,7 +246,7 @@ def _dynamic_devices(
         )
     for profile in geometry.profiles:
         for start in profile.starts:
-            name = mig_device_name(gpu, profile, start, pub.shape.release)
+            name = mig_device_name(gpu, profile, start, pub.shape)
             index[name] = SliceDevice(gpu.index, profile, start)
             devices.append(
                 {
