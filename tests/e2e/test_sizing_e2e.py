@@ -26,7 +26,6 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import kubernetes.client
@@ -38,6 +37,7 @@ from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
 from tests.e2e.test_recommender_e2e import _gsr as _gsr_of
 from tests.e2e.test_recommender_e2e import _recommend as run_recommender
+from tests.e2e.test_recommender_e2e import crd as crd  # noqa: F401 (a fixture: the CRD applied and Established)
 from tests.e2e.test_webhook_e2e import (
     A100_NODE,
     LABEL,
@@ -56,18 +56,8 @@ from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-CRD = ROOT / "manifests" / "base" / "crd-gpusizingrecommendation.yaml"
 GiB = 2**30
 SIZING_LABEL = {"gpudra-e2e": "sizing"}
-
-
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    control_plane.kubectl("apply", "--server-side", "-f", str(CRD))
-    control_plane.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/gpusizingrecommendations.gpudra.io"
-    )
 
 
 def _path(namespace: str, name: str | None = None, status: bool = False) -> str:
