@@ -134,7 +134,7 @@ class PolicyClaims(Strategy):
             return Demand(pod.cpu_milli, pod.memory_mib, (), pod.gpu_models)
         obj = pod.as_pod()
         decision = self.policies.evaluate(obj, pod.namespace_object, sizing=self.sizing)
-        self.sizing_sources[self._sizing_source(obj, pod)] += 1
+        self.sizing_sources[decision.sizing_source or "unreadable"] += 1
         if not decision.allowed:
             self.outcomes["denied"] += 1
             return None
@@ -152,16 +152,6 @@ class PolicyClaims(Strategy):
         # one option stands for "has devices"; the allocator decides which
         options = (Option("claim", pod.num_gpu),)
         return ClaimDemand(pod.cpu_milli, pod.memory_mib, options, pod.gpu_models, text, pod.gpu_milli)
-
-    def _sizing_source(self, obj: dict[str, Any], pod: SimPod) -> str:
-        """Which source sized the pod (annotation, observed, model, default), as the policies saw it."""
-        from webhook.policy import pod_facts
-
-        try:
-            facts = pod_facts(obj, sizing=self.sizing, namespace=pod.namespace or "default")
-        except Exception:  # an unreadable pod is the policies' to deny; it was sized by nothing
-            return "unreadable"
-        return facts.sizing.source
 
     def evaluate(self, state: ClusterState, cid: int, demand: Demand) -> Answer:
         """CPU, memory, GPU model and a GPU with room left: which devices is the allocator's answer (`choose`)."""

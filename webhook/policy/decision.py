@@ -103,6 +103,8 @@ class Decision:
     # Container -> how its memory was sized when not by the pod's own annotation (`observed` or `model`):
     # "<vram> from <source>: <reason>", for audit messages and explanations.
     sizing: Mapping[str, str] = field(default_factory=dict)
+    # Which source sized the pod (`gpu.sizing.source`: annotation, observed, model, default); "" when unreadable.
+    sizing_source: str = ""
 
     @property
     def mutates(self) -> bool:

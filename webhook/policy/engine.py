@@ -279,7 +279,8 @@ class PolicySet:
                 self._apply(policy, mode, base, pod, facts, token, state, pod_memo)
             except Failed as failed:
                 self._failed(policy, mode, failed.error, state)
-        return dataclasses.replace(self._decide(state, ns_name), sizing=_sizing_notes(facts))
+        decided = self._decide(state, ns_name)
+        return dataclasses.replace(decided, sizing=_sizing_notes(facts), sizing_source=facts.sizing.source)
 
     def _apply(
         self,
