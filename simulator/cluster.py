@@ -115,13 +115,17 @@ class NodeSpec:
     # them as they are); `slices_digest` stands for their content in the template (names and UUIDs aside).
     slices: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
     slices_digest: str = ""
+    # A node read from a real cluster (`simulator.scheduling.state_from_objects`): what kube-scheduler's
+    # NodeAffinity and TaintToleration read; (key, value, effect), spec.unschedulable as its NoSchedule taint
+    labels: tuple[tuple[str, str], ...] = ()
+    taints: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def template(self) -> tuple[Any, ...]:
         """Nodes with equal templates behave alike when equally loaded (the class index relies on it)."""
         return (
             self.cpu_milli, self.memory_mib, self.gpu_count, self.gpu, self.model_label, self.mig, self.layout,
-            self.sharing, self.slices_digest,
+            self.sharing, self.slices_digest, self.labels, self.taints,
         )  # fmt: skip
 
 

@@ -5,6 +5,10 @@ Two protocols:
   in a FIFO queue and is retried whenever capacity is freed (departure, node back from a drain). A strategy
   with a `reconfigure` hook (device plugin) may drain nodes to change their MIG layout: their pods are evicted
   and requeued, the node is down for the drain time. Preemption (off by default) evicts lower-priority pods.
+  A strategy kube-scheduler places (`queue_model = "kube"`: dra-whole, gpudra) is queued as kube-scheduler
+  queues pods instead (`simulator.scheduling.queue`: priority then timestamp, backoff, unschedulable pods moved
+  by the events that can help them), and a leaving pod's devices are freed `device_release_delay` after its CPU
+  and memory.
 - `fgd`: the FGD paper's protocol as its simulator runs it: the workload tuned to `load` x the cluster's GPUs
   (`simulator.tuning`, the peer's 1.3 by default), pods arriving one by one in that order and never leaving;
   a pod that does not fit fails and is not retried.
@@ -21,6 +25,7 @@ from typing import Any
 from .cluster import ClusterSpec
 from .frag import TypicalPod, typical_pods
 from .kpis import KPI_LOADS, Recorder, cluster_fragmentation
+from .scheduling import SchedulingQueue
 from .state import Allocation, ClusterState
 from .strategies import Strategy
 from .tuning import TUNE_RATIO, tuned_workload
@@ -70,6 +75,8 @@ def run(
     sim = _Sim(state, strategy, rec, config, typical, progress, len(pods))
     if config.protocol == "fgd":
         sim.run_fgd(pods)
+    elif getattr(strategy, "queue_model", "fifo") == "kube":
+        sim.run_replay_kube(pods)
     else:
         sim.run_replay(pods)
     rec.wall_seconds = time.perf_counter() - started
@@ -202,6 +209,68 @@ class _Sim:
         for pod, _ in self.pending:
             if pod.name not in self.rec.placed:
                 self.rec.waits[pod.name] = now - self.first_arrival.get(pod.name, now)
+
+    def run_replay_kube(self, pods: list[SimPod]) -> None:
+        """The replay protocol with kube-scheduler's queue; devices freed `device_release_delay` after CPU/memory."""
+        DEPART, DEVICES_FREE, ARRIVE = 0, 1, 2
+        profile = getattr(self.strategy, "profile", None)
+        queue = SchedulingQueue(*((profile.initial_backoff, profile.max_backoff) if profile else ()))
+        delay = float(getattr(self.strategy, "device_release_delay", 0.0))
+        for pod in pods:
+            self.push(pod.arrival, ARRIVE, pod)
+        if not pods:
+            return
+        start, end = pods[0].arrival, pods[-1].arrival
+        self.rec.window = (start, end)
+        frag_every = (end - start) / max(1, self.config.frag_samples) if end > start else float("inf")
+        next_frag = start
+        now = start
+        while self.events:
+            now = self.events[0][0]
+            moved = False
+            while self.events and self.events[0][0] == now:
+                _, kind, _, payload = heapq.heappop(self.events)
+                if kind == ARRIVE:
+                    self.first_arrival.setdefault(payload.name, now)
+                    self.tick()
+                    queue.add(payload, now)
+                    continue
+                alloc: Allocation = payload
+                node = self.state.nodes[alloc.node]
+                if node.pods.get(alloc.pod.name) is not alloc:
+                    continue
+                if kind == DEPART and delay > 0 and alloc.parts:
+                    self.state.release_compute(alloc)
+                    self.push(now + delay, DEVICES_FREE, alloc)
+                else:
+                    self.state.release(alloc, compute=kind == DEPART or not alloc.parts)
+                moved = True
+            if moved:
+                queue.move_all(now)
+            queue.flush_leftover(now)
+            self.schedule(queue, now)
+            frag = None
+            if now >= next_frag:
+                frag = self.frag()
+                next_frag = now + frag_every
+            waiting = queue.waiting()
+            self.rec.sample(self.state, now, len(waiting), sum(1 for p, _ in waiting if p.is_gpu), frag)
+        waiting = queue.waiting()
+        self.rec.pending_at_end = len(waiting)
+        for pod, _ in waiting:
+            if pod.name not in self.rec.placed:
+                self.rec.waits[pod.name] = now - self.first_arrival.get(pod.name, now)
+
+    def schedule(self, queue: SchedulingQueue, now: float) -> None:
+        """Pop and try every queued pod; a pod shape that failed since the cluster last changed fails again."""
+        failed: set[Any] = set()
+        while (item := queue.pop()) is not None:
+            pod = item.pod
+            if pod.shape in failed or not self.try_place(pod, now):
+                failed.add(pod.shape)
+                queue.failed(item, now)
+            else:
+                failed.clear()
 
     def try_place(self, pod: SimPod, now: float) -> bool:
         alloc = self.place(pod, now)

@@ -4,8 +4,9 @@ FILE is either
 
 - a Prometheus range-query dump of the NVIDIA DCGM exporter's `DCGM_FI_DEV_FB_USED` (what `/api/v1/query_range`
   returns: `{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {...}, "values":
-  [[ts, "MiB"], ...]}]}}`), whose series carry the exporter's Kubernetes labels `namespace`, `pod`, `container`
-  (or their `exported_*` forms, as Prometheus renames them when the scrape has labels of those names); or
+  [[ts, "MiB"], ...]}]}}`), whose series name their pod as `gpudra recommend` reads them (`webhook.recommend`'s
+  `series_identity`: the exporter's `namespace`, `pod`, `container`, their `exported_*` forms after Prometheus's
+  renaming, or the old `pod_namespace`, `pod_name`, `container_name`, all valid Kubernetes names); or
 - GPUSizingRecommendation objects (YAML or JSON: one object, a `List`/`GPUSizingRecommendationList`, a list or a
   multi-document stream), as `kubectl get gsr -A -o yaml` prints them; read as the webhook's cache reads them.
 
@@ -44,7 +45,17 @@ import numpy as np
 
 from dra.errors import InputError
 from dra.sizing import ObservedSizing, pod_owner
-from webhook.recommend import Settings, capped_to_device, go_duration, peak_of, vram_for
+from webhook.recommend import (
+    FB_USED,
+    MIB,
+    Rejected,
+    Settings,
+    capped_to_device,
+    go_duration,
+    peak_of,
+    series_identity,
+    vram_for,
+)
 from webhook.sizing_cache import parse_recommendation
 
 from .workload import SimPod, Workload
@@ -64,8 +75,6 @@ __all__ = [
     "strip_annotations",
 ]
 
-FB_USED = "DCGM_FI_DEV_FB_USED"
-MIB = 2**20
 VRAM_ANNOTATION = "gpudra.io/vram"
 
 _DEPLOYMENT_POD = re.compile(r"^(?P<owner>.+)-(?P<hash>[a-z0-9]{6,10})-(?P<suffix>[a-z0-9]{5})$")
@@ -153,14 +162,6 @@ def _fail(path: str, where: str, message: str) -> InputError:
     return InputError(f"{path}: {where}: {message}" if where else f"{path}: {message}")
 
 
-def _label(labels: Mapping[str, Any], name: str) -> str:
-    for key in (name, f"exported_{name}"):
-        value = labels.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
 def parse_prometheus_dump(data: Any, path: str, settings: Settings | None = None) -> ObservedLookup:
     """A `/api/v1/query_range` answer of DCGM_FI_DEV_FB_USED (MiB) -> recommendations per owner and container.
 
@@ -186,20 +187,19 @@ def parse_prometheus_dump(data: Any, path: str, settings: Settings | None = None
         metric = labels.get("__name__")
         if metric is not None and metric != FB_USED:
             raise _fail(path, where, f"metric {metric!r} is not {FB_USED} (framebuffer used, MiB)")
-        names = {name: _label(labels, name) for name in ("namespace", "pod", "container")}
-        missing = [name for name, value in names.items() if not value]
-        if missing:
-            shown = {k: v for k, v in labels.items() if k != "__name__"}
-            raise _fail(path, where, f"series without {', '.join(missing)} label(s) (labels {shown}); the DCGM "
-                        "exporter adds them when its Kubernetes mapping is on")  # fmt: skip
+        ident = series_identity(labels)
+        if isinstance(ident, Rejected):
+            shown = {k: v for k, v in list(labels.items())[:12] if k != "__name__"}
+            raise _fail(path, where, f"series {ident.detail.replace('no ', 'without ', 1)} (labels {shown}); the DCGM "
+                        "exporter adds pod, namespace and container when its Kubernetes mapping is on")  # fmt: skip
         values = series.get("values")
         if not isinstance(values, list) or not values:
             raise _fail(path, where, "'values' must be a non-empty list of [timestamp, \"value\"]")
-        kind, owner = owner_of_pod_name(names["pod"])
-        key = (names["namespace"], kind, owner, names["container"])
+        kind, owner = owner_of_pod_name(ident.pod)
+        key = (ident.namespace, kind, owner, ident.container)
         bucket = pooled.setdefault(key, [])
         stamps = times.setdefault(key, [])
-        models.setdefault(key, str(labels.get("modelName", "")))
+        models.setdefault(key, ident.model_name)
         for j, sample in enumerate(values):
             if not isinstance(sample, list) or len(sample) != 2:
                 raise _fail(path, f"{where}.values[{j}]", 'a sample is [timestamp, "value"]')

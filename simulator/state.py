@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from dra.gpus import MigProfile
 
 from .cluster import ClusterSpec, Layout, NodeSpec, nvlink_groups
@@ -151,6 +153,9 @@ class ClusterState:
         self.sig_ids: dict[Sig, int] = {}
         self.sigs: list[Sig] = []  # class id -> signature; ids are never reused, so caches keyed by id stay valid
         self.node_sig: list[int | None] = [None] * len(self.nodes)
+        # the same as an array (-1: down), for kube-scheduler's scan over nodes (`simulator.scheduling.selection`)
+        self.node_class = np.full(len(self.nodes), -1, dtype=np.int64)
+        self.next_start = 0  # kube-scheduler's nextStartNodeIndex: where the next search for feasible nodes starts
         self._info: dict[int, GpuInfo] = {}
         self.born: list[int] = []  # class ids in the order they gained their first member (again)
         self.requested_milli = 0
@@ -168,6 +173,7 @@ class ClusterState:
             cid = self.sig_ids[sig] = len(self.sigs)
             self.sigs.append(sig)
         self.node_sig[node.index] = cid
+        self.node_class[node.index] = cid
         members = self.classes.get(cid)
         if members is None:
             members = self.classes[cid] = {}
@@ -183,6 +189,7 @@ class ClusterState:
         if not members:
             del self.classes[sig]
         self.node_sig[node.index] = None
+        self.node_class[node.index] = -1
 
     def take_down(self, node: NodeState, until: float) -> None:
         self._unindex(node)
@@ -242,7 +249,17 @@ class ClusterState:
             self._index(node)
         return alloc
 
-    def release(self, alloc: Allocation) -> None:
+    def release_compute(self, alloc: Allocation) -> None:
+        """Free the pod's CPU and memory only (its devices follow with `release(alloc, compute=False)`)."""
+        node = self.nodes[alloc.node]
+        self._unindex(node)
+        node.free_cpu += alloc.pod.cpu_milli
+        node.free_mem += alloc.pod.memory_mib
+        if node.down_until == 0.0:
+            self._index(node)
+
+    def release(self, alloc: Allocation, *, compute: bool = True) -> None:
+        """Free what the pod holds: its devices, and its CPU and memory unless `release_compute` already did."""
         node = self.nodes[alloc.node]
         self._unindex(node)
         for part in alloc.parts:
@@ -252,10 +269,7 @@ class ClusterState:
             if part.kind == "mig":
                 assert part.profile is not None
                 if gpu.mode == STATIC:
-                    slot = next(
-                        i for i, pl in enumerate(gpu.slots) if pl.profile == part.profile and pl.start == part.start
-                    )
-                    gpu.used[slot] -= 1
+                    gpu.used[_slot(gpu, part)] -= 1
                 else:
                     gpu.mask &= ~(((1 << part.profile.memory_slices) - 1) << part.start)
                     gpu.compute -= part.profile.compute_slices
@@ -263,8 +277,9 @@ class ClusterState:
                 gpu.whole = False
             if gpu.mode == PLAIN and gpu.free_milli == 1000:
                 gpu.share_type = 0
-        node.free_cpu += alloc.pod.cpu_milli
-        node.free_mem += alloc.pod.memory_mib
+        if compute:
+            node.free_cpu += alloc.pod.cpu_milli
+            node.free_mem += alloc.pod.memory_mib
         del node.pods[alloc.pod.name]
         self._add_totals(alloc, -1)
         if node.down_until == 0.0:

@@ -7,7 +7,8 @@ evicted and requeued), stays down `drain_seconds`, and comes back with a homogen
 Node choice is kube-scheduler's LeastAllocated; the device plugin's preferred allocation packs NVLink groups.
 
 `dra-whole`: the same requests through KEP-5004 (extended resources backed by DRA): whole devices, first-fit
-inside the node as the upstream allocator does, and MIG profiles on dynamic pools created on the fly.
+inside the node as the upstream allocator does, and MIG profiles on dynamic pools created on the fly; placed by
+kube-scheduler's profile and queue (`KubeScheduled`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..cluster import Layout, mig_profiles, place_layout
 from ..state import DYNAMIC, ClusterState, NodeState
 from ..workload import SimPod
 from .base import Demand, Option, Strategy
+from .kube import KubeScheduled
 
 __all__ = ["DevicePlugin", "DraWhole", "Reconfiguration"]
 
@@ -150,7 +152,7 @@ def _homogeneous(node: NodeState, profile: str) -> Layout:
     return ()
 
 
-class DraWhole(_ByCount):
+class DraWhole(KubeScheduled, _ByCount):
     name = "dra-whole"
     device_order = "first"
 

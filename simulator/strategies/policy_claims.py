@@ -2,15 +2,15 @@
 
 Each distinct pod shape is evaluated once by `webhook.policy` (the shipped policies, or `--policies DIR`),
 which returns the DRA claim the webhook would create; a pod they leave alone keeps its legacy request as the
-KEP-5004 claim for `nvidia.com/gpu`, and one they deny is never placed (counted). Nodes are ranked as the
-other strategies rank them (free CPU and memory); the allocator (`upstream` or `scored` mode) is asked on the
-best node, then the next, until one answers. Its devices (MIG partitions created on the fly on dynamic-MIG
+KEP-5004 claim for `nvidia.com/gpu`, and one they deny is never placed (counted). kube-scheduler places the pods
+(`KubeScheduled`): the allocator (`upstream`, what a stock cluster does, or the `scored` what-if) is the
+DynamicResources filter on every node class that passes the others, and the subrequest it picks for a
+`firstAvailable` request is that plugin's score. Its devices (MIG partitions created on the fly on dynamic-MIG
 GPUs, memory shares of GPUs that allow multiple allocations, whole GPUs) become the pod's parts.
 """
 
 from __future__ import annotations
 
-import heapq
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -21,10 +21,13 @@ from dra.allocator import Claim, Mode, prepare_claim
 from dra.sizing import SizingLookup
 
 from ..frag import TypicalPod, fgd_score, frag_amount, typical_pods
+from ..scheduling import Profile
+from ..scheduling.devices import Placer
+from ..scheduling.scores import prioritized_list_score
 from ..state import PLAIN, STATIC, ClusterState, Part
 from ..workload import SimPod
-from .base import NODE_SCORES, Answer, Demand, Option, Strategy, least_allocated
-from .placement import Placer
+from .base import NODE_SCORES, Demand, Option
+from .kube import Devices, KubeScheduled
 
 __all__ = ["ClaimDemand", "PolicyClaims", "legacy_claim"]
 
@@ -61,7 +64,7 @@ def _device_shape(groups: tuple[tuple[tuple[Any, ...], ...], ...], compute: bool
     return tuple(sorted(tuple(sorted(plain(g) if g[0] == PLAIN else g for g in group)) for group in groups))
 
 
-class PolicyClaims(Strategy):
+class PolicyClaims(KubeScheduled):
     name = "gpudra"
 
     def __init__(
@@ -69,8 +72,9 @@ class PolicyClaims(Strategy):
         seed: int = 0,
         *,
         policies: str | Path | None = None,
-        mode: str = "scored",
+        mode: str = "upstream",
         node_score: str | None = None,
+        profile: Profile | None = None,
         memoize: bool = True,
         compute_bound: bool = False,
         gpudra_attributes: bool = False,
@@ -81,8 +85,8 @@ class PolicyClaims(Strategy):
             self.name = run_name
         if node_score is not None and node_score not in NODE_SCORES:
             raise ValueError(f"node_score must be one of {', '.join(NODE_SCORES)} (got {node_score!r})")
-        super().__init__(seed, node_score=None if node_score == "fragmentation" else node_score)
-        if node_score == "fragmentation":  # FGD's gradient as the node score (see `_fragmentation_score`)
+        super().__init__(seed, profile=profile, node_score=None if node_score == "fragmentation" else node_score)
+        if node_score == "fragmentation":  # a what-if: FGD's gradient in place of NodeResourcesFit's score
             self.node_score = node_score
         self.typical: tuple[TypicalPod, ...] = ()
         if mode not in ("upstream", "scored"):
@@ -107,6 +111,7 @@ class PolicyClaims(Strategy):
         self.sizing_sources: Counter[str] = Counter()  # GPU pods evaluated, by the sizing source that won
         self.granted: dict[str, int] = {}  # pod -> MiB per device of its first placement
         self._claims: dict[str, Claim] = {}
+        self._requests: dict[str, list[dict[str, Any]]] = {}  # claim JSON -> its requests (for the DRA score)
         self._room: dict[int, bool] = {}  # class id -> some GPU can still give a device
         self._unfit: set[tuple[Any, ...]] = set()  # (template and device shape, claim) the allocator refused
         self._shapes: dict[int, tuple[int, Any]] = {}  # class id -> (template, device shape)
@@ -144,34 +149,54 @@ class PolicyClaims(Strategy):
         else:  # untouched (no policy, audit mode): the legacy request
             claim = legacy_claim(pod.num_gpu)
             self.outcomes["legacy request"] += 1
+        return self.claim_demand(pod, claim)
+
+    def claim_demand(self, pod: SimPod, claim: dict[str, Any]) -> ClaimDemand:
+        """The demand of `pod` with the claim spec `claim` (`{"devices": ...}`)."""
         text = json.dumps(claim, sort_keys=True, separators=(",", ":"))
         if text not in self._claims:
             self._claims[text] = prepare_claim(
                 {"metadata": {"name": "claim", "namespace": pod.namespace or "default"}, "spec": claim}
             )
+            self._requests[text] = list((claim.get("devices") or {}).get("requests") or ())
         # one option stands for "has devices"; the allocator decides which
         options = (Option("claim", pod.num_gpu),)
         return ClaimDemand(pod.cpu_milli, pod.memory_mib, options, pod.gpu_models, text, pod.gpu_milli)
 
-    def evaluate(self, state: ClusterState, cid: int, demand: Demand) -> Answer:
-        """CPU, memory, GPU model and a GPU with room left: which devices is the allocator's answer (`choose`)."""
-        sig = state.sigs[cid]
-        if sig[1] < demand.cpu or sig[2] < demand.mem:  # most classes fail here: skip the look-ups below
+    def devices(self, state: ClusterState, cid: int, demand: Demand) -> Devices | None:
+        """The allocator's devices for the claim on class `cid` (after a cheap check that some GPU has room), and
+        the DynamicResources score of the subrequests it picked."""
+        if not isinstance(demand, ClaimDemand):
+            return super().devices(state, cid, demand)
+        room = self._room.get(cid)
+        if room is None:
+            room = self._room[cid] = any(_has_room(g) for g in state.gpu_info(cid).gpus)
+        if not room:
             return None
-        if demand.options:
-            room = self._room.get(cid)
-            if room is None:
-                room = self._room[cid] = any(_has_room(g) for g in state.gpu_info(cid).gpus)
-            if not room:
-                return None
         node = state.representative(cid)
-        models, spec = demand.models, node.spec
-        if models and spec.model_label not in models and (spec.gpu is None or spec.gpu.key not in models):
+        # whether the allocator can place a claim depends neither on the order of GPUs within NVLink groups nor
+        # on the compute shares hold, so one refusal per (template, device shape, claim) holds for every class
+        shape = self._shapes.get(cid)
+        if shape is None:
+            shape = self._shapes[cid] = (node.template, _device_shape(state.sigs[cid][3], self.compute_bound))
+        unfit = (shape, demand.claim)
+        if unfit in self._unfit:
             return None
-        if self.node_score == "fragmentation":
-            return self._fragmentation_score(state, cid, demand), ()
-        spread = least_allocated(node, demand)  # kube-scheduler's NodeResourcesFit over CPU and memory
-        return (spread if self.node_score == "least-allocated" else -spread), ()
+        claim = self._claims[demand.claim]
+        placed = self.placer.place(node, demand.claim, claim, demand.share_milli, compute_bound=self.compute_bound)
+        if placed is None:
+            if self.placer.memoize:
+                self._unfit.add(unfit)
+            return None
+        position = {real: canonical for canonical, real in enumerate(node.canon)}
+        parts = tuple(Part(position[p.gpu], p.kind, p.milli, p.vram, p.profile, p.start) for p in placed.parts)
+        score = prioritized_list_score(self._requests[demand.claim], [{"request": r} for r in placed.requests])
+        return parts, placed.devices, score
+
+    def node_local_score(self, state: ClusterState, cid: int, demand: Demand, pod: SimPod) -> dict[str, int]:
+        if self.node_score == "fragmentation":  # the what-if score, in millionths, for the integer sum
+            return {"Fragmentation": round(self._fragmentation_score(state, cid, demand) * 1e6)}
+        return super().node_local_score(state, cid, demand, pod)
 
     def _fragmentation_score(self, state: ClusterState, cid: int, demand: Demand) -> float:
         """FGD's score of the node's fragmentation growth (`simulator.frag`), the pod's compute placed as
@@ -199,47 +224,15 @@ class PolicyClaims(Strategy):
         return score - 1e-3 * sum(after) / max(1000, 1000 * len(after))
 
     def choose(self, state: ClusterState, pod: SimPod) -> tuple[int, tuple[Part, ...]] | None:
-        did, demand = self._demand(pod)
-        if demand is None:
-            return None
-        fits = self.candidates(state, did, demand)
-        heap = fits.heap
-        while heap:
-            cid = heap[0][2]
-            if cid not in state.classes:  # died since: it is in `born` again if it comes back
-                fits.members.discard(heapq.heappop(heap)[2])
-                continue
-            node = state.representative(cid)
-            if not isinstance(demand, ClaimDemand):
-                return node.index, ()
-            # whether the allocator can place a claim depends neither on the order of GPUs within NVLink groups nor
-            # on the compute shares hold, so one refusal per (template, device shape, claim) holds for every class
-            shape = self._shapes.get(cid)
-            if shape is None:
-                shape = self._shapes[cid] = (node.template, _device_shape(state.sigs[cid][3], self.compute_bound))
-            unfit = (shape, demand.claim)
-            parts = None
-            if unfit not in self._unfit:
-                claim = self._claims[demand.claim]
-                parts = self.placer.place(
-                    node, demand.claim, claim, demand.share_milli, compute_bound=self.compute_bound
-                )
-                if parts is None and self.placer.memoize:
-                    self._unfit.add(unfit)
-            if parts is not None:
-                self.granted.setdefault(pod.name, max((p.vram for p in parts), default=0))
-                position = {real: canonical for canonical, real in enumerate(node.canon)}
-                return node.index, tuple(
-                    Part(position[p.gpu], p.kind, p.milli, p.vram, p.profile, p.start) for p in parts
-                )
-            # the class's GPUs cannot hold the claim, now or later (class states never change): drop it for
-            # good, and keep it in `members` so that it is not evaluated again
-            heapq.heappop(heap)
-        return None
+        choice = super().choose(state, pod)
+        if choice is not None and choice[1]:
+            self.granted.setdefault(pod.name, max(p.vram for p in choice[1]))
+        return choice
 
     def describe(self) -> dict[str, Any]:
         return {
-            "mode": self.mode, "policies": str(self.policy_dir), "decisions": dict(self.outcomes),
+            "mode": self.mode if self.mode == "upstream" else "scored (what-if: not what a stock cluster does)",
+            "policies": str(self.policy_dir), "decisions": dict(self.outcomes),
             "allocator_calls": self.placer.calls, "compute_bound": self.compute_bound, "node_score": self.node_score,
             "gpudra_attributes": self.gpudra_attributes, "sizing_sources": dict(self.sizing_sources),
         }  # fmt: skip

@@ -1,4 +1,4 @@
-"""Claims placed on a simulated node by `dra.allocator`, from the node's ResourceSlices and its allocations.
+"""The DynamicResources filter on a simulated node: `dra.allocator` places a claim on the node's ResourceSlices.
 
 Each node template gets the ResourceSlices the NVIDIA driver would publish (`dra.gpus.node_resource_slices`;
 pool = node name, generated once per template). The node's current pods become one allocated claim. Answers
@@ -31,11 +31,21 @@ from dra.quantity import Quantity
 from ..cluster import NodeSpec
 from ..state import PLAIN, NodeState, Part
 
-__all__ = ["Placer", "Usage", "node_slices"]
+__all__ = ["PlacedClaim", "Placer", "Usage", "node_slices"]
 
 # (device name, consumed memory MiB) per device in use; -1: held exclusively
 Usage = tuple[tuple[str, int], ...]
-Result = tuple[tuple[str, int], ...]  # the allocator's answer in the same shape
+Result = tuple[tuple[str, int, str], ...]  # the allocator's answer: (device, memory as above, request it serves)
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedClaim:
+    """Where the allocator put a claim on a node: the pod's parts (real GPU indices), the device names and the
+    request (`request` or `request/subrequest`) each serves, in the allocation's results order."""
+
+    parts: tuple[Part, ...]
+    devices: tuple[str, ...]
+    requests: tuple[str, ...]
 
 
 def _slice_model(gpu: GPUModel) -> GPUModel:
@@ -143,7 +153,7 @@ class Placer:
 
     def place(
         self, node: NodeState, claim_key: str, claim: Claim, share_milli: int, *, compute_bound: bool = False
-    ) -> tuple[Part, ...] | None:
+    ) -> PlacedClaim | None:
         """The parts (real GPU indices) the allocator gives `claim` on `node`, or None when it cannot; with
         `compute_bound`, only GPUs with `share_milli` of compute left are offered."""
         if node.spec.gpu is None:
@@ -159,7 +169,7 @@ class Placer:
         if result is None:
             return None
         parts = []
-        for name, memory in result:
+        for name, memory, _request in result:
             device = tmpl.devices[name]
             profile = device.profile
             if profile is not None:
@@ -168,7 +178,7 @@ class Placer:
                 parts.append(Part(device.gpu, "share", share_milli, memory))
             else:
                 parts.append(Part(device.gpu, "whole", 1000, tmpl.memory))
-        return tuple(parts)
+        return PlacedClaim(tuple(parts), tuple(r[0] for r in result), tuple(r[2] for r in result))
 
     def _allocate(self, tmpl: _Template, usage: Usage, claim: Claim) -> Result | None:
         self.calls += 1
@@ -192,7 +202,7 @@ class Placer:
         for r in allocation["devices"]["results"]:
             consumed = (r.get("consumedCapacity") or {}).get("memory")
             memory = -1 if consumed is None else math.ceil(Quantity.parse(str(consumed)).value / 2**20)
-            answer.append((str(r["device"]), memory))
+            answer.append((str(r["device"]), memory, str(r.get("request", ""))))
         return tuple(answer)
 
 

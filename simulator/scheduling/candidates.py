@@ -1,0 +1,189 @@
+"""Per pod shape: the node classes that pass the filters, and kube-scheduler's choice among their nodes.
+
+Nodes in one state class (`simulator.state`) get the same filter result and plugin scores, so each class is
+evaluated once per pod shape (`ClassFit`), and a choice looks at classes, not nodes: classes are grouped by the raw
+scores of the plugins that normalise over the scored nodes (DynamicResources, TaintToleration, NodeAffinity), each
+group a max-heap by the node-local scores (NodeResourcesFit, BalancedAllocation). The best total is then one heap
+top per group, and the tie set the tops equal to it. Only when percentageOfNodesToScore cuts the search (100+ nodes,
+more feasible than `num_feasible_nodes_to_find`) are the nodes scanned, from `ClusterState.next_start`, as
+schedule_one.go findNodesThatPassFilters does.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..state import ClusterState, Part
+from .profile import Profile
+from .selection import Maxima, Raw, normalised_extra, num_feasible_nodes_to_find
+
+__all__ = ["Candidates", "ClassFit", "Scored", "choose", "scored_classes"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassFit:
+    """A class that passes every filter for a pod shape: the devices it gets there and its raw scores."""
+
+    parts: tuple[Part, ...]  # canonical GPU order of the class
+    devices: tuple[str, ...]  # device names the allocator picked (empty for strategies without one)
+    base: int  # weighted NodeResourcesFit + NodeResourcesBalancedAllocation
+    raw: Raw
+    plugin_scores: tuple[tuple[str, int], ...] = ()  # the base's parts, by plugin
+
+
+class Candidates:
+    """The classes one pod shape fits, by group; `seen` is how far into `ClusterState.born` it has looked."""
+
+    __slots__ = ("seen", "fits", "groups", "mask")
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.fits: dict[int, ClassFit] = {}
+        self.groups: dict[Raw, list[tuple[int, int]]] = {}  # raw -> heap of (-base, class id)
+        self.mask = np.zeros(64, dtype=bool)  # class id -> fits (ids of dead classes may stay set: no node has them)
+
+    def add(self, cid: int, fit: ClassFit) -> None:
+        self.fits[cid] = fit
+        heapq.heappush(self.groups.setdefault(fit.raw, []), (-fit.base, cid))
+        if cid >= len(self.mask):
+            grown = np.zeros(max(cid + 1, 2 * len(self.mask)), dtype=bool)
+            grown[: len(self.mask)] = self.mask
+            self.mask = grown
+        self.mask[cid] = True
+
+    def live_groups(self, classes: dict[int, Any]) -> dict[Raw, list[tuple[int, int]]]:
+        """The groups with a live class, their heap tops live (dead entries dropped for good)."""
+        for raw in list(self.groups):
+            heap = self.groups[raw]
+            while heap and heap[0][1] not in classes:
+                heapq.heappop(heap)
+            if not heap:
+                del self.groups[raw]
+        return self.groups
+
+    def feasible_nodes(self, state: ClusterState) -> np.ndarray:
+        """A boolean per node: it is up and its class fits."""
+        node_class = state.node_class
+        mask = self.mask
+        ok = (node_class >= 0) & (node_class < len(mask))
+        out = np.zeros(len(node_class), dtype=bool)
+        out[ok] = mask[node_class[ok]]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """The classes scored for one pod and, when the search was cut, the nodes it reached (else all feasible)."""
+
+    classes: dict[int, int]  # class id -> total score
+    tie: tuple[int, ...]  # class ids with the top total, ascending
+    nodes: np.ndarray | None  # the nodes scored, when percentageOfNodesToScore cut the search
+    top: Maxima
+
+
+def _cut_search(state: ClusterState, cands: Candidates, profile: Profile) -> np.ndarray | None:
+    """The nodes kube-scheduler scores when it stops at `num_feasible_nodes_to_find` feasible ones (advancing
+    `next_start` by the nodes it looked at), or None when every feasible node is scored."""
+    n = len(state.nodes)
+    want = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, n)
+    if want >= n:
+        return None
+    feasible = cands.feasible_nodes(state)
+    if int(feasible.sum()) <= want:
+        return None  # every node looked at: next_start moves by n, i.e. stays
+    start = state.next_start
+    rotated = np.concatenate((feasible[start:], feasible[:start]))
+    positions = np.flatnonzero(rotated)[:want]
+    state.next_start = (start + int(positions[-1]) + 1) % n
+    return (positions + start) % n
+
+
+def scored_classes(state: ClusterState, cands: Candidates, profile: Profile, *, advance: bool = True) -> Scored | None:
+    """Every scored class's total and the tie set (None: no node fits)."""
+    saved = state.next_start
+    nodes = _cut_search(state, cands, profile)
+    if not advance:
+        state.next_start = saved
+    if nodes is not None:
+        cids = sorted({int(c) for c in np.unique(state.node_class[nodes])})
+        top = Maxima.of(cands.fits[c].raw for c in cids)
+        totals = {c: cands.fits[c].base + normalised_extra(cands.fits[c].raw, top, profile) for c in cids}
+    else:
+        groups = cands.live_groups(state.classes)
+        if not groups:
+            return None
+        top = Maxima.of(groups)
+        totals = {}
+        for raw, heap in groups.items():
+            extra = normalised_extra(raw, top, profile)
+            totals.update((cid, -neg + extra) for neg, cid in heap if cid in state.classes)
+    if not totals:
+        return None
+    best = max(totals.values())
+    return Scored(totals, tuple(sorted(c for c, t in totals.items() if t == best)), nodes, top)
+
+
+def choose(
+    state: ClusterState, cands: Candidates, profile: Profile, rng: random.Random
+) -> tuple[int, ClassFit] | None:
+    """kube-scheduler's node for the pod shape: the top total, a seeded uniform choice among the tied nodes."""
+    nodes = _cut_search(state, cands, profile)
+    if nodes is not None:
+        scored = scored_classes_from(state, cands, profile, nodes)
+        tied = nodes[np.isin(state.node_class[nodes], scored)]
+        index = int(tied[rng.randrange(len(tied))]) if len(tied) > 1 else int(tied[0])
+        return index, cands.fits[int(state.node_class[index])]
+    groups = cands.live_groups(state.classes)
+    if not groups:
+        return None
+    top = Maxima.of(groups)
+    best = None
+    tops: list[tuple[int, Raw]] = []
+    for raw, heap in groups.items():
+        total = -heap[0][0] + normalised_extra(raw, top, profile)
+        if best is None or total > best:
+            best, tops = total, [(-heap[0][0], raw)]
+        elif total == best:
+            tops.append((-heap[0][0], raw))
+    tie: list[int] = []
+    for base, raw in tops:
+        tie.extend(_tied_tops(groups[raw], base, state.classes))
+    tie = sorted(set(tie))
+    sizes = [len(state.classes[cid]) for cid in tie]
+    pick = rng.randrange(sum(sizes)) if len(tie) > 1 or sizes[0] > 1 else 0
+    for cid, size in zip(tie, sizes, strict=True):
+        if pick < size:
+            members = state.classes[cid]
+            index = next(iter(members)) if pick == 0 else list(members)[pick]
+            return index, cands.fits[cid]
+        pick -= size
+    raise AssertionError("unreachable: the pick is below the tie set's size")
+
+
+def scored_classes_from(state: ClusterState, cands: Candidates, profile: Profile, nodes: np.ndarray) -> list[int]:
+    """The class ids with the top total among the classes of `nodes`."""
+    cids = sorted({int(c) for c in np.unique(state.node_class[nodes])})
+    top = Maxima.of(cands.fits[c].raw for c in cids)
+    totals = {c: cands.fits[c].base + normalised_extra(cands.fits[c].raw, top, profile) for c in cids}
+    best = max(totals.values())
+    return [c for c in cids if totals[c] == best]
+
+
+def _tied_tops(heap: list[tuple[int, int]], base: int, classes: dict[int, Any]) -> list[int]:
+    """The live classes of a group's heap with the top base score (dead ones met on the way are dropped)."""
+    found: list[tuple[int, int]] = []
+    tied: list[int] = []
+    while heap and -heap[0][0] == base:
+        entry = heapq.heappop(heap)
+        if entry[1] in classes:
+            found.append(entry)
+            tied.append(entry[1])
+    for entry in found:
+        heapq.heappush(heap, entry)
+    return tied
+
