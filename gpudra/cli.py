@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import typer
 
-from gpudra.commands import allocate, cel, certs, gc, inventory, policy, recommend, serve, simulate, sweep, translate
+from gpudra.commands import (
+    allocate,
+    cel,
+    certs,
+    gc,
+    inventory,
+    policy,
+    quota,
+    recommend,
+    serve,
+    simulate,
+    sweep,
+    translate,
+)
 
 app = typer.Typer(
     name="gpudra",
@@ -31,6 +44,7 @@ sweep.register(app)
 serve.register(app)
 certs.register(app)
 gc.register(app)
+quota.register(app)
 recommend.register(app)
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dra.sizing import ObservedSizing
+from webhook.claim_refs import check_claim_references
 from webhook.decision_cache import DecisionCache
-from webhook.dra_demand import ClaimReader, claimed_gpu_devices
+from webhook.dra_demand import ClaimReader, claim_demand
 from webhook.kube import ApiServerError, NamespaceCache, TemplateWriter
 from webhook.metrics import WebhookMetrics
 from webhook.pod_shape import check_pod_shape
@@ -33,6 +34,8 @@ DECISION_CACHE_SIZE = 1024
 # The admin-owned exemption list: pods there are never translated and no template is ever created there, whoever
 # sends the review (the webhook configurations' namespaceSelector excludes the same namespaces).
 DEFAULT_EXEMPT_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
+# The namespace labels policies/guardrails.yaml reads as GPU caps.
+CAP_LABELS = ("gpudra.io/max-gpus", "gpudra.io/max-vram")
 # JSON text of the cached inputs; the process's Python objects for them take about 3-5x (measured in the tests).
 DECISION_CACHE_BYTES = 32 * 1024 * 1024
 
@@ -149,7 +152,7 @@ class Admission:
         if self.namespaces is None:
             return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": review.namespace}}
         try:
-            return self.namespaces.get(review.namespace)
+            found = self.namespaces.get(review.namespace)
         except ApiServerError as exc:
             # Rollout mode and guardrails depend on the namespace: refuse rather than guess.
             raise AdmissionDenied(
@@ -157,6 +160,15 @@ class Admission:
                 code=503,
                 reason="ServiceUnavailable",
             ) from exc
+        if found is None:
+            # The API server never sends a pod review for a namespace that does not exist; a review that names one
+            # was not sent by it, and gets nothing created or evaluated.
+            raise AdmissionDenied(
+                f"gpudra: namespace {review.namespace!r} does not exist; nothing is created there",
+                code=404,
+                reason="NotFound",
+            )
+        return found
 
     def _key(
         self,
@@ -188,18 +200,29 @@ class Admission:
         data = text.encode()
         return hashlib.blake2b(data, digest_size=20).digest(), len(data)
 
-    def _dra_devices(self, review: ReviewRequest, pod: dict[str, Any]) -> int:
+    def _dra_devices(self, review: ReviewRequest, pod: dict[str, Any], namespace: dict[str, Any] | None) -> int:
         """GPU devices the claims and templates the pod names ask for; an API-server failure denies (a cap that
-        cannot be checked is not waved through)."""
+        cannot be checked is not waved through), and so does a claim or template that does not exist yet in a
+        namespace with a GPU cap (what it will ask for cannot be counted now)."""
         if self.claims is None or not (pod.get("spec") or {}).get("resourceClaims"):
             return 0
         try:
-            return claimed_gpu_devices(pod, review.namespace, self.claims)
+            demand = claim_demand(pod, review.namespace, self.claims)
         except ApiServerError as exc:
             raise AdmissionDenied(
                 f"gpudra: cannot read the pod's ResourceClaims to check GPU caps: {exc}", code=503,
                 reason="ServiceUnavailable",
             ) from exc  # fmt: skip
+        labels = ((namespace or {}).get("metadata") or {}).get("labels") or {}
+        caps = [label for label in CAP_LABELS if label in labels]
+        if demand.missing and caps:
+            raise AdmissionDenied(
+                f"gpudra: {', '.join(demand.missing)} does not exist yet, and namespace {review.namespace} caps GPUs "
+                f"(label {', '.join(caps)}): what it will ask for cannot be counted, so create it before the pod",
+                code=403,
+                reason="Forbidden",
+            )
+        return demand.devices
 
     def _decide(self, review: ReviewRequest) -> _Cached | None:
         if not review.is_pod or review.operation != "CREATE":
@@ -211,10 +234,11 @@ class Admission:
         _check_namespace(review, pod)
         if review.namespace in self.exempt_namespaces:
             return None
+        check_claim_references(pod)
         namespace = self._namespace(review)
         info = _request_info(review)
         policies = self.store.current
-        dra_devices = self._dra_devices(review, pod)
+        dra_devices = self._dra_devices(review, pod, namespace)
         version = self.sizing.version(pod, review.namespace) if self.sizing is not None else ""
         keyed = self._key(policies, info, pod, namespace, dra_devices, version) if self.cache_size > 0 else None
         if keyed is not None:

@@ -4,17 +4,26 @@
 A request counts its `count` (ExactCount, 1 when unset); `allocationMode: All` counts as the most one claim can
 allocate (32, AllocationResultsMaxSize), since it can take every matching device; `firstAvailable` counts its
 largest alternative. Only requests of the NVIDIA driver's GPU DeviceClasses count. A claim or template that does
-not exist counts 0: the pod cannot start until it does, and the API server checks it then.
+not exist yet cannot be counted: `claim_demand` names it, and admission denies such a pod where a cap applies (else
+the pod would be admitted at 0 and get whatever the template created later asks for).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from webhook.pod_shape import MAX_DEVICES_PER_CLAIM
 
-__all__ = ["GPU_DEVICE_CLASSES", "ClaimReader", "claimed_gpu_devices", "spec_gpu_devices"]
+__all__ = [
+    "GPU_DEVICE_CLASSES",
+    "ClaimDemand",
+    "ClaimReader",
+    "claim_demand",
+    "claimed_gpu_devices",
+    "spec_gpu_devices",
+]
 
 GPU_DEVICE_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"})
 
@@ -50,18 +59,30 @@ def spec_gpu_devices(spec: Mapping[str, Any]) -> int:
     return total
 
 
-def claimed_gpu_devices(pod: Mapping[str, Any], namespace: str, reader: ClaimReader) -> int:
-    """The GPU devices the claims and templates `pod` names ask for, read through `reader`."""
+@dataclass(frozen=True)
+class ClaimDemand:
+    devices: int  # GPU devices of the claims and templates that exist
+    missing: tuple[str, ...] = ()  # `spec.resourceClaims[i].<field> 'name'` of each that does not exist yet
+
+
+def claim_demand(pod: Mapping[str, Any], namespace: str, reader: ClaimReader) -> ClaimDemand:
+    """The GPU devices the claims and templates `pod` names ask for, read through `reader`, and the ones missing."""
     total = 0
-    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+    missing: list[str] = []
+    for i, entry in enumerate((pod.get("spec") or {}).get("resourceClaims") or []):
         if not isinstance(entry, dict):
             continue
-        if isinstance(entry.get("resourceClaimName"), str):
-            found = reader.read_claim_spec(namespace, "claim", entry["resourceClaimName"])
-        elif isinstance(entry.get("resourceClaimTemplateName"), str):
-            found = reader.read_claim_spec(namespace, "template", entry["resourceClaimTemplateName"])
-        else:
-            continue
-        if found is not None:
-            total += spec_gpu_devices(found)
-    return total
+        for field, kind in (("resourceClaimName", "claim"), ("resourceClaimTemplateName", "template")):
+            if isinstance(entry.get(field), str):
+                found = reader.read_claim_spec(namespace, kind, entry[field])
+                if found is None:
+                    missing.append(f"spec.resourceClaims[{i}].{field} {entry[field]!r}")
+                else:
+                    total += spec_gpu_devices(found)
+                break
+    return ClaimDemand(total, tuple(missing))
+
+
+def claimed_gpu_devices(pod: Mapping[str, Any], namespace: str, reader: ClaimReader) -> int:
+    """The GPU devices the existing claims and templates `pod` names ask for, read through `reader`."""
+    return claim_demand(pod, namespace, reader).devices

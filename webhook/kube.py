@@ -1,8 +1,9 @@
 """The webhook's side effects on the API server, through the `kubernetes` client, with bounded timeouts.
 
-Two calls only: create the ResourceClaimTemplate a decision needs (AlreadyExists with the same spec is success, a
-different spec under the same hash-derived name is an error), and read Namespace objects for namespace-label
-rollout and guardrails (cached briefly, since every GPU pod in a namespace asks for the same object).
+The webhook's two calls: create the ResourceClaimTemplate a decision needs (AlreadyExists with the same spec is
+success, a different spec under the same hash-derived name is an error), and read Namespace objects for
+namespace-label rollout and guardrails (cached briefly, since every GPU pod in a namespace asks for the same
+object); and the stores `gpudra gc` and `gpudra quota` use.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hashlib
 import json
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -22,6 +24,7 @@ __all__ = [
     "SPEC_DIGEST_ANNOTATION",
     "ApiServerError",
     "KubeSideEffects",
+    "KubeQuotaStore",
     "KubeTemplateStore",
     "NamespaceCache",
     "TemplateResult",
@@ -289,22 +292,94 @@ class KubeTemplateStore:
         return True
 
 
-class NamespaceCache:
-    """Namespace objects by name for `ttl` seconds; the rollout label of a namespace changes rarely."""
+class KubeQuotaStore:
+    """`webhook.namespace_quota.QuotaStore` over a `kubernetes.client.ApiClient` (plain dicts, bounded calls)."""
 
-    def __init__(self, writer: TemplateWriter, *, ttl: float = 10.0) -> None:
+    def __init__(self, api_client: Any, *, timeout: float = 30.0) -> None:
+        from kubernetes import client
+
+        self._core = client.CoreV1Api(api_client)
+        self._serialize = api_client.sanitize_for_serialization
+        self.timeout = timeout
+
+    def _call(self, what: str, call: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return call(*args, _request_timeout=self.timeout, **kwargs)
+        except Exception as exc:
+            raise ApiServerError(f"could not {what}: {type(exc).__name__}: {exc}") from exc
+
+    def list_namespaces(self) -> list[dict[str, Any]]:
+        found = self._call("list Namespaces", self._core.list_namespace)
+        return [self._serialize(item) for item in found.items or []]
+
+    def list_quotas(self, name: str) -> list[dict[str, Any]]:
+        found = self._call(
+            "list ResourceQuotas",
+            self._core.list_resource_quota_for_all_namespaces,
+            field_selector=f"metadata.name={name}",
+        )
+        return [self._serialize(item) for item in found.items or []]
+
+    def put_quota(self, quota: dict[str, Any], *, exists: bool) -> None:
+        namespace, name = quota["metadata"]["namespace"], quota["metadata"]["name"]
+        if exists:
+            self._call(f"replace ResourceQuota {namespace}/{name}", self._core.patch_namespaced_resource_quota,
+                       name, namespace, {"metadata": quota["metadata"], "spec": quota["spec"]})  # fmt: skip
+        else:
+            self._call(f"create ResourceQuota {namespace}/{name}", self._core.create_namespaced_resource_quota,
+                       namespace, quota)  # fmt: skip
+
+    def delete_quota(self, namespace: str, name: str) -> None:
+        try:
+            self._core.delete_namespaced_resource_quota(name, namespace, _request_timeout=self.timeout)
+        except Exception as exc:
+            if _status(exc) != 404:
+                raise ApiServerError(f"could not delete ResourceQuota {namespace}/{name}: {exc}") from exc
+
+
+class NamespaceCache:
+    """Namespace objects by name for `ttl` seconds; the rollout label of a namespace changes rarely.
+
+    Bounded by `max_entries` and by `max_bytes` of the objects' JSON text, least recently used out first: a review
+    can name any namespace (one that does not exist included), so the cache must not grow with the names sent.
+    """
+
+    def __init__(
+        self, writer: TemplateWriter, *, ttl: float = 10.0, max_entries: int = 4096, max_bytes: int = 8 * 2**20
+    ) -> None:
+        if max_entries < 1 or max_bytes < 1:
+            raise ValueError(f"max_entries and max_bytes must be above 0 (got {max_entries}, {max_bytes})")
         self._writer = writer
         self._ttl = ttl
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._entries: OrderedDict[str, tuple[float, dict[str, Any] | None, int]] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(entries, bytes) held now."""
+        with self._lock:
+            return len(self._entries), self._bytes
 
     def get(self, name: str) -> dict[str, Any] | None:
         now = time.monotonic()
         with self._lock:
             hit = self._entries.get(name)
             if hit is not None and now - hit[0] < self._ttl:
+                self._entries.move_to_end(name)
                 return hit[1]
         value = self._writer.get_namespace(name)
+        weight = len(name) + len(json.dumps(value, separators=(",", ":"), default=str))
         with self._lock:
-            self._entries[name] = (now, value)
+            old = self._entries.pop(name, None)
+            if old is not None:
+                self._bytes -= old[2]
+            if weight <= self.max_bytes:
+                self._entries[name] = (now, value, weight)
+                self._bytes += weight
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                _, (_, _, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped
         return value

@@ -9,6 +9,7 @@ webhook creating or reusing a template and the API server persisting the pod tha
 Deletes carry the listed `resourceVersion` as a precondition: if the webhook stamped the template after the list
 (a pod is about to use it), the delete fails with a conflict and the template stays; if the delete wins, the
 webhook's stamp finds no template and creates it again. Either way no pod is admitted naming a deleted template.
+That holds only while `min_idle` exceeds the stamp's resolution plus the webhook's answer time (`MIN_IDLE_FLOOR`).
 """
 
 from __future__ import annotations
@@ -20,14 +21,36 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from webhook.kube import LAST_USED_ANNOTATION, ApiServerError, parse_timestamp
+from webhook.kube import LAST_USED_ANNOTATION, LAST_USED_RESOLUTION, ApiServerError, parse_timestamp
 from webhook.translate import MANAGED_BY
 
-__all__ = ["GcReport", "TemplateStore", "collect", "run_forever", "unused_templates"]
+__all__ = [
+    "MIN_IDLE_FLOOR",
+    "GcReport",
+    "TemplateStore",
+    "check_min_idle",
+    "collect",
+    "run_forever",
+    "unused_templates",
+]
 
 log = logging.getLogger("gpudra.gc")
 
 MANAGED_SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+# A reused template is re-stamped only when its stamp is LAST_USED_RESOLUTION old, so a template just handed to a pod
+# may carry a stamp that old; the pod is persisted within the webhook configurations' longest timeoutSeconds (30)
+# after that. A shorter idle bound could delete a template that a pod being admitted names.
+MIN_IDLE_FLOOR = dt.timedelta(seconds=LAST_USED_RESOLUTION + 30)
+
+
+def check_min_idle(min_idle: dt.timedelta) -> None:
+    """Raise ValueError when `min_idle` is below `MIN_IDLE_FLOOR` (see there)."""
+    if min_idle < MIN_IDLE_FLOOR:
+        raise ValueError(
+            f"min_idle must be at least {MIN_IDLE_FLOOR.total_seconds():g} s (got {min_idle.total_seconds():g} s): the "
+            f"webhook re-stamps a reused template only every {LAST_USED_RESOLUTION:g} s, so a shorter bound can delete "
+            "a template just handed to a pod"
+        )
 
 
 class TemplateStore(Protocol):
@@ -101,7 +124,8 @@ def collect(
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
 ) -> GcReport:
     """One pass: list gpudra's templates, then the pods, and delete the unused ones (templates listed first, so a
-    pod created between the two lists is seen by the second)."""
+    pod created between the two lists is seen by the second). `min_idle` below `MIN_IDLE_FLOOR` is a ValueError."""
+    check_min_idle(min_idle)
     templates = store.list_templates(MANAGED_SELECTOR)
     pods = store.list_pods()
     unused, report = unused_templates(templates, pods, now=now(), min_idle=min_idle)
@@ -129,7 +153,8 @@ def run_forever(
     passes: int | None = None,
 ) -> None:
     """The controller loop: a pass every `interval_seconds`; an API-server failure is reported and retried with
-    backoff (doubling up to the interval), never fatal."""
+    backoff (doubling up to the interval), never fatal. `min_idle` below `MIN_IDLE_FLOOR` is a ValueError."""
+    check_min_idle(min_idle)
     done = 0
     backoff = min(5.0, interval_seconds)
     while passes is None or done < passes:

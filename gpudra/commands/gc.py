@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from webhook.kube import ApiServerError, KubeTemplateStore, api_client
-from webhook.template_gc import GcReport, collect, run_forever
+from webhook.template_gc import MIN_IDLE_FLOOR, GcReport, check_min_idle, collect, run_forever
 
 from ..outcome import Outcome, emit
 
@@ -40,7 +40,10 @@ def register(app: typer.Typer) -> None:
         kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="kubeconfig (default: ~/.kube/config)."),
         in_cluster: bool = typer.Option(False, "--in-cluster", help="Use the pod's service account."),
         min_idle: float = typer.Option(
-            600.0, "--min-idle", min=0, help="Seconds a template must be unused (not created or reused) to go."
+            600.0,
+            "--min-idle",
+            help=f"Seconds a template must be unused (not created or reused) to go; at least "
+            f"{MIN_IDLE_FLOOR.total_seconds():g}.",
         ),
         dry_run: bool = typer.Option(False, "--dry-run", help="Report what would be deleted; delete nothing."),
         watch: bool = typer.Option(False, "--watch", help="Keep collecting every --interval seconds."),
@@ -50,6 +53,10 @@ def register(app: typer.Typer) -> None:
         """Delete gpudra's ResourceClaimTemplates that no pod uses; print what went as JSON."""
         if watch and dry_run:
             emit(Outcome(stderr="error: --watch and --dry-run do not go together\n", code=EXIT_INPUT))
+        try:
+            check_min_idle(dt.timedelta(seconds=min_idle))
+        except ValueError as exc:
+            emit(Outcome(stderr=f"error: --min-idle: {exc}\n", code=EXIT_INPUT))
         store = KubeTemplateStore(
             api_client(str(kubeconfig) if kubeconfig else None, in_cluster=in_cluster), timeout=timeout
         )

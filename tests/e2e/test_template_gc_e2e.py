@@ -53,17 +53,24 @@ def test_unused_templates_go_and_used_ones_stay(control_plane: ControlPlane, kub
     foreign = {**unused, "metadata": {"name": "not-gpudras", "namespace": k8s_namespace}}
     kube.create(foreign, k8s_namespace)
 
-    dry = subprocess.run(
-        [sys.executable, "-m", "gpudra", "gc", "--kubeconfig", str(control_plane.kubeconfig), "--min-idle", "0",
-         "--dry-run"],
-        capture_output=True, text=True, cwd=ROOT, check=False, timeout=120,
-    )  # fmt: skip
+    def gc_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "gpudra", "gc", "--kubeconfig", str(control_plane.kubeconfig), *args],
+            capture_output=True, text=True, cwd=ROOT, check=False, timeout=120,
+        )  # fmt: skip
+
+    # An idle bound shorter than the webhook's stamp resolution could delete a template just handed to a pod.
+    short = gc_cli("--min-idle", "30", "--dry-run")
+    assert short.returncode == 2 and "--min-idle" in short.stderr and "at least 90" in short.stderr, short.stderr
+    dry = gc_cli("--min-idle", "90", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     report = json.loads(dry.stdout)
-    assert report["dryRun"] and f"{k8s_namespace}/{unused['metadata']['name']}" in report["deleted"]
+    assert report["dryRun"] and not any(ref.startswith(f"{k8s_namespace}/") for ref in report["deleted"])
     assert _templates(kube, k8s_namespace) >= names | {"not-gpudras"}
 
-    report_obj = collect(store, min_idle=dt.timedelta(0))
+    # An hour later (the pass's clock moved on, not the test's) the unused one goes, the used one stays.
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    report_obj = collect(store, min_idle=dt.timedelta(minutes=10), now=lambda: later)
     assert f"{k8s_namespace}/{unused['metadata']['name']}" in report_obj.deleted
     assert f"{k8s_namespace}/{used['metadata']['name']}" not in report_obj.deleted
     assert _templates(kube, k8s_namespace) == {used["metadata"]["name"], "not-gpudras"}

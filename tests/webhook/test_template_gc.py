@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from gpudra.cli import app
 from webhook.kube import LAST_USED_ANNOTATION, ApiServerError
 from webhook.template_gc import MANAGED_SELECTOR, collect, run_forever, unused_templates
 
@@ -118,7 +121,7 @@ def test_the_loop_backs_off_on_api_errors_and_recovers() -> None:
     run_forever(
         store,
         interval_seconds=30,
-        min_idle=dt.timedelta(0),
+        min_idle=IDLE,
         on_pass=lambda report, error: passes.append((report is not None, error)),
         sleep=sleeps.append,
         passes=5,
@@ -145,3 +148,21 @@ def test_a_timestamp_without_a_zone_reads_as_utc_and_garbage_as_none() -> None:
     garbage["metadata"]["annotations"] = {LAST_USED_ANNOTATION: "yesterday"}
     gone, report = unused_templates([naive, garbage], [], now=NOW, min_idle=IDLE)
     assert [t["metadata"]["name"] for t in gone] == ["garbage"] and report.recently_used == 1
+
+
+@pytest.mark.parametrize("seconds", [0, 30, 59, 89])
+def test_an_idle_bound_below_the_stamp_resolution_is_refused(seconds: int) -> None:
+    # A template reused 59 s ago carries a 59 s old stamp (re-stamped once a minute): a 30 s bound would delete it
+    # while the pod it was just handed to is being persisted.
+    store = Store([template("fresh", created=1, used=seconds / 60 - 0.01)], [])
+    with pytest.raises(ValueError, match="min_idle must be at least 90 s"):
+        collect(store, min_idle=dt.timedelta(seconds=seconds), now=lambda: NOW)
+    with pytest.raises(ValueError, match="min_idle must be at least 90 s"):
+        run_forever(store, interval_seconds=30, min_idle=dt.timedelta(seconds=seconds), sleep=lambda s: None, passes=1)
+    assert "fresh" in {name for _, name in store.templates}
+
+
+def test_the_cli_refuses_a_short_idle_bound_before_touching_the_api_server(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["gc", "--kubeconfig", str(tmp_path / "absent"), "--min-idle", "30"])
+    assert result.exit_code == 2
+    assert "--min-idle: min_idle must be at least 90 s (got 30 s)" in result.output
