@@ -47,6 +47,9 @@ def simulate(
     gpudra_attributes: bool = False,
     sizing: str = "none",
     unannotated: bool = False,
+    verify_scheduler: bool = False,
+    k8s_bin: Path | None = None,
+    sample: int = 200,
 ) -> Outcome:
     """Run every strategy, write the report (its path goes to stderr at once), and the table or JSON summary."""
     from simulator.comparison import DEFAULT_STRATEGIES
@@ -59,6 +62,13 @@ def simulate(
         checked_score = None if node_score is None else one_of(node_score, NODE_SCORES, "--node-score")
     except OptionError as exc:
         return Outcome(stderr=styled(f"[red]error:[/red] {exc}", stderr=True), code=EXIT_INPUT)
+    if verify_scheduler:  # before the simulation: without the binaries there is nothing to verify against
+        from simulator.verify import find_components
+
+        try:
+            find_components(k8s_bin)
+        except GpudraError as exc:
+            return input_error(exc)
     err = Console(stderr=True)
     try:
         with progress_bar("{task.description}", err) as bar:
@@ -78,6 +88,15 @@ def simulate(
     except (GpudraError, OSError) as exc:
         return input_error(exc)
     summary = result.summary()
+    if verify_scheduler:
+        try:
+            summary["verification"] = _verification(
+                cluster, trace, policies=policies, seed=seed, k8s_bin=k8s_bin, sample=sample,
+                consumable_capacity=consumable_capacity, gpudra_attributes=gpudra_attributes,
+                unannotated=unannotated, err=err, quiet=as_json,
+            )  # fmt: skip
+        except (GpudraError, OSError) as exc:
+            return input_error(exc)
     if report is not None:
         from simulator.html_report import write_report
 
@@ -85,7 +104,47 @@ def simulate(
     if as_json:
         return Outcome(stdout=json.dumps(summary, indent=2) + "\n")
     heading, table = comparison(summary)
-    return Outcome(stdout=styled(heading) + styled(table))
+    verified = _verification_text(summary["verification"]) if verify_scheduler else ""
+    return Outcome(stdout=styled(heading) + styled(table) + verified)
+
+
+def _verification(
+    cluster: Path | None, trace: Path | None, *, policies: Path | None, seed: int, k8s_bin: Path | None, sample: int,
+    consumable_capacity: bool, gpudra_attributes: bool, unannotated: bool, err: Console, quiet: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """`--verify-scheduler`: the sample through the real kube-scheduler, a progress bar on a terminal."""
+    from simulator.verify import verification_inputs, verify_scheduler
+
+    spec, pods = verification_inputs(
+        cluster, trace, seed=seed, consumable_capacity=consumable_capacity, unannotated=unannotated
+    )
+    console = Console(stderr=True, quiet=True) if quiet else err
+    with progress_bar("verify-scheduler", console) as bar:
+        task = bar.add_task("verify-scheduler", total=min(sample, len(pods)))
+        return verify_scheduler(
+            spec, pods, sample=sample, bin_dir=k8s_bin, policies=policies, gpudra_attributes=gpudra_attributes,
+            seed=seed, progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )  # fmt: skip
+
+
+def _verification_text(found: dict[str, Any]) -> str:
+    """The verification's figures and its first disagreements, as the table's footnote."""
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{100 * value:.1f}%"
+
+    lines = [
+        f"\nScheduler verification: {found['decisions']} decisions through kube-scheduler "
+        f"{found['kube_scheduler_version']} ({found['bound']} bound, {found['unschedulable']} unschedulable)",
+        f"  feasibility agreement {pct(found['feasibility_agreement'])}, real node in the simulator's tie set "
+        f"{pct(found['node_in_top_set'])}, same devices ({found['allocator_mode']} allocator) "
+        f"{pct(found['same_devices'])}",
+    ]
+    for cause, count in found["causes"].items():
+        lines.append(f"  {count} x {cause}")
+    for item in found["disagreements"][:10]:
+        lines.append(f"  - {item['pod']} ({item['check']}): {item['detail']}")
+    return "\n".join(lines) + "\n"
 
 
 def register(app: typer.Typer) -> None:
@@ -137,6 +196,20 @@ def register(app: typer.Typer) -> None:
             "--unannotated",
             help="Remove the pods' gpudra.io/vram annotations first (the pods as their owners wrote them).",
         ),
+        verify_scheduler: bool = typer.Option(
+            False,
+            "--verify-scheduler",
+            help="Also replay a sample of the workload (with churn, one settled event at a time) through a real "
+            "kube-apiserver, kube-scheduler, kube-controller-manager and etcd, and compare each decision with the "
+            "simulator's in the same state (the summary's `verification`).",
+        ),
+        k8s_bin: Path | None = typer.Option(
+            None,
+            "--k8s-bin",
+            help="--verify-scheduler: the directory holding etcd, kube-apiserver, kube-controller-manager and "
+            "kube-scheduler (default: what tests/controlplane/build.sh builds into ~/.cache/gpudra/k8s/<version>/bin).",
+        ),
+        sample: int = typer.Option(200, "--sample", help="--verify-scheduler: how many pods (the first by arrival)."),
     ) -> None:
         """Compare placement strategies; with no arguments: the built-in cluster and workload."""
         emit(
@@ -156,5 +229,8 @@ def register(app: typer.Typer) -> None:
                 gpudra_attributes=gpudra_attributes,
                 sizing=sizing,
                 unannotated=unannotated,
+                verify_scheduler=verify_scheduler,
+                k8s_bin=k8s_bin,
+                sample=sample,
             )
         )

@@ -1,0 +1,110 @@
+"""`gpudra simulate --verify-scheduler`: a sample of the workload through a real control plane, each decision compared
+with the simulator's model in the same state; the figures the summary's `verification` holds."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dra.errors import InputError
+
+from ..cluster import ClusterSpec, NodeSpec, default_cluster
+from ..cluster_sources import load_cluster
+from ..sizing import strip_annotations
+from ..traces import GeneratorConfig, generate, load_trace
+from ..vram import VramModel
+from ..workload import SimPod
+from .binaries import component_version, find_components
+from .compare import ALLOCATOR_MODE, model_ask, tally
+from .controlplane import ControlPlane
+from .replay import replay
+
+__all__ = ["verification_inputs", "verify_scheduler"]
+
+
+def verification_inputs(
+    cluster: Path | None, trace: Path | None, *, seed: int = 0, consumable_capacity: bool = False,
+    unannotated: bool = False,
+) -> tuple[ClusterSpec, list[SimPod]]:  # fmt: skip
+    """The cluster and workload `gpudra simulate` runs with these options (the built-in ones by default)."""
+    spec = default_cluster() if cluster is None else load_cluster(str(cluster))
+    if consumable_capacity:
+        spec = spec.with_consumable_capacity()
+    if trace is None:
+        work = generate(GeneratorConfig(seed=seed), spec.total_gpus, vram=VramModel(kind="class"))
+    else:
+        work = load_trace(trace)
+    if unannotated:
+        work = strip_annotations(work)
+    return spec, work.pods
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration as YAML, for the real scheduler (the model reads the same file itself)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read the scheduler configuration: {exc}", source=str(path)) from exc
+    if not isinstance(data, dict):
+        raise InputError("a KubeSchedulerConfiguration must be a mapping", source=str(path), line=1)
+    return data
+
+
+def verify_scheduler(
+    spec: ClusterSpec,
+    pods: list[SimPod],
+    *,
+    sample: int,
+    bin_dir: Path | None = None,
+    scheduler_config: Path | None = None,
+    policies: str | Path | None = None,
+    gpudra_attributes: bool = False,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Replay the first `sample` pods (by arrival, with their departures) through kube-scheduler and the model.
+
+    Raises `MissingBinaries` (naming what is missing and how to get it) before anything starts, `InputError` for a
+    bad scheduler configuration, `ControlPlaneError` / `ReplayError` when the control plane misbehaves."""
+    from simulator.scheduling import DEFAULT_PROFILE, load_scheduler_config, node_slices
+    from webhook.policy import load_policies, shipped_policies_dir
+
+    if sample < 1:
+        raise InputError(f"--sample must be at least 1 (got {sample})")
+    binaries = find_components(bin_dir)
+    profile = DEFAULT_PROFILE if scheduler_config is None else load_scheduler_config(scheduler_config)
+    config = None if scheduler_config is None else _read_config(scheduler_config)
+    policy_set = load_policies(Path(policies) if policies else shipped_policies_dir())
+    if policy_set.errors:
+        raise policy_set.errors[0]
+    chosen = sorted(pods, key=lambda p: p.arrival)[:sample]
+    version = component_version(binaries["kube-scheduler"])
+
+    def slices_of(node: NodeSpec) -> list[dict[str, Any]]:
+        return list(node_slices(node, node.name, gpudra_attributes=gpudra_attributes).slices)
+
+    started = time.perf_counter()
+    cp = ControlPlane.launch(binaries, scheduler_config=config)
+    try:
+        steps, denied = replay(
+            cp, spec, chosen, policies=policy_set, slices_of=slices_of, ask=model_ask(profile, seed=seed),
+            progress=progress,
+        )  # fmt: skip
+    finally:
+        cp.stop()
+    figures = tally(steps).figures()
+    head = {key: figures.pop(key) for key in ("decisions", "feasibility_agreement", "node_in_top_set", "same_devices")}
+    return {
+        **head,
+        "kube_scheduler_version": version,
+        **figures,
+        "sample": len(chosen),
+        "denied": denied,
+        "scheduler_config": None if scheduler_config is None else str(scheduler_config),
+        "allocator_mode": ALLOCATOR_MODE,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
