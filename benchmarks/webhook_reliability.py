@@ -12,7 +12,9 @@ Starts `gpudra serve` over HTTPS on loopback (as benchmarks/admission.py does) a
 Each answer is classed 2xx (allowed or denied), 4xx, 5xx, hang (none within `--timeout`) or connection error;
 after every input the server must answer /healthz and still run (else a crash), and a pristine legacy GPU pod
 sent right after it must come back patched (else "admitted untranslated"). Last, the p99 of `--normal` ordinary
-reviews at `--concurrency`, alone and beside a 5,000-container review sent again and again. Prints JSON.
+reviews at `--concurrency`, alone and beside a 5,000-container review sent again and again, and the RSS that
+`--half-sent` clients add while each holds a connection with half of a `--half-sent-bytes` body sent. `--only` runs
+one part. Prints JSON.
 """
 
 from __future__ import annotations
@@ -263,6 +265,61 @@ def slow_neighbour(client: _Client, normal: int, concurrency: int) -> dict[str, 
     }
 
 
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def half_sent(client: _Client, server: _Server, clients: int, body_bytes: int) -> dict[str, Any]:
+    """`clients` connections each send the headers and half of a `body_bytes` body, then wait; RSS is read once all
+    of them sent their half (or were answered), and a pristine review must still be translated meanwhile."""
+    control = _review(_pods()[1], "uid-control")
+    before = _rss_mib(server.proc.pid)
+    body = b'{"pad": "' + b"x" * (body_bytes - 11) + b'"}'
+    head = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head += f"Content-Length: {len(body)}\r\n\r\n"
+    socks: list[ssl.SSLSocket] = []
+    answered: Counter[str] = Counter()
+    peak = before
+    try:
+        for _ in range(clients):
+            raw = socket.create_connection(("127.0.0.1", client.port), timeout=client.timeout)
+            tls = client.ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+            socks.append(tls)
+            try:
+                tls.sendall(head.encode() + body[: len(body) // 2])
+            except OSError:
+                answered["refused while sending"] += 1
+            peak = max(peak, _rss_mib(server.proc.pid))
+        time.sleep(1.0)  # let the server read what was sent
+        peak = max(peak, _rss_mib(server.proc.pid))
+        started = time.perf_counter()
+        translated = _translated(client.post("/mutate", control)[1])
+        control_s = time.perf_counter() - started
+        for tls in socks:
+            tls.settimeout(0.05)
+            try:
+                first = tls.recv(64)
+                answered[first.split(b"\r\n", 1)[0].decode(errors="replace") or "closed"] += 1
+            except (TimeoutError, ssl.SSLError, OSError):
+                answered["no answer yet"] += 1
+    finally:
+        for tls in socks:
+            tls.close()
+    return {
+        "clients": clients,
+        "body_bytes": body_bytes,
+        "rss_before_mib": before,
+        "rss_peak_mib": peak,
+        "rss_added_mib": round(peak - before, 1),
+        "answers_to_the_half_sent": dict(answered),
+        "pristine_pod_translated_meanwhile": translated,
+        "pristine_pod_s": round(control_s, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--random", type=int, default=400, help="seeded random mutations to send")
@@ -270,16 +327,23 @@ def main() -> None:
     parser.add_argument("--normal", type=int, default=400, help="ordinary reviews per p99 measurement")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=15.0, help="seconds before an unanswered input is a hang")
+    parser.add_argument("--half-sent", type=int, default=100, help="clients that send half a body and wait")
+    parser.add_argument("--half-sent-bytes", type=int, default=2 * 2**20)
+    parser.add_argument("--only", choices=("hostile", "neighbour", "half-sent"), help="run one part only")
     args = parser.parse_args()
-    cases = _corpus() + _mutations(args.random, args.seed)
+    result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         server = _Server(Path(tmp))
         try:
             client = _Client(server.port, server.ctx, args.timeout)
-            started = time.perf_counter()
-            result = {"hostile": hostile(client, server, cases)}
-            result["hostile"]["wall_s"] = round(time.perf_counter() - started, 1)
-            result["slow_neighbour"] = slow_neighbour(client, args.normal, args.concurrency)
+            if args.only in (None, "hostile"):
+                started = time.perf_counter()
+                result["hostile"] = hostile(client, server, _corpus() + _mutations(args.random, args.seed))
+                result["hostile"]["wall_s"] = round(time.perf_counter() - started, 1)
+            if args.only in (None, "neighbour"):
+                result["slow_neighbour"] = slow_neighbour(client, args.normal, args.concurrency)
+            if args.only in (None, "half-sent"):
+                result["half_sent"] = half_sent(client, server, args.half_sent, args.half_sent_bytes)
         finally:
             server.stop()
     print(json.dumps(result, indent=2))

@@ -3,8 +3,9 @@
 `/mutate` and `/validate` speak AdmissionReview v1; `/healthz` says the process is alive; `/readyz` says whether it
 should receive traffic (policies loaded, certificate valid, API server reachable when side effects are on), with
 details; `/metrics` is Prometheus text. Malformed reviews get a 4xx with a reason; an unexpected failure on a real
-review is answered as a denial that names the error, never as a 500 and never as a silently unmutated pod. Decisions
-run on a small thread pool with a deadline, so a slow review never stalls the others or the health checks.
+review is answered as a denial that names the error, never as a 500 and never as a silently unmutated pod. Bodies are
+read within bounds (webhook.body); decisions run on a small thread pool with a deadline, and reviews of large bodies
+on a lane of their own, so neither a slow review nor a flood of huge ones stalls the others or the health checks.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any, Protocol
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.requests import ClientDisconnect
 
+from webhook.body import DEFAULT_BODY_SECONDS, DEFAULT_LARGE_BODY_BYTES, BodyBudget, BodyLimits, BodyRefused, read_body
 from webhook.collector import ByteBudgetCollector
 from webhook.deadline import DeadlineExceeded, DecisionPool
 from webhook.metrics import WebhookMetrics
@@ -43,6 +44,8 @@ log = logging.getLogger("gpudra.webhook")
 # timeout, so that what the pod's creator reads is gpudra's reason.
 DEFAULT_DEADLINE_SECONDS = 4.0
 DEFAULT_DECISION_THREADS = 4
+# Connection: close on a refused body, so the rest of it is never read and the connection's buffers go with it.
+_CLOSE = {"Connection": "close"}
 
 
 class AdmissionHandler(Protocol):
@@ -74,12 +77,22 @@ def create_app(
     deadline_seconds: float = DEFAULT_DEADLINE_SECONDS,
     decision_threads: int = DEFAULT_DECISION_THREADS,
     services: list[BackgroundService] | None = None,
+    body_seconds: float = DEFAULT_BODY_SECONDS,
+    large_body_bytes: int = DEFAULT_LARGE_BODY_BYTES,
+    body_budget: BodyBudget | None = None,
 ) -> FastAPI:
     """Build the app. `periodic` callables (policy and certificate reloads) run every `period_seconds`; each
     review's decision runs off the event loop and is answered within `deadline_seconds` (webhook.deadline);
-    `services` are started with the server and stopped with it."""
+    bodies must arrive within `body_seconds`, and all bodies in flight fit `body_budget` (webhook.body); those
+    above `large_body_bytes` are parsed and decided one at a time on a lane of their own; `services` are started
+    with the server and stopped with it."""
     checks = dict(readiness or {})
     pool = DecisionPool(decision_threads)
+    # One thread: huge reviews (thousands of containers, megabytes of env) wait for each other, never for or
+    # instead of the ordinary ones, and one stuck there holds this thread only.
+    large_lane = DecisionPool(1, name="gpudra-decide-large")
+    limits = BodyLimits(max_bytes=max_body_bytes, deadline_seconds=body_seconds, large_body_bytes=large_body_bytes)
+    budget = body_budget or BodyBudget()
     tasks = list(periodic or [])
     background = list(services or [])
 
@@ -116,20 +129,47 @@ def create_app(
     async def answer(endpoint: str, request: Request, decide: Callable[[ReviewRequest], dict[str, Any]]) -> Response:
         started = time.perf_counter()
         try:
-            body = await request.body()
-        except ClientDisconnect:  # the API server gave up (its timeout) or went away: nobody to answer
-            log.warning("client disconnected before sending the whole %s review", endpoint)
-            metrics.bad_requests.labels("499").inc()
-            return Response(status_code=499)
-        collector.account(len(body))
+            async with read_body(request, limits, budget) as body:
+                return await answer_body(endpoint, body, decide, started)
+        except BodyRefused as refused:
+            if refused.status is None:  # the API server gave up (its timeout) or went away: nobody to answer
+                log.warning("%s review: %s", endpoint, refused.reason)
+                metrics.bad_requests.labels("499").inc()
+                return Response(status_code=499)
+            log.warning("%s review refused (%d): %s", endpoint, refused.status, refused.reason)
+            metrics.bad_requests.labels(str(refused.status)).inc()
+            return JSONResponse({"error": refused.reason}, status_code=refused.status, headers=_CLOSE)
+
+    async def parse_large(body: bytes) -> ReviewRequest:
+        """Parse on the large lane: a multi-megabyte json.loads holds the GIL, so at most one runs at a time."""
+        held = [body]
         try:
-            review = parse_review(body, max_bytes=max_body_bytes)
+            return await large_lane.run(lambda: parse_review(held.pop(), max_bytes=max_body_bytes), deadline_seconds)
+        except DeadlineExceeded:
+            held.clear()  # a job still queued must not keep the body after its request was answered
+            raise BodyRefused(
+                f"gpudra webhook is busy with other large reviews (bodies above {large_body_bytes} bytes are "
+                f"decided one at a time); not read within {deadline_seconds:g} s, retry shortly",
+                503,
+            ) from None
+
+    async def answer_body(
+        endpoint: str, body: bytes, decide: Callable[[ReviewRequest], dict[str, Any]], started: float
+    ) -> Response:
+        collector.account(len(body))
+        large = len(body) > large_body_bytes
+        try:
+            review = await parse_large(body) if large else parse_review(body, max_bytes=max_body_bytes)
         except BadReview as exc:
             metrics.bad_requests.labels(str(exc.status)).inc()
             return JSONResponse({"error": exc.reason}, status_code=exc.status)
+        del body
+        held = [review]
+        remaining = max(0.0, deadline_seconds - (time.perf_counter() - started))
         try:
-            result = await pool.run(lambda: decide(review), deadline_seconds)
+            result = await (large_lane if large else pool).run(lambda: decide(held.pop()), remaining)
         except DeadlineExceeded as exc:
+            held.clear()
             log.warning("review %s (%s/%s) %s", review.uid, review.namespace, review.name or "<generated>", exc)
             metrics.reviews.labels(endpoint, operation_label(review.operation), "", "timeout").inc()
             # Fail closed, as failurePolicy Fail would: a GPU pod is never admitted unchecked because it was slow.

@@ -7,17 +7,22 @@ environment (`GPUDRA_SERVE_SETTINGS`, JSON). In each process the SSL context fac
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import ssl
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 
 from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
 from webhook.app import DEFAULT_DEADLINE_SECONDS, BackgroundService, create_app
+from webhook.body import DEFAULT_BODY_SECONDS, DEFAULT_LARGE_BODY_BYTES
+from webhook.client_auth import require_client_certificates
 from webhook.kube import KubeSideEffects, NamespaceCache, TemplateWriter, api_client
 from webhook.metrics import WebhookMetrics
 from webhook.policy import PolicySet, load_policies
@@ -28,6 +33,10 @@ from webhook.tls import ReloadingCertificate
 __all__ = ["ServeSettings", "app_factory", "build_app", "serve"]
 
 _ENV = "GPUDRA_SERVE_SETTINGS"
+# CPython hands the GIL over every 5 ms by default: an ordinary review then waits up to that long for each of the many
+# times its event-loop and decision steps take the GIL back from a thread deciding a huge review. 1 ms cut ordinary
+# reviews' p99 beside huge ones (benchmarks/webhook_reliability.py, slow_neighbour).
+_GIL_SWITCH_SECONDS = 0.001
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,16 @@ class ServeSettings:
     # GPUSizingRecommendation watch cache (webhook.sizing_cache): auto (on when the API server serves the CRD),
     # on (its absence is an error in /readyz and /metrics) or off. Needs API-server access.
     sizing_recommendations: str = "auto"
+    # With a CA file (PEM), /mutate and /validate answer only clients with a certificate it signed
+    # (webhook.client_auth).
+    client_ca: str | None = None
+    # Connections: a request's headers must arrive within idle_seconds of the connection opening or the previous
+    # response (webhook.connections); its body within body_seconds (webhook.body); beyond max_connections open
+    # connections, requests are answered 503.
+    idle_seconds: int = 15
+    body_seconds: float = DEFAULT_BODY_SECONDS
+    max_connections: int = 512
+    large_body_bytes: int = DEFAULT_LARGE_BODY_BYTES
 
     @property
     def side_effects(self) -> bool:
@@ -71,7 +90,9 @@ def _certificate(settings: ServeSettings) -> ReloadingCertificate | None:
         return None
     key = (settings.cert, settings.key)
     if key not in _certificates:
-        _certificates[key] = ReloadingCertificate(Path(settings.cert), Path(settings.key))
+        client_ca = settings.client_ca
+        configure = (lambda ctx: require_client_certificates(ctx, client_ca)) if client_ca else None
+        _certificates[key] = ReloadingCertificate(Path(settings.cert), Path(settings.key), configure=configure)
     return _certificates[key]
 
 
@@ -165,11 +186,14 @@ def build_app(
         enable_echo=settings.enable_echo,
         deadline_seconds=settings.review_deadline_seconds,
         services=services,
+        body_seconds=settings.body_seconds,
+        large_body_bytes=settings.large_body_bytes,
     )
 
 
 def app_factory() -> FastAPI:
     """Entry point for uvicorn worker processes (settings from the environment)."""
+    sys.setswitchinterval(_GIL_SWITCH_SECONDS)
     return build_app(ServeSettings.from_env())
 
 
@@ -180,12 +204,25 @@ def _ssl_context(_config: object, _default: Callable[[], ssl.SSLContext]) -> ssl
     return certificate.context
 
 
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging, plus gpudra's own loggers at INFO through the same handler (reloads, refusals)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["gpudra"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    return config
+
+
 def serve(settings: ServeSettings) -> None:
     """Run uvicorn until interrupted. Without a certificate it serves plain HTTP (for local experiments only)."""
     import uvicorn
 
     os.environ[_ENV] = settings.to_env()
     tls = settings.cert is not None and settings.key is not None
+    if settings.client_ca and not tls:
+        raise ValueError("--client-ca needs --cert and --key: client certificates are checked in the TLS handshake")
+    if tls:
+        _certificate(settings)  # a certificate that cannot serve (unreadable, expired) stops here, with its reason
     uvicorn.run(
         "webhook.server:app_factory",
         factory=True,
@@ -194,6 +231,12 @@ def serve(settings: ServeSettings) -> None:
         workers=settings.workers,
         ssl_context_factory=_ssl_context if tls else None,
         ssl_certfile=settings.cert if tls else None,
+        http="webhook.client_auth:ClientCertificateProtocol"
+        if settings.client_ca
+        else "webhook.connections:IdleBoundedProtocol",
+        timeout_keep_alive=settings.idle_seconds,
+        limit_concurrency=settings.max_connections,
+        log_config=_log_config(),
         log_level="info",
         access_log=False,
         timeout_graceful_shutdown=10,

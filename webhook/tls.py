@@ -3,7 +3,7 @@
 Certificates come from `gpudra certs` (development), a mounted Secret, cert-manager or OpenShift's service-ca. The
 `ReloadingCertificate` keeps one `ssl.SSLContext` for the server and loads a new chain into it when the files change
 (including Kubernetes' `..data` symlink swap), so new handshakes get the new certificate and connections in flight
-are untouched.
+are untouched. A certificate already expired is never loaded, and every failed or recovered reload is logged.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ import base64
 import datetime as dt
 import hashlib
 import ipaddress
+import logging
 import os
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +37,8 @@ __all__ = [
     "service_dns_names",
     "write_dev_certificates",
 ]
+
+log = logging.getLogger("gpudra.webhook.tls")
 
 # TLS 1.2: forward-secret AEAD suites only (ECDHE with AES-GCM or ChaCha20-Poly1305), as the Mozilla "intermediate"
 # profile and the kube-apiserver's default secure list have it; OpenSSL's default also offers CBC-SHA suites.
@@ -215,7 +219,10 @@ class ReloadingCertificate:
     load (a half-written rotation, a mismatched key) never replaces the one serving.
     """
 
-    def __init__(self, cert_file: Path, key_file: Path) -> None:
+    def __init__(
+        self, cert_file: Path, key_file: Path, *, configure: Callable[[ssl.SSLContext], None] | None = None
+    ) -> None:
+        self._configure = configure  # applied to every context loaded (client-certificate checks: client_auth)
         self.cert_file = Path(cert_file)
         self.key_file = Path(key_file)
         self._lock = threading.Lock()
@@ -256,7 +263,14 @@ class ReloadingCertificate:
             cert = x509.load_pem_x509_certificate(cert_pem)
         except ValueError as exc:
             raise CertificateError(f"{self.cert_file}: not a PEM certificate ({exc})") from exc
+        if cert.not_valid_after_utc <= dt.datetime.now(dt.UTC):
+            # The API server would refuse it at every handshake: keep serving the one we have, or do not start.
+            raise CertificateError(
+                f"{self.cert_file}: certificate expired at {cert.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}"
+            )
         ctx = self._fresh_context()
+        if self._configure is not None:
+            self._configure(ctx)
         try:
             ctx.load_cert_chain(str(self.cert_file.resolve()), str(self.key_file.resolve()))
         except (ssl.SSLError, OSError) as exc:
@@ -277,15 +291,21 @@ class ReloadingCertificate:
         return True
 
     def reload_if_changed(self) -> bool:
-        """Load the files again if their content changed; a broken new pair keeps the old one serving."""
+        """Load the files again if their content changed; a broken new pair keeps the old one serving. The last
+        error stays until the files load again or are back to the pair serving, and is logged once per change."""
         try:
             changed = self._load()
         except CertificateError as exc:
+            if str(exc) != self.last_error:
+                log.error("serving certificate not reloaded, the previous one keeps serving: %s", exc)
             self.last_error = str(exc)
             return False
         if changed:
             self.reloads += 1
-            self.last_error = None
+            log.info("serving certificate reloaded from %s, valid until %s", self.cert_file, self.not_after)
+        elif self.last_error is not None:
+            log.info("serving certificate files at %s are readable again and unchanged", self.cert_file)
+        self.last_error = None
         return changed
 
     def valid_now(self) -> bool:

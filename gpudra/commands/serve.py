@@ -13,6 +13,9 @@ def register(app: typer.Typer) -> None:
         policies: Path | None = typer.Option(None, "--policies", help="Policy directory (default: shipped)."),
         cert: Path | None = typer.Option(None, "--cert", help="Serving certificate (PEM); reloaded on change."),
         key: Path | None = typer.Option(None, "--key", help="Private key of the serving certificate (PEM)."),
+        client_ca: Path | None = typer.Option(
+            None, "--client-ca", help="CA (PEM) whose client certificates alone may POST reviews (the API server's)."
+        ),
         host: str = typer.Option("0.0.0.0", "--host"),
         port: int = typer.Option(8443, "--port"),
         kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="Create templates through this cluster."),
@@ -21,6 +24,15 @@ def register(app: typer.Typer) -> None:
         reload_seconds: float = typer.Option(2.0, "--reload-seconds", help="How often to look for new files."),
         api_timeout: float = typer.Option(2.0, "--api-timeout", help="Bound on each API-server call (seconds)."),
         echo: bool = typer.Option(False, "--enable-echo", hidden=True, help="Serve /echo (benchmark baseline)."),
+        idle_seconds: int = typer.Option(
+            15, "--idle-seconds", min=1, help="Close a connection whose next request's headers are not in by then."
+        ),
+        body_seconds: float = typer.Option(
+            10.0, "--body-seconds", min=0.1, help="Answer 408 to a request whose body is not in by then."
+        ),
+        max_connections: int = typer.Option(
+            512, "--max-connections", min=1, help="Answer 503 to requests beyond this many open connections."
+        ),
         sizing_recommendations: str = typer.Option(
             "auto",
             "--sizing-recommendations",
@@ -36,6 +48,8 @@ def register(app: typer.Typer) -> None:
 
         if (cert is None) != (key is None):
             raise typer.BadParameter("--cert and --key go together")
+        if client_ca is not None and cert is None:
+            raise typer.BadParameter("--client-ca needs --cert and --key")
         if sizing_recommendations not in ("auto", "on", "off"):
             raise typer.BadParameter("--sizing-recommendations must be auto, on or off")
         run(
@@ -43,6 +57,7 @@ def register(app: typer.Typer) -> None:
                 policies=str(policies or shipped_policies_dir()),
                 cert=str(cert) if cert else None,
                 key=str(key) if key else None,
+                client_ca=str(client_ca) if client_ca else None,
                 host=host,
                 port=port,
                 kubeconfig=str(kubeconfig) if kubeconfig else None,
@@ -51,6 +66,9 @@ def register(app: typer.Typer) -> None:
                 reload_seconds=reload_seconds,
                 api_timeout_seconds=api_timeout,
                 enable_echo=echo,
+                idle_seconds=idle_seconds,
+                body_seconds=body_seconds,
+                max_connections=max_connections,
                 sizing_recommendations=sizing_recommendations,
             )
         )

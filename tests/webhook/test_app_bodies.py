@@ -1,0 +1,141 @@
+"""Bodies within bounds and huge reviews on their own lane, through the app in process (webhook.app, webhook.body)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tests.webhook.test_admission import example, review_body
+from webhook.admission import Admission
+from webhook.app import create_app
+from webhook.body import BodyBudget
+from webhook.metrics import WebhookMetrics
+from webhook.policy import load_policies, shipped_policies_dir
+from webhook.policy_store import PolicyStore
+from webhook.review import ReviewRequest
+
+
+@pytest.fixture
+def admission(tmp_path: Path) -> Admission:
+    target = tmp_path / "policies"
+    shutil.copytree(shipped_policies_dir(), target, ignore=shutil.ignore_patterns("tests"))
+    return Admission(PolicyStore(target, load_policies), WebhookMetrics())
+
+
+def _post_all(app: FastAPI, bodies: list[bytes], headers: dict[str, str] | None = None) -> list[httpx.Response]:
+    async def run() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://webhook", timeout=120) as client:
+            return list(await asyncio.gather(*(client.post("/mutate", content=b, headers=headers) for b in bodies)))
+
+    return asyncio.run(run())
+
+
+def _huge_review(containers: int = 3000) -> bytes:
+    pod = example("pod-legacy-vram.yaml")
+    first = pod["spec"]["containers"][0]
+    pod["spec"]["containers"] = [{**copy.deepcopy(first), "name": f"c{i}"} for i in range(containers)]
+    return review_body(pod, uid="huge")
+
+
+class _HoldsHugeReviews:
+    """The real admission, except that decisions of huge pods wait until the test lets them go: a stuck review."""
+
+    def __init__(self, inner: Admission) -> None:
+        self.inner = inner
+        self.release = threading.Event()
+        self.threads: dict[str, set[str]] = {"huge": set(), "ordinary": set()}
+
+    def _hold(self, request: ReviewRequest) -> None:
+        huge = len((request.object or {}).get("spec", {}).get("containers", [])) > 100
+        self.threads["huge" if huge else "ordinary"].add(threading.current_thread().name)
+        if huge:
+            self.release.wait(120)
+
+    def mutate(self, request: ReviewRequest) -> dict[str, Any]:
+        self._hold(request)
+        return self.inner.mutate(request)
+
+    def validate(self, request: ReviewRequest) -> dict[str, Any]:
+        self._hold(request)
+        return self.inner.validate(request)
+
+
+class _CountsWholeBodies:
+    """ASGI wrapper: how many requests have had their whole body received by the app."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self.whole = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def counted() -> Any:
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body"):
+                self.whole += 1
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def test_stuck_huge_reviews_leave_the_ordinary_ones_their_threads(admission: Admission) -> None:
+    handler = _HoldsHugeReviews(admission)
+    app = _CountsWholeBodies(create_app(handler, metrics=WebhookMetrics(), decision_threads=2, deadline_seconds=30))
+    huge = _huge_review()
+    assert len(huge) > 256 * 1024
+
+    async def run() -> tuple[list[httpx.Response], httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://webhook", timeout=120) as client:
+            stuck = [asyncio.create_task(client.post("/mutate", content=huge)) for _ in range(3)]
+            for _ in range(60_000):  # until all three are read and waiting on a decision (each holds one once begun)
+                if app.whole == 3 and handler.threads["huge"]:
+                    break
+                await asyncio.sleep(0.002)
+            ordinary = await client.post("/mutate", content=review_body(example("pod-legacy-vram.yaml")))
+            handler.release.set()
+            return list(await asyncio.gather(*stuck)), ordinary
+
+    stuck, ordinary = asyncio.run(run())
+    assert ordinary.status_code == 200 and ordinary.json()["response"]["allowed"] is True
+    assert ordinary.json()["response"]["patch"]
+    assert handler.threads["huge"] == {"gpudra-decide-large-0"}
+    assert all(name.startswith("gpudra-decide-") and "large" not in name for name in handler.threads["ordinary"])
+    assert [r.status_code for r in stuck] == [200, 200, 200]  # each answered: a denial, not a crash
+
+
+def test_a_declared_length_above_the_limit_is_413_before_the_body_is_read(admission: Admission) -> None:
+    app = create_app(admission, metrics=WebhookMetrics(), max_body_bytes=1000)
+    (resp,) = _post_all(app, [b"{}"], headers={"Content-Length": "5000000"})
+    assert resp.status_code == 413 and "5000000 bytes exceeds the limit of 1000" in resp.json()["error"]
+    assert resp.headers["connection"] == "close"
+
+
+def test_bodies_beyond_the_budget_are_shed_with_503_and_the_budget_comes_back(admission: Admission) -> None:
+    huge = _huge_review()
+    budget = BodyBudget(small_bytes=1 << 20, large_bytes=len(huge) * 3 // 2)
+    app = create_app(admission, metrics=WebhookMetrics(), body_budget=budget)
+    statuses = sorted(r.status_code for r in _post_all(app, [huge, huge]))
+    # Both bodies are in flight at once (the transport sends each whole before either is decided): one fits.
+    assert statuses == [200, 503]
+    (shed,) = [r for r in _post_all(app, [huge, huge]) if r.status_code == 503]
+    assert "bytes of large request bodies are in flight" in shed.json()["error"]
+    assert budget.held == 0
+    ordinary = _post_all(app, [review_body(example("pod-legacy-vram.yaml"))])[0]
+    assert ordinary.status_code == 200 and ordinary.json()["response"]["patch"]
+
+
+def test_malformed_length_is_400(admission: Admission) -> None:
+    app = create_app(admission, metrics=WebhookMetrics())
+    body = json.dumps({"kind": "AdmissionReview"}).encode()
+    (resp,) = _post_all(app, [body], headers={"Content-Length": "12x"})
+    assert resp.status_code == 400

@@ -1,0 +1,55 @@
+"""HTTP connections that cannot sit idle: each request's headers must arrive within the idle timeout.
+
+uvicorn closes a keep-alive connection idle for `timeout_keep_alive` seconds after a response, but arms nothing when a
+connection opens, and any byte cancels its timer: a client that completes the TLS handshake and sends nothing, or
+sends its headers a byte at a time, holds a connection (and its TLS buffers) for ever. Here a timer started when
+the connection opens and again after each response closes it unless a request's headers are complete by then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["IdleBoundedProtocol"]
+
+
+class IdleBoundedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a header deadline of `config.timeout_keep_alive` seconds."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_deadline: asyncio.TimerHandle | None = None
+
+    def _arm_header_deadline(self) -> None:
+        self._cancel_header_deadline()
+        self._header_deadline = self.loop.call_later(self.timeout_keep_alive, self._headers_overdue)
+
+    def _cancel_header_deadline(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _headers_overdue(self) -> None:
+        self._header_deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_deadline()
+        super().connection_lost(exc)
+
+    def on_headers_complete(self) -> None:
+        self._cancel_header_deadline()  # from here the app's body deadline (webhook.body) bounds the request
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and not self.pipeline:  # a pipelined request already has its headers
+            self._arm_header_deadline()
