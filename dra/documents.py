@@ -12,16 +12,14 @@ with escapes, at different columns) a document holding such a scalar is written 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import yaml
 
 from dra.errors import InputError, ModelValidationError
 from dra.model import KINDS, K8sModel
+from dra.yamlio import Source, libyaml_available, load_yaml, read_source
 
 __all__ = [
     "Document",
@@ -34,25 +32,7 @@ __all__ = [
     "read_documents",
 ]
 
-Source = str | os.PathLike[str]
-
-_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def libyaml_available() -> bool:
-    """True when PyYAML has libyaml (its C loader and dumper), checked on each call."""
-    return (
-        bool(getattr(yaml, "__with_libyaml__", False)) and hasattr(yaml, "CSafeLoader") and hasattr(yaml, "CSafeDumper")
-    )
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """SafeLoader (libyaml when available) without implicit timestamps, rejecting duplicate keys."""
-
-
-class _PyLoader(yaml.SafeLoader):
-    """The pure-Python loader: without libyaml, and for input nested deeply enough to overflow libyaml's C stack."""
 
 
 class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
@@ -69,59 +49,6 @@ class _PyDumper(yaml.SafeDumper):
         return True
 
 
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    result: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str | int | float | bool) and key is not None:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark, "found an unhashable key", key_node.start_mark
-            )
-        if key in result:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
-            )
-        result[key] = loader.construct_object(value_node, deep=True)
-    return result
-
-
-def _construct_timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
-    return str(loader.construct_scalar(node))
-
-
-for _cls in (_Loader, _PyLoader):
-    _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-    _cls.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp_as_text)
-
-_SAFE_DEPTH = 200
-_MAX_DEPTH = 1000
-
-
-def _nesting_estimate(text: str) -> int:
-    """A cheap over-estimate of YAML nesting depth (flow brackets, or `- - -` on one line).
-
-    libyaml recurses in C and crashes the process on very deep input, so such input goes to the pure-Python parser,
-    and input deeper than any Kubernetes object is rejected before parsing.
-    """
-    deepest = 0
-    if text.count("[") + text.count("{") > _SAFE_DEPTH:
-        depth = 0
-        for ch in text:
-            if ch in "[{":
-                depth += 1
-                deepest = max(deepest, depth)
-            elif ch in "]}" and depth:
-                depth -= 1
-    if text.count("- ") > _SAFE_DEPTH:
-        for line in text.splitlines():
-            rest, dashes = line.lstrip(), 0
-            while rest.startswith("- ") or rest.startswith("-\t"):
-                rest, dashes = rest[2:].lstrip(), dashes + 1
-            deepest = max(deepest, dashes * (_SAFE_DEPTH // 32))
-    return deepest
-
-
 class Document(NamedTuple):
     """One object read from a source, with where it starts (1-based line)."""
 
@@ -130,56 +57,8 @@ class Document(NamedTuple):
     line: int
 
 
-def _read_source(source: Source) -> tuple[str, str]:
-    """(text, name): a path that exists is read, `-` is stdin, anything else is the text itself."""
-    if isinstance(source, os.PathLike):
-        path = Path(source)
-        try:
-            return path.read_text(encoding="utf-8"), str(path)
-        except OSError as err:
-            raise InputError(f"cannot read file: {err.strerror or err}", source=str(path)) from None
-        except UnicodeDecodeError as err:
-            raise InputError(f"not UTF-8 text: {err.reason}", source=str(path)) from None
-    if source == "-":
-        return sys.stdin.read(), "<stdin>"
-    if "\n" not in source and source.strip() and not source.lstrip().startswith(("{", "[")):
-        if os.path.isfile(source):
-            return _read_source(Path(source))
-        if os.path.isdir(source):
-            raise InputError("is a directory, expected a YAML or JSON file", source=source)
-        if source.endswith((".yaml", ".yml", ".json")):
-            raise InputError("no such file", source=source)
-    return source, "<string>"
-
-
-def _yaml_error(err: yaml.YAMLError, name: str) -> InputError:
-    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
-    problem = getattr(err, "problem", None) or str(err)
-    context = getattr(err, "context", None)
-    text = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
-    if mark is None:
-        return InputError(text, source=name)
-    return InputError(f"{text} at column {mark.column + 1}", source=name, line=mark.line + 1)
-
-
 def _yaml_documents(text: str, name: str) -> Iterator[tuple[Any, yaml.Node]]:
-    depth = _nesting_estimate(text)
-    if depth > _MAX_DEPTH:
-        raise InputError(f"invalid YAML: nested too deeply (more than {_MAX_DEPTH} levels)", source=name)
-    fast = depth <= _SAFE_DEPTH and _Loader is not _PyLoader and libyaml_available()
-    loader = _Loader(text) if fast else _PyLoader(text)
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            yield loader.construct_document(node), node
-    except yaml.YAMLError as err:
-        raise _yaml_error(err, name) from None
-    except RecursionError:
-        raise InputError("invalid YAML: nested too deeply", source=name) from None
-    finally:
-        loader.dispose()
+    return load_yaml(text, name)
 
 
 def _item_nodes(node: yaml.Node | None) -> list[yaml.Node | None]:
@@ -246,7 +125,7 @@ def _json_documents(text: str, name: str) -> Iterator[Document]:
 
 def read_documents(source: Source) -> list[Document]:
     """Every object in a file or text (YAML or JSON, multi-document, `List`s expanded), with its line."""
-    text, name = _read_source(source)
+    text, name = read_source(source)
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
@@ -265,7 +144,7 @@ def parse_yaml(source: Source) -> list[Any]:
     """The documents of a YAML stream as plain data, empty documents left out, with this module's rules (duplicate
     keys rejected, timestamps as text, libyaml when available); errors are `InputError`s naming the file and line.
     Unlike `read_documents`, `List`s are not expanded and documents need not be objects."""
-    text, name = _read_source(source)
+    text, name = read_source(source)
     return [data for data, _node in _yaml_documents(text, name) if data is not None]
 
 

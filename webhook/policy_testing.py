@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from dra.errors import PolicyError
+from dra.documents import parse_yaml
+from dra.errors import InputError, PolicyError
 from webhook.policy import PolicySet, load_policies, shipped_policies_dir
 from webhook.translate import translate
 
@@ -142,9 +143,10 @@ def run_test_file(path: str | os.PathLike[str]) -> PolicyTestResult:
     """Run every case of one test file."""
     file = Path(path)
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        documents = parse_yaml(file)
+    except InputError as exc:
         return PolicyTestResult(str(file), (), (f"cannot read test file: {exc}",))
+    data = documents[0] if len(documents) == 1 else None
     if not isinstance(data, dict) or data.get("kind") != TEST_KIND:
         return PolicyTestResult(str(file), (), (f"expected kind {TEST_KIND}",))
     sources = data.get("policies") or [".."]

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 import dra.documents as documents
+import dra.yamlio as yamlio
 from dra.errors import InputError
 
 HAS_LIBYAML = bool(getattr(yaml, "__with_libyaml__", False))
@@ -117,7 +118,7 @@ def _python_text(docs: list[Any], **options: Any) -> str:
 @needs_libyaml
 def test_libyaml_is_used_when_present() -> None:
     assert documents.libyaml_available()
-    assert issubclass(documents._Loader, yaml.CSafeLoader)
+    assert issubclass(yamlio._Loader, yaml.CSafeLoader)
     assert issubclass(documents._Dumper, yaml.CSafeDumper)
 
 
@@ -152,7 +153,7 @@ def test_scalars_the_emitters_fold_differently_take_the_python_path() -> None:
 def test_parse_gives_the_same_data_with_and_without_libyaml(index: int, monkeypatch: pytest.MonkeyPatch) -> None:
     text = _python_text([CORPUS[index]])
     fast = documents.parse_yaml(text)
-    monkeypatch.setattr(documents, "libyaml_available", lambda: False)
+    monkeypatch.setattr(yamlio, "libyaml_available", lambda: False)
     slow = documents.parse_yaml(text)
     assert fast == slow == [yaml.safe_load(text)]
 
@@ -174,7 +175,7 @@ BAD_YAML = [
 def test_errors_name_the_same_line_with_and_without_libyaml(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(InputError) as fast:
         documents.read_documents(text)
-    monkeypatch.setattr(documents, "libyaml_available", lambda: False)
+    monkeypatch.setattr(yamlio, "libyaml_available", lambda: False)
     with pytest.raises(InputError) as slow:
         documents.read_documents(text)
     assert fast.value.line is not None and fast.value.line == slow.value.line
@@ -182,14 +183,19 @@ def test_errors_name_the_same_line_with_and_without_libyaml(text: str, monkeypat
 
 
 class _Recorder:
-    """Records which loader/dumper classes dra.documents instantiates."""
+    """Records which loader (dra.yamlio) and dumper (dra.documents) classes are instantiated."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.used: list[str] = []
-        for name in ("_Loader", "_PyLoader", "_Dumper", "_PyDumper"):
-            original = getattr(documents, name)
+        for module, name in (
+            (yamlio, "_Loader"),
+            (yamlio, "_PyLoader"),
+            (documents, "_Dumper"),
+            (documents, "_PyDumper"),
+        ):
+            original = getattr(module, name)
             spy = type(name, (original,), {"__init__": self._init(name, original)})
-            monkeypatch.setattr(documents, name, spy)
+            monkeypatch.setattr(module, name, spy)
 
     def _init(self, name: str, original: type) -> Any:
         used = self.used
@@ -219,9 +225,9 @@ def test_with_libyaml_the_c_loader_and_dumper_are_used(monkeypatch: pytest.Monke
     assert set(recorder.used) == {"_Loader", "_Dumper"}
 
 
-def _fresh_module(name: str) -> ModuleType:
-    """A second copy of dra/documents.py imported now (the module's classes are chosen at import)."""
-    spec = importlib.util.spec_from_file_location(name, Path(documents.__file__))
+def _fresh_module(name: str, path: str) -> ModuleType:
+    """A second copy of a module imported now (the module's classes are chosen at import)."""
+    spec = importlib.util.spec_from_file_location(name, Path(path))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -232,10 +238,14 @@ def _fresh_module(name: str) -> ModuleType:
     return module
 
 
-def test_a_pyyaml_without_libyaml_imports_and_reads_and_writes_the_same(no_libyaml: None) -> None:
-    module = _fresh_module("_documents_without_libyaml")
+def test_a_pyyaml_without_libyaml_imports_and_reads_and_writes_the_same(
+    monkeypatch: pytest.MonkeyPatch, no_libyaml: None
+) -> None:
+    reader = _fresh_module("_yamlio_without_libyaml", yamlio.__file__)
+    monkeypatch.setitem(sys.modules, "dra.yamlio", reader)  # the fresh dra.documents imports this one
+    module = _fresh_module("_documents_without_libyaml", documents.__file__)
     assert not module.libyaml_available()
-    assert module._Loader.__mro__[1] is yaml.SafeLoader and module._Dumper.__mro__[1] is yaml.SafeDumper
+    assert reader._Loader.__mro__[1] is yaml.SafeLoader and module._Dumper.__mro__[1] is yaml.SafeDumper
     text = module.dump_documents(CORPUS)
     assert text == _python_text(CORPUS)
     assert module.parse_yaml(text) == documents.parse_yaml(text)

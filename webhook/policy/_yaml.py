@@ -1,7 +1,8 @@
 """YAML documents with source positions, so policy errors can name file:line:column.
 
 `load_located(text)` returns each document's plain data together with a `Positions` index from a field path
-(`("spec", "variables", 0, "expression")`) to the 1-based line and column of that value in the source.
+(`("spec", "variables", 0, "expression")`) to the 1-based line and column of that value in the source. Parsing is
+`dra.yamlio`'s (duplicate keys, alias bombs and oversized text refused, as for every YAML input).
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from dra.errors import InputError
+from dra.yamlio import MAX_YAML_BYTES, yaml_error, yaml_nodes
 
 __all__ = ["LocatedDocument", "Path", "Positions", "load_located"]
 
@@ -80,12 +84,9 @@ class LocatedDocument:
     line: int
 
 
-class _Loader(yaml.SafeLoader):
-    pass
-
-
 def _record(node: yaml.Node, path: Path, spans: dict[Path, _Span]) -> None:
-    style = node.style if isinstance(node, yaml.ScalarNode) else None
+    # libyaml writes a plain scalar's style as "", PyYAML as None.
+    style = (node.style or None) if isinstance(node, yaml.ScalarNode) else None
     spans[path] = _Span(node.start_mark.line + 1, node.start_mark.column + 1, style, node.end_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
@@ -96,20 +97,21 @@ def _record(node: yaml.Node, path: Path, spans: dict[Path, _Span]) -> None:
             _record(item, (*path, index), spans)
 
 
-def load_located(text: str) -> list[LocatedDocument]:
-    """Every document of a YAML stream with its positions; raises `yaml.YAMLError` on bad YAML."""
+def load_located(text: str, name: str = "<string>", *, max_bytes: int = MAX_YAML_BYTES) -> list[LocatedDocument]:
+    """Every document of a YAML stream with its positions; raises `InputError` (file and line) on bad YAML."""
     lines = text.splitlines()
-    loader = _Loader(text)
     documents: list[LocatedDocument] = []
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            spans: dict[Path, _Span] = {}
+    nodes = yaml_nodes(text, name, max_bytes=max_bytes)
+    for node, loader in nodes:
+        spans: dict[Path, _Span] = {}
+        try:
             _record(node, (), spans)
             data = loader.construct_document(node)
-            documents.append(LocatedDocument(data, Positions(lines, spans), node.start_mark.line + 1))
-    finally:
-        loader.dispose()
+        except yaml.YAMLError as err:
+            nodes.close()
+            raise yaml_error(err, name) from None
+        except RecursionError:
+            nodes.close()
+            raise InputError("invalid YAML: nested too deeply", source=name) from None
+        documents.append(LocatedDocument(data, Positions(lines, spans), node.start_mark.line + 1))
     return documents

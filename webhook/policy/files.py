@@ -6,10 +6,11 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from dra.errors import PolicyError
+from dra.errors import InputError, PolicyError
+from dra.yamlio import read_source
 
 from .engine import PolicySet
-from .loader import CompiledPolicy, load_policy_text
+from .loader import MAX_POLICY_BYTES, CompiledPolicy, load_policy_text
 
 __all__ = ["POLICY_SUFFIXES", "load_policies", "policy_files", "shipped_policies_dir"]
 
@@ -41,9 +42,9 @@ def load_policies(*paths: str | os.PathLike[str]) -> PolicySet:
     seen: dict[str, CompiledPolicy] = {}
     for file in policy_files(paths or (shipped_policies_dir(),)):
         try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            errors.append(PolicyError(f"cannot read policy file: {exc.strerror}", file=str(file)))
+            text, _name = read_source(file, MAX_POLICY_BYTES)
+        except InputError as exc:
+            errors.append(PolicyError(f"cannot read policy file: {exc.message}", file=str(file)))
             continue
         loaded, file_errors = load_policy_text(text, str(file))
         errors.extend(file_errors)

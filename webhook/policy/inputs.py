@@ -9,8 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from dra.documents import parse_yaml
 from dra.errors import InputError
 
 __all__ = ["read_inputs"]
@@ -25,13 +24,7 @@ def read_inputs(
     for file, wanted in ((pod_file, "Pod"), (namespace_file, "Namespace")):
         if file is None:
             continue
-        try:
-            documents = [d for d in yaml.safe_load_all(Path(file).read_text(encoding="utf-8")) if d is not None]
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=str(file)) from exc
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise InputError(f"invalid YAML: {exc}", source=str(file), line=mark.line + 1 if mark else None) from exc
+        documents = parse_yaml(Path(file))  # dra.yamlio's strict reader: InputErrors name the file and line
         for document in documents:
             if not isinstance(document, dict):
                 raise InputError(f"expected Kubernetes objects (got {type(document).__name__})", source=str(file))

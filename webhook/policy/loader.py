@@ -11,16 +11,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from dra.errors import CelCompileError, PolicyError
+from dra.errors import CelCompileError, InputError, PolicyError
 
 from . import _cel
 from ._yaml import LocatedDocument, Path, Positions, load_located
 from .model import API_VERSION, KIND, GPUClaimPolicy, is_expression
 
 __all__ = [
+    "MAX_POLICY_BYTES",
     "CompiledClaim",
     "CompiledExpr",
     "CompiledPolicy",
@@ -29,6 +29,9 @@ __all__ = [
 ]
 
 _SUFFIXES = (".yaml", ".yml")
+# A policy file is a ConfigMap key, and a ConfigMap holds at most 1 MiB (k8s.io/api/core/v1 MaxSecretSize, the
+# same for ConfigMaps): a larger file was not written for the webhook.
+MAX_POLICY_BYTES = 2**20
 
 
 @dataclass(frozen=True)
@@ -276,15 +279,12 @@ def _compile_document(doc: LocatedDocument, file: str) -> tuple[CompiledPolicy |
 
 
 def load_policy_text(text: str, file: str = "<string>") -> tuple[list[CompiledPolicy], list[PolicyError]]:
-    """Compile every policy document in one YAML stream; bad documents become errors, good ones load."""
+    """Compile every policy document in one YAML stream; bad documents become errors, good ones load. A stream
+    longer than `MAX_POLICY_BYTES`, with duplicate keys or with aliases that expand too far is one error."""
     try:
-        documents = load_located(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        column = mark.column + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        return [], [PolicyError(f"invalid YAML: {problem}", file=file, line=line, column=column)]
+        documents = load_located(text, file, max_bytes=MAX_POLICY_BYTES)
+    except InputError as exc:
+        return [], [PolicyError(exc.message, file=file, line=exc.line)]
     policies: list[CompiledPolicy] = []
     errors: list[PolicyError] = []
     for doc in documents:

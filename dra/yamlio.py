@@ -1,0 +1,245 @@
+"""The one strict YAML reader: every YAML input of gpudra (objects, policies, tests, specs) is parsed here.
+
+Strict as the API server's reader is: duplicate keys are an error naming the key and its line, timestamps stay
+strings. Bounded, so that no input costs more than its size: files above a size cap are refused before they are
+read; aliases may add at most `MAX_ALIAS_NODES` nodes to a stream once expanded (a 512-byte "billion laughs"
+document expands to billions: the node graph is checked after composing, before anything walks the tree); recursive
+aliases and nesting deeper than any Kubernetes object are refused. libyaml (PyYAML's C loader) parses when PyYAML
+has it, the pure-Python loader otherwise, with the same data and error lines.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from dra.errors import InputError
+
+__all__ = [
+    "MAX_ALIAS_NODES",
+    "MAX_YAML_BYTES",
+    "Source",
+    "libyaml_available",
+    "load_yaml",
+    "read_source",
+    "yaml_error",
+    "yaml_nodes",
+]
+
+Source = str | os.PathLike[str]
+
+# Larger than any object the API server stores (etcd's request limit is 1.5 MiB) and than a recorded ResourceSlice
+# dump of a few thousand GPU nodes; callers reading smaller things (policies: a ConfigMap holds 1 MiB) pass less.
+MAX_YAML_BYTES: Final = 64 * 2**20
+# Nodes that aliases may add to a stream once expanded. Manifests and policies use a few anchors for shared
+# snippets (hundreds of nodes); a bomb needs millions. go-yaml refuses bombs by a similar rule (decode.go).
+MAX_ALIAS_NODES: Final = 10_000
+_SAFE_DEPTH: Final = 200
+_MAX_DEPTH: Final = 1000
+
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def libyaml_available() -> bool:
+    """True when PyYAML has libyaml (its C loader and dumper), checked on each call."""
+    return (
+        bool(getattr(yaml, "__with_libyaml__", False)) and hasattr(yaml, "CSafeLoader") and hasattr(yaml, "CSafeDumper")
+    )
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """SafeLoader (libyaml when available) without implicit timestamps, rejecting duplicate keys."""
+
+
+class _PyLoader(yaml.SafeLoader):
+    """The pure-Python loader: without libyaml, and for input nested deeply enough to overflow libyaml's C stack."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    result: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, "found an unhashable key", key_node.start_mark
+            )
+        if key in result:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+            )
+        result[key] = loader.construct_object(value_node, deep=True)
+    return result
+
+
+def _construct_timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+for _cls in (_Loader, _PyLoader):
+    _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    _cls.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp_as_text)
+
+
+def read_source(source: Source, max_bytes: int = MAX_YAML_BYTES) -> tuple[str, str]:
+    """(text, name): a path that exists is read (refused above `max_bytes`, before reading), `-` is stdin, anything
+    else is the text itself."""
+    if isinstance(source, os.PathLike):
+        path = Path(source)
+        try:
+            with path.open("rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size > max_bytes:
+                    raise InputError(
+                        f"file is {size} bytes, more than the {max_bytes} a YAML input may be", source=str(path)
+                    )
+                data = handle.read(max_bytes + 1)
+        except OSError as err:
+            raise InputError(f"cannot read file: {err.strerror or err}", source=str(path)) from None
+        if len(data) > max_bytes:  # grew while being read, or a pipe with no size
+            raise InputError(f"file is more than the {max_bytes} bytes a YAML input may be", source=str(path))
+        try:
+            return data.decode("utf-8"), str(path)
+        except UnicodeDecodeError as err:
+            raise InputError(f"not UTF-8 text: {err.reason}", source=str(path)) from None
+    if source == "-":
+        text = sys.stdin.read(max_bytes + 1)
+        if len(text) > max_bytes:
+            raise InputError(f"input is more than the {max_bytes} bytes a YAML input may be", source="<stdin>")
+        return text, "<stdin>"
+    if "\n" not in source and source.strip() and not source.lstrip().startswith(("{", "[")):
+        if os.path.isfile(source):
+            return read_source(Path(source), max_bytes)
+        if os.path.isdir(source):
+            raise InputError("is a directory, expected a YAML or JSON file", source=source)
+        if source.endswith((".yaml", ".yml", ".json")):
+            raise InputError("no such file", source=source)
+    if len(source) > max_bytes:
+        raise InputError(f"text is {len(source)} characters, more than the {max_bytes} a YAML input may be")
+    return source, "<string>"
+
+
+def yaml_error(err: yaml.YAMLError, name: str) -> InputError:
+    """The `InputError` for a PyYAML error: its problem, and the file and line (column in the text)."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    problem = getattr(err, "problem", None) or str(err)
+    context = getattr(err, "context", None)
+    text = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
+    if mark is None:
+        return InputError(text, source=name)
+    return InputError(f"{text} at column {mark.column + 1}", source=name, line=mark.line + 1)
+
+
+def _nesting_estimate(text: str) -> int:
+    """A cheap over-estimate of YAML nesting depth (flow brackets, or `- - -` on one line).
+
+    libyaml recurses in C and crashes the process on very deep input, so such input goes to the pure-Python parser,
+    and input deeper than any Kubernetes object is rejected before parsing.
+    """
+    deepest = 0
+    if text.count("[") + text.count("{") > _SAFE_DEPTH:
+        depth = 0
+        for ch in text:
+            if ch in "[{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif ch in "]}" and depth:
+                depth -= 1
+    if text.count("- ") > _SAFE_DEPTH:
+        for line in text.splitlines():
+            rest, dashes = line.lstrip(), 0
+            while rest.startswith("- ") or rest.startswith("-\t"):
+                rest, dashes = rest[2:].lstrip(), dashes + 1
+            deepest = max(deepest, dashes * (_SAFE_DEPTH // 32))
+    return deepest
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _expanded_size(root: yaml.Node, name: str, allowance: int) -> int:
+    """Nodes that aliases add to the document at `root` once expanded, by one walk of the node graph (each distinct
+    node once). Refuses a recursive alias, and stops as soon as the aliases add more than `allowance` nodes."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    added = 0
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, closing = stack.pop()
+        key = id(node)
+        if closing:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            continue
+        if key in sizes:  # a second reference: an alias, as large as what it names
+            added += sizes[key]
+            if added > allowance:
+                raise InputError(
+                    f"invalid YAML: aliases expand to more than {MAX_ALIAS_NODES} nodes (anchor at line "
+                    f"{node.start_mark.line + 1}); write the values out instead",
+                    source=name,
+                    line=root.start_mark.line + 1,
+                )
+            continue
+        if key in open_nodes:
+            raise InputError(
+                f"invalid YAML: the anchor at line {node.start_mark.line + 1} refers to itself", source=name,
+                line=node.start_mark.line + 1,
+            )  # fmt: skip
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(_children(node)))
+    return added
+
+
+def yaml_nodes(
+    text: str, name: str, *, max_bytes: int = MAX_YAML_BYTES
+) -> Generator[tuple[yaml.Node, yaml.SafeLoader]]:
+    """Each document's root node of a YAML stream, checked (size, depth, aliases), with the loader that composed it
+    (to construct the document's data: `loader.construct_document(node)`). Errors are `InputError`s."""
+    if len(text) > max_bytes:
+        raise InputError(f"YAML text is {len(text)} characters, more than the {max_bytes} allowed", source=name)
+    depth = _nesting_estimate(text)
+    if depth > _MAX_DEPTH:
+        raise InputError(f"invalid YAML: nested too deeply (more than {_MAX_DEPTH} levels)", source=name)
+    fast = depth <= _SAFE_DEPTH and _Loader is not _PyLoader and libyaml_available()
+    loader = _Loader(text) if fast else _PyLoader(text)
+    allowance = MAX_ALIAS_NODES
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            allowance -= _expanded_size(node, name, allowance)
+            yield node, loader
+    except yaml.YAMLError as err:
+        raise yaml_error(err, name) from None
+    except RecursionError:
+        raise InputError("invalid YAML: nested too deeply", source=name) from None
+    finally:
+        loader.dispose()
+
+
+def load_yaml(text: str, name: str = "<string>", *, max_bytes: int = MAX_YAML_BYTES) -> Iterator[tuple[Any, yaml.Node]]:
+    """Each document of a YAML stream as plain data, with its root node (for line numbers)."""
+    nodes = yaml_nodes(text, name, max_bytes=max_bytes)
+    for node, loader in nodes:
+        try:
+            data = loader.construct_document(node)
+        except yaml.YAMLError as err:
+            nodes.close()
+            raise yaml_error(err, name) from None
+        except RecursionError:
+            nodes.close()
+            raise InputError("invalid YAML: nested too deeply", source=name) from None
+        yield data, node

@@ -1,0 +1,47 @@
+"""Policy files are read by dra.yamlio's strict reader: an alias bomb, a file above a ConfigMap's size and a
+duplicate key are load errors naming the file (and the key and line), so `gpudra policy lint` fails on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpudra.cli import app
+from tests.dra.test_yamlio import BOMB
+from webhook.policy import load_policies
+from webhook.policy.loader import MAX_POLICY_BYTES
+
+ROOT = Path(__file__).resolve().parents[2]
+WHOLE_GPU = (ROOT / "policies" / "whole-gpu.yaml").read_text()
+runner = CliRunner()
+
+
+def test_an_alias_bomb_in_a_policy_file_is_a_load_error(tmp_path: Path) -> None:
+    (tmp_path / "bomb.yaml").write_text(WHOLE_GPU + "---\n" + BOMB)
+    policies = load_policies(tmp_path)
+    assert len(policies.errors) == 1 and not policies.policies
+    error = policies.errors[0]
+    assert error.file == str(tmp_path / "bomb.yaml") and "aliases expand to more than" in str(error)
+
+
+def test_a_52_mb_policy_file_is_refused_by_its_size(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    padding = "# " + "x" * 1022 + "\n"
+    with big.open("w") as handle:
+        handle.write(WHOLE_GPU)
+        for _ in range(52 * 1024):
+            handle.write(padding)
+    assert big.stat().st_size > 52 * 2**20
+    policies = load_policies(tmp_path)
+    assert not policies.policies and len(policies.errors) == 1
+    assert f"more than the {MAX_POLICY_BYTES}" in str(policies.errors[0])
+
+
+def test_a_duplicate_key_fails_lint_naming_the_key_and_line(tmp_path: Path) -> None:
+    policy = tmp_path / "dup.yaml"
+    policy.write_text(WHOLE_GPU.replace("  mode: enforce\n", "  mode: enforce\n  mode: audit\n", 1))
+    line = next(i for i, text in enumerate(policy.read_text().splitlines(), 1) if text == "  mode: audit")
+    result = runner.invoke(app, ["policy", "lint", str(policy)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {policy}:{line}:") and "duplicate key 'mode'" in result.stderr
