@@ -161,9 +161,11 @@ def _strip_tens(mant: int) -> tuple[int, int]:
     return mant, times
 
 
-# Quantities are immutable, and the same few strings recur in every slice and claim: parse each once.
+# Quantities are immutable, and the same few strings recur in every slice and claim: parse each once. Only short
+# texts are kept (a pod's annotation may hold a 256 KiB quantity of leading zeros), so the memo's bytes are bounded.
 _PARSED: dict[str, Quantity] = {}
 _PARSED_MAX = 4096
+_PARSED_TEXT_MAX = 64
 
 
 class Quantity:
@@ -211,9 +213,10 @@ class Quantity:
         if cached is not None:
             return cached
         q = cls._parse(text)
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        _PARSED[text] = q
+        if len(text) <= _PARSED_TEXT_MAX:
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            _PARSED[text] = q
         return q
 
     @classmethod

@@ -54,19 +54,24 @@ def _is_legacy_gpu(resource: str) -> bool:
 
 
 def _device_count(item: str | int | float, path: str, container: str) -> int:
-    """A legacy GPU resource's value as a device count: a whole number no claim's limit rules out."""
+    """A legacy GPU resource's value as a device count: a whole number no claim's limit rules out, judged by the
+    quantity's exact value, however it is spelled (`1`, `1000m`, `1.0`, `0.001k` are all one device; `1500m` is
+    none). The API server's own rule for extended resources, `MilliValue() % 1000 == 0`
+    (pkg/apis/core/validation ValidateResourceQuantityValue), accepts the same spellings, and then sends the canonical
+    `1`; it also rounds `0.9999` up to `1000m`, which gpudra refuses as not a whole number."""
     try:
         quantity = Quantity.coerce(item)
     except (QuantityError, ValueError, OverflowError) as exc:
         raise AdmissionDenied(f"gpudra: {path} is not a quantity: {exc}", code=400, reason="BadRequest") from None
-    if not quantity.is_integer() or quantity.sign() < 0 or quantity.compare(MAX_DEVICES_PER_CLAIM) > 0:
+    value = quantity.value
+    if value.denominator != 1 or not 0 <= value <= MAX_DEVICES_PER_CLAIM:
         raise AdmissionDenied(
             f"gpudra: {path} of container {container!r} is {item!r}: a device count must be a whole number from 0 to "
             f"{MAX_DEVICES_PER_CLAIM}, the most devices one DRA claim can allocate (AllocationResultsMaxSize)",
             code=400,
             reason="BadRequest",
         )
-    return quantity.as_int()
+    return int(value)
 
 
 def _quantities(value: Any, path: str, container: str) -> int:

@@ -1,23 +1,37 @@
 """Sizing sources for right-sizing pods that carry no annotations: observed usage (`ObservedSizing`, looked up by the
 pod's workload owner), a model-aware estimate for inference servers (`parse_container` → `estimate_memory`, from the
 `MODELS` catalog), and the precedence that picks one (`resolve_sizing`: annotation > observed > model > default).
+Reading a container is bounded (`BUDGET` characters; `read_container` warns when it cuts).
 
 Pure computation: no HTTP, no Kubernetes client.
 """
 
 from .estimate import CONCURRENCY, FIXED_OVERHEAD_BYTES, ModelEstimate, estimate_memory
-from .inference import VLLM_DEFAULT_MAX_NUM_SEQS, VLLM_DEFAULT_UTILIZATION, ServerConfig, parse_container, parse_server
+from .inference import (
+    BUDGET,
+    VLLM_DEFAULT_MAX_NUM_SEQS,
+    VLLM_DEFAULT_UTILIZATION,
+    ContainerReading,
+    ServerConfig,
+    parse_container,
+    parse_server,
+    read_container,
+    read_server,
+)
 from .models import MODELS, ModelSpec, lookup_model
 from .observed import ObservedSizing, SizingLookup, pod_owner
-from .sources import SOURCES, SizingDecision, resolve_sizing
+from .sources import MAX_MEMORY_BYTES, SOURCES, SizingDecision, resolve_sizing
 
 __all__ = [
+    "BUDGET",
     "CONCURRENCY",
     "FIXED_OVERHEAD_BYTES",
+    "MAX_MEMORY_BYTES",
     "MODELS",
     "SOURCES",
     "VLLM_DEFAULT_MAX_NUM_SEQS",
     "VLLM_DEFAULT_UTILIZATION",
+    "ContainerReading",
     "ModelEstimate",
     "ModelSpec",
     "ObservedSizing",
@@ -29,5 +43,7 @@ __all__ = [
     "parse_container",
     "parse_server",
     "pod_owner",
+    "read_container",
+    "read_server",
     "resolve_sizing",
 ]

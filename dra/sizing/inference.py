@@ -21,23 +21,45 @@ Recognised servers, their flags and defaults (checked against each project's doc
   flag names (docs.nvidia.com/nim/large-language-models/latest/reference/advanced-configuration.html).
 
 Kubernetes `$(VAR)` references in command and args are expanded from the container's literal `env` values, as the
-kubelet does. `sh -c "..."` command lines are split like a shell would.
+kubelet does (`expansion`), and `sh -c "..."` scripts are split as shlex does (`shellwords`). Everything read from one
+container is bounded: at most `BUDGET` characters of expanded command and args and of the env values read are ever
+built, the container is sized from what fits, and the reading carries a warning saying what was cut.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
+import hashlib
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
-__all__ = ["VLLM_DEFAULT_MAX_NUM_SEQS", "VLLM_DEFAULT_UTILIZATION", "ServerConfig", "parse_container", "parse_server"]
+from .cache import ByteBoundedLRU
+from .expansion import expand_words
+from .shellwords import split, split_prefix
+
+__all__ = [
+    "BUDGET",
+    "VLLM_DEFAULT_MAX_NUM_SEQS",
+    "VLLM_DEFAULT_UTILIZATION",
+    "ContainerReading",
+    "ServerConfig",
+    "parse_container",
+    "parse_server",
+    "read_container",
+    "read_server",
+]
 
 VLLM_DEFAULT_UTILIZATION = 0.9
 VLLM_DEFAULT_MAX_NUM_SEQS = 256
 TEI_DEFAULT_MAX_BATCH_TOKENS = 16384
+# Characters of one container's expanded command and args and of the env values sizing reads, in all: a tenant's pod
+# can make `$(VAR)` expansion grow without limit (a 100 kB value referenced 6,000 times), the kubelet's budget is
+# the node's memory, and gpudra's must be a small constant.
+BUDGET = 64 * 1024
+# What the reading cache may hold (it is keyed by a digest of the container, and values are charged their strings).
+CACHE_MAX_BYTES = 4 * 2**20
+CACHE_MAX_ENTRIES = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,23 +92,62 @@ class ServerConfig:
         return VLLM_DEFAULT_UTILIZATION if self.preallocates else 1.0
 
 
-_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+@dataclass(frozen=True, slots=True)
+class ContainerReading:
+    """The server a container runs (None: none recognised), and what its reading could not take in."""
+
+    server: ServerConfig | None
+    warnings: tuple[str, ...] = ()
 
 
-def _expand(token: str, env: Mapping[str, str]) -> str:
-    # Kubernetes: $(VAR) expands when VAR is defined; $$(VAR) is an escaped literal.
-    if "$(" not in token:
-        return token
-    return _VAR.sub(lambda m: env.get(m.group(1), m.group(0)), token.replace("$$(", "\0")).replace("\0", "$(")
+class _Reader:
+    """One container's env values and the budget left; records what went beyond it."""
+
+    __slots__ = ("cut", "env", "left")
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.left = BUDGET
+        self.cut: list[str] = []
+
+    def take(self, text: str, what: str) -> tuple[str, bool]:
+        """`text` charged to the budget, cut where it runs out; and whether it was cut."""
+        if len(text) <= self.left:
+            self.left -= len(text)
+            return text, False
+        kept = text[: self.left]
+        self.left = 0
+        self.cut.append(what)
+        return kept, True
+
+    def get(self, name: str) -> str | None:
+        value = self.env.get(name)
+        return None if value is None else self.take(value, f"env {name}")[0]
+
+    def warnings(self) -> tuple[str, ...]:
+        if not self.cut:
+            return ()
+        return (
+            f"sizing read only the first {BUDGET // 1024} KiB of this container's command, args and env values "
+            f"({', '.join(self.cut)} went beyond it): it is sized from what fits",
+        )
 
 
-def _tokens(command: Sequence[str], args: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    words = [_expand(t, env) for t in (*command, *args)]
+def _tokens(command: Sequence[str], args: Sequence[str], reader: _Reader) -> list[str]:
+    expanded = expand_words((*command, *args), reader.env, reader.left)
+    reader.left -= sum(len(w) for w in expanded.words)
+    words = list(expanded.words)
     # sh -c "vllm serve ..." (and bash -lc): split the script.
     shell = len(words) >= 3 and words[0].rsplit("/", 1)[-1] in {"sh", "bash"}
-    if shell and words[1].startswith("-") and "c" in words[1]:
+    shell = shell and words[1].startswith("-") and "c" in words[1]
+    if expanded.truncated:
+        reader.cut.append("command and args after $(VAR) expansion")
+        if shell and len(words) == 3:  # the script itself was cut
+            return split_prefix(words[2])
+        words.pop()  # the word the budget cut
+    if shell:
         try:
-            words = shlex.split(words[2]) + words[3:]
+            words = split(words[2]) + words[3:]
         except ValueError:
             words = words[2].split() + words[3:]
     return words
@@ -150,15 +211,29 @@ def _float(text: str | None) -> float | None:
     return value if 0 < value <= 1 else None
 
 
-def _pick(flags: Mapping[str, str], env: Mapping[str, str], *names: str) -> str | None:
+def _pick(flags: Mapping[str, str], reader: _Reader, *names: str) -> str | None:
     for name in names:
         if name in flags:
             return flags[name]
     for name in names:
-        key = name.upper().replace("-", "_")
-        if key in env:
-            return env[key]
+        value = reader.get(name.upper().replace("-", "_"))
+        if value is not None:
+            return value
     return None
+
+
+def _passthrough(reader: _Reader) -> list[str]:
+    """NIM_PASSTHROUGH_ARGS as words (split as shlex does; on an unbalanced quote, at whitespace)."""
+    text = reader.env.get("NIM_PASSTHROUGH_ARGS")
+    if not text:
+        return []
+    text, cut = reader.take(text, "env NIM_PASSTHROUGH_ARGS")
+    if cut:
+        return split_prefix(text)
+    try:
+        return split(text)
+    except ValueError:
+        return text.split()
 
 
 def _vllm(flags: Mapping[str, str], positional: Sequence[str], server: str = "vllm", model: str = "") -> ServerConfig:
@@ -184,7 +259,19 @@ def parse_server(
     command: Sequence[str], args: Sequence[str], env: Mapping[str, str], image: str = ""
 ) -> ServerConfig | None:
     """The inference server a container runs and its settings, or None when it is none of those recognised."""
-    words = _tokens(command, args, env)
+    return read_server(command, args, env, image).server
+
+
+def read_server(
+    command: Sequence[str], args: Sequence[str], env: Mapping[str, str], image: str = ""
+) -> ContainerReading:
+    """`parse_server`, with a warning when the container holds more than `BUDGET` characters for sizing to read."""
+    reader = _Reader(env)
+    return ContainerReading(_server(command, args, reader, image), reader.warnings())
+
+
+def _server(command: Sequence[str], args: Sequence[str], reader: _Reader, image: str) -> ServerConfig | None:
+    words = _tokens(command, args, reader)
     base = [w.rsplit("/", 1)[-1] for w in words]
     image_l = image.lower()
     # vLLM: `vllm serve MODEL ...` or the OpenAI API server module.
@@ -200,31 +287,31 @@ def parse_server(
         flags, _ = _flags(words[start:])
         return ServerConfig(
             server="tei",
-            model=_pick(flags, env, "model-id") or "",
-            dtype=_pick(flags, env, "dtype"),
-            max_batch_tokens=_int(_pick(flags, env, "max-batch-tokens")) or TEI_DEFAULT_MAX_BATCH_TOKENS,
+            model=_pick(flags, reader, "model-id") or "",
+            dtype=_pick(flags, reader, "dtype"),
+            max_batch_tokens=_int(_pick(flags, reader, "max-batch-tokens")) or TEI_DEFAULT_MAX_BATCH_TOKENS,
         )
     if "text-generation-launcher" in base or ("text-generation-inference" in image_l and not command):
         start = base.index("text-generation-launcher") + 1 if "text-generation-launcher" in base else 0
         flags, _ = _flags(words[start:])
         return ServerConfig(
             server="tgi",
-            model=_pick(flags, env, "model-id") or "",
-            dtype=_pick(flags, env, "dtype"),
-            quantization=_pick(flags, env, "quantize"),
-            max_model_len=_int(_pick(flags, env, "max-total-tokens")),
-            max_batch_tokens=_int(_pick(flags, env, "max-batch-total-tokens")),
-            tensor_parallel=_int(_pick(flags, env, "num-shard")) or 1,
-            memory_utilization=_float(_pick(flags, env, "cuda-memory-fraction")),
+            model=_pick(flags, reader, "model-id") or "",
+            dtype=_pick(flags, reader, "dtype"),
+            quantization=_pick(flags, reader, "quantize"),
+            max_model_len=_int(_pick(flags, reader, "max-total-tokens")),
+            max_batch_tokens=_int(_pick(flags, reader, "max-batch-total-tokens")),
+            tensor_parallel=_int(_pick(flags, reader, "num-shard")) or 1,
+            memory_utilization=_float(_pick(flags, reader, "cuda-memory-fraction")),
         )
-    nim_model = env.get("NIM_MODEL_NAME") or env.get("NIM_MODEL_PATH") or ""
+    nim_model = reader.get("NIM_MODEL_NAME") or reader.get("NIM_MODEL_PATH") or ""
     if nim_model or "nvcr.io/nim/" in image_l or "nim-serve" in base:
-        passthrough = shlex.split(env.get("NIM_PASSTHROUGH_ARGS", "")) if env.get("NIM_PASSTHROUGH_ARGS") else []
+        passthrough = _passthrough(reader)
         start = base.index("nim-serve") + 1 if "nim-serve" in base else len(words)
         flags, _ = _flags([*passthrough, *words[start:]])
         config = _vllm(flags, (), server="nim", model=flags.get("model") or nim_model)
-        tp = _int(env.get("NIM_TENSOR_PARALLEL_SIZE"))
-        max_len = _int(env.get("NIM_MAX_MODEL_LEN"))
+        tp = _int(reader.get("NIM_TENSOR_PARALLEL_SIZE"))
+        max_len = _int(reader.get("NIM_MAX_MODEL_LEN"))
         return ServerConfig(
             server="nim",
             model=config.model,
@@ -244,11 +331,41 @@ def parse_server(
     return None
 
 
-@lru_cache(maxsize=2048)
-def _parse_cached(
-    command: tuple[str, ...], args: tuple[str, ...], env: tuple[tuple[str, str], ...], image: str
-) -> ServerConfig | None:
-    return parse_server(command, args, dict(env), image)
+def _weight(reading: ContainerReading) -> int:
+    """Bytes a cached reading holds: its strings, and a fixed allowance for the objects and the cache's entry."""
+    strings: list[str] = list(reading.warnings)
+    server = reading.server
+    if server is not None:
+        fields = (server.server, server.model, server.dtype, server.quantization, server.kv_cache_dtype)
+        strings.extend(v for v in fields if v is not None)
+        strings.extend(server.notes)
+    return 512 + sum(sys.getsizeof(s) for s in strings)
+
+
+_READINGS: ByteBoundedLRU[bytes, ContainerReading] = ByteBoundedLRU(CACHE_MAX_BYTES, CACHE_MAX_ENTRIES, _weight)
+_CHUNK = 16384
+
+
+def _feed(digest: Any, text: str) -> None:
+    # Length-prefixed, so that no two different containers feed the same bytes; encoded a chunk at a time, so that
+    # a megabyte of env costs no megabyte copy. Lone surrogates (valid in JSON strings) pass through.
+    digest.update(len(text).to_bytes(8, "little"))
+    for start in range(0, len(text), _CHUNK):
+        digest.update(text[start : start + _CHUNK].encode("utf-8", "surrogatepass"))
+
+
+def _key(command: Sequence[str], args: Sequence[str], env: Sequence[tuple[str, str]], image: str) -> bytes:
+    digest = hashlib.blake2b(digest_size=20)
+    _feed(digest, image)
+    for words in (command, args):
+        digest.update(len(words).to_bytes(8, "little"))
+        for word in words:
+            _feed(digest, word)
+    digest.update(len(env).to_bytes(8, "little"))
+    for name, value in env:
+        _feed(digest, name)
+        _feed(digest, value)
+    return digest.digest()
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -257,16 +374,24 @@ def _strings(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value if isinstance(v, (str, int, float)) and not isinstance(v, bool))
 
 
-def parse_container(container: Mapping[str, Any]) -> ServerConfig | None:
-    """`parse_server` of a Kubernetes container spec (only literal `env` values are read; results are cached)."""
+def read_container(container: Mapping[str, Any]) -> ContainerReading:
+    """`read_server` of a Kubernetes container spec (only literal `env` values are read). Readings are cached by a
+    digest of the container, within `CACHE_MAX_BYTES`."""
     env: list[tuple[str, str]] = []
     for entry in container.get("env") or ():
         if isinstance(entry, Mapping) and isinstance(entry.get("name"), str) and isinstance(entry.get("value"), str):
             env.append((entry["name"], entry["value"]))
     image = container.get("image")
-    return _parse_cached(
-        _strings(container.get("command")),
-        _strings(container.get("args")),
-        tuple(env),
-        image if isinstance(image, str) else "",
-    )
+    image = image if isinstance(image, str) else ""
+    command, args = _strings(container.get("command")), _strings(container.get("args"))
+    key = _key(command, args, env, image)
+    reading = _READINGS.get(key)
+    if reading is None:
+        reading = read_server(command, args, dict(env), image)
+        _READINGS.put(key, reading)
+    return reading
+
+
+def parse_container(container: Mapping[str, Any]) -> ServerConfig | None:
+    """The server `read_container` finds (None: none recognised)."""
+    return read_container(container).server

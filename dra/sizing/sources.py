@@ -16,9 +16,12 @@ from dataclasses import dataclass, replace
 from .estimate import ModelEstimate
 from .observed import ObservedSizing
 
-__all__ = ["SOURCES", "SizingDecision", "resolve_sizing"]
+__all__ = ["MAX_MEMORY_BYTES", "SOURCES", "SizingDecision", "resolve_sizing"]
 
 SOURCES = ("annotation", "observed", "model", "default")
+# The most memory a size may name: the largest whole MiB in an int64, the type of a Kubernetes quantity's Value() and
+# of CEL's `vramBytes` (rounded up to whole MiB). Beyond it a size is unusable, not merely large.
+MAX_MEMORY_BYTES = (2**63 - 1) // 2**20 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +40,13 @@ class SizingDecision:
     server: str = ""
     model: str = ""
     pressure: bool = False
+    # What reading the container could not take in (`ContainerReading.warnings`), surfaced with the decision.
+    warnings: tuple[str, ...] = ()
 
 
 def _gb(value: int) -> str:
+    if abs(value) > MAX_MEMORY_BYTES:  # an int beyond a float's range must not raise OverflowError here
+        return f"{value // 10**9} GB"
     return f"{value / 1e9:.1f} GB"
 
 
@@ -53,10 +60,12 @@ def resolve_sizing(
 ) -> SizingDecision:
     """Apply the precedence; the reason names the winner, why, and what the other sources said."""
     said: list[str] = []
-    observed_ok = observed is not None and observed.samples > 0 and observed.vram_bytes > 0
+    observed_ok = observed is not None and observed.samples > 0 and 0 < observed.vram_bytes <= MAX_MEMORY_BYTES
     if observed is not None:
         ref = f" ({observed.source_ref})" if observed.source_ref else ""
-        if observed_ok:
+        if observed.vram_bytes > MAX_MEMORY_BYTES:
+            said.append(f"observed: a recommendation beyond {MAX_MEMORY_BYTES} bytes{ref}, ignored")
+        elif observed_ok:
             said.append(
                 f"observed {_gb(observed.vram_bytes)} (peak {_gb(observed.peak_bytes)}, {observed.samples} samples "
                 f"over {observed.window_seconds}s{', memory pressure' if observed.pressure else ''}){ref}"

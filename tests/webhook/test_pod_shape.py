@@ -14,7 +14,10 @@ from hypothesis import strategies as st
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
 from tests.webhook.test_admission_namespaces import _admission
 from webhook.admission import Admission
+from webhook.policy import load_policies, shipped_policies_dir
 from webhook.review import AdmissionDenied, BadReview, parse_review
+
+POLICIES = load_policies(shipped_policies_dir())
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +68,27 @@ def test_device_counts_beyond_a_claims_limit_are_refused_naming_it(admission: Ad
     with pytest.raises(AdmissionDenied) as denied:
         admission.mutate(parse_review(review_body(pod)))
     assert denied.value.code == 400 and "limits['nvidia.com/gpu']" in denied.value.message
+
+
+@pytest.mark.parametrize("count", ["1", 1, "1000m", "1.0", "0.001k", "1e0", "1000e-3", 1.0])
+def test_one_device_is_one_device_however_spelled(admission: Admission, count: Any) -> None:
+    # A count is judged by the quantity's exact value: the API server (MilliValue() % 1000 == 0) accepts all of these
+    # for an extended resource and hands the webhook the canonical "1". The webhook and the policy facts agree.
+    pod = example("pod-legacy-vram.yaml")
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": count}}
+    response = admission.mutate(parse_review(review_body(pod)))["response"]
+    assert response["allowed"] is True and response.get("patch")
+    assert POLICIES.evaluate(pod).containers[0].replaces == {"nvidia.com/gpu": 1}
+
+
+@pytest.mark.parametrize("count", ["1001m", "0.9999", "1500m", "0.0005k", "1e-9"])
+def test_a_fraction_of_a_device_is_refused_however_spelled(admission: Admission, count: str) -> None:
+    pod = example("pod-legacy-vram.yaml")
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": count}}
+    with pytest.raises(AdmissionDenied, match="a device count must be a whole number") as denied:
+        admission.mutate(parse_review(review_body(pod)))
+    assert denied.value.code == 400
+    assert not POLICIES.evaluate(pod).allowed
 
 
 def test_the_pods_total_is_bounded_too(admission: Admission) -> None:

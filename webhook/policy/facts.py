@@ -12,7 +12,16 @@ from fractions import Fraction
 from typing import Any
 
 from dra.errors import InputError
-from dra.sizing import SizingDecision, SizingLookup, estimate_memory, parse_container, pod_owner, resolve_sizing
+from dra.sizing import (
+    MAX_MEMORY_BYTES,
+    ServerConfig,
+    SizingDecision,
+    SizingLookup,
+    estimate_memory,
+    pod_owner,
+    read_container,
+    resolve_sizing,
+)
 
 __all__ = [
     "CONTAINER_KINDS",
@@ -38,7 +47,7 @@ MAX_DEVICES_PER_CLAIM = 32
 # HAMi (Project-HAMi/HAMi) resources beside `nvidia.com/gpu`, with their `gpu.containers[].hami` key and the largest
 # value they take: device memory per GPU in MiB, a percentage of the device's memory, a percentage of its SMs.
 HAMI_RESOURCES: dict[str, tuple[str, int | None]] = {
-    "nvidia.com/gpumem": ("gpumem", None),
+    "nvidia.com/gpumem": ("gpumem", MAX_MEMORY_BYTES // 2**20),
     "nvidia.com/gpumem-percentage": ("gpumemPercentage", 100),
     "nvidia.com/gpucores": ("gpucores", 100),
 }
@@ -187,6 +196,11 @@ class PodFacts:
     def total(self) -> int:
         return sum(c.count for c in self.containers)
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What sizing could not read, per GPU container (`SizingDecision.warnings`), for the decision's warnings."""
+        return tuple(f"container {c.name!r}: {w}" for c in self.containers for w in c.sizing.warnings)
+
     def to_cel(self) -> dict[str, Any]:
         """The `gpu` CEL variable (documented in docs/policy-authoring.md)."""
         resources: dict[str, int] = {}
@@ -322,9 +336,20 @@ def _annotation_vram(pod: Mapping[str, Any]) -> tuple[str | None, int | None]:
         from dra.quantity import Quantity
 
         value = Quantity.parse(text).value
-    except Exception:  # QuantityError: the policy's validation denies it
+    except Exception:  # QuantityError, or ValueError past int()'s digit limit: the policy's validation denies it
         return text, None
-    return text, (int(-(-value.numerator // value.denominator)) if value > 0 else None)
+    size = int(-(-value.numerator // value.denominator))
+    if size > MAX_MEMORY_BYTES:
+        raise InputError(
+            f"metadata.annotations[{VRAM_ANNOTATION}]: {_shown(text)} is more memory than a quantity of bytes holds "
+            f"(at most {MAX_MEMORY_BYTES} bytes, just under 8Ei)"
+        )
+    return text, (size if value > 0 else None)
+
+
+def _shown(text: str, limit: int = 64) -> str:
+    """`text` quoted for a message, cut to `limit` characters: an annotation may hold 256 KiB."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
 
 
 def _observed(
@@ -346,8 +371,23 @@ def _size(
     namespace: str,
     owner: tuple[str, str] | None,
 ) -> SizingDecision:
-    container = spec[facts.kind][facts.index]
-    server = parse_container(container)
+    reading = read_container(spec[facts.kind][facts.index])
+    decision = _decide_size(reading.server, facts, annotation, lookup, namespace, owner)
+    if not reading.warnings:
+        return decision
+    # Said first in the reason (what `gpudra policy explain` and audit warnings show) and kept for the decision.
+    notes = "; ".join(reading.warnings)
+    return replace(decision, warnings=reading.warnings, reason=f"{notes}; {decision.reason}")
+
+
+def _decide_size(
+    server: ServerConfig | None,
+    facts: ContainerFacts,
+    annotation: tuple[str | None, int | None],
+    lookup: SizingLookup | None,
+    namespace: str,
+    owner: tuple[str, str] | None,
+) -> SizingDecision:
     model = estimate_memory(server) if server is not None else None
     observed, failure = _observed(lookup, namespace, owner, facts.name)
     text, vram = annotation
@@ -355,7 +395,7 @@ def _size(
     if text is not None and vram is None:
         decision = resolve_sizing(None, observed, model, None)
         return SizingDecision(
-            None, "annotation", reason=f"{label} {text!r} is not a positive quantity (the policy rejects it)",
+            None, "annotation", reason=f"{label} {_shown(text)} is not a positive quantity (the policy rejects it)",
             model_bytes=decision.model_bytes, min_device_bytes=decision.min_device_bytes,
             memory_utilization=decision.memory_utilization, server=decision.server, model=decision.model,
         )  # fmt: skip
@@ -363,12 +403,8 @@ def _size(
         vram, label = facts.hami["nvidia.com/gpumem"] * _MiB, "HAMi nvidia.com/gpumem"
     decision = resolve_sizing(vram, observed, model, None, annotation_label=label)
     if failure:
-        return SizingDecision(**{**_fields(decision), "reason": failure + decision.reason})
+        return replace(decision, reason=failure + decision.reason)
     return decision
-
-
-def _fields(decision: SizingDecision) -> dict[str, Any]:
-    return {name: getattr(decision, name) for name in SizingDecision.__slots__}
 
 
 def pod_facts(
