@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import ipaddress
 import os
 import shutil
 import socket
@@ -15,10 +17,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.webhook.test_admission import example, review_body
 from webhook.policy import shipped_policies_dir
-from webhook.tls import write_dev_certificates
+from webhook.tls import issue_certificate, write_dev_certificates
 
 
 def free_port() -> int:
@@ -46,12 +51,13 @@ def serial_or_none(port: int, ca_file: Path) -> int | None:
 
 
 class Server:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *extra_args: str, write_certificates: bool = True) -> None:
         self.root = root
         self.certs = root / "certs"
         self.policies = root / "policies"
         shutil.copytree(shipped_policies_dir(), self.policies, ignore=shutil.ignore_patterns("tests"))
-        write_dev_certificates(self.certs, ["localhost"], ip_addresses=["127.0.0.1"])
+        if write_certificates:
+            write_dev_certificates(self.certs, ["localhost"], ip_addresses=["127.0.0.1"])
         self.port = free_port()
         self.log = (root / "serve.log").open("w")
         self.proc = subprocess.Popen(
@@ -72,6 +78,7 @@ class Server:
                 str(self.port),
                 "--reload-seconds",
                 "0.3",
+                *extra_args,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -194,3 +201,137 @@ def test_client_disconnect_mid_body_is_one_log_line_and_serving_goes_on(server: 
     with server.client() as c:
         assert c.post("/mutate", content=body).status_code == 200
     assert "Traceback" not in log.read_text()
+
+
+def _expired_pair(directory: Path) -> tuple[bytes, bytes]:
+    """A certificate (and its key) for localhost that expired a minute ago, signed by the CA in `directory`."""
+    ca_cert = x509.load_pem_x509_certificate((directory / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((directory / "ca.key").read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    sans: list[x509.GeneralName] = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    cert, key = issue_certificate((ca_cert, ca_key), "localhost", validity=dt.timedelta(minutes=-1), sans=sans)
+    pkcs8, none = serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    return cert.public_bytes(serialization.Encoding.PEM), key.private_bytes(serialization.Encoding.PEM, pkcs8, none)
+
+
+def test_an_expired_certificate_is_refused_at_start_with_its_reason(tmp_path: Path) -> None:
+    certs = tmp_path / "certs"
+    write_dev_certificates(certs, ["localhost"], ip_addresses=["127.0.0.1"])
+    cert_pem, key_pem = _expired_pair(certs)
+    (certs / "tls.crt").write_bytes(cert_pem)
+    (certs / "tls.key").write_bytes(key_pem)
+    srv = Server(tmp_path, write_certificates=False)
+    try:
+        assert srv.proc.wait(timeout=60) != 0
+    finally:
+        srv.stop()
+    assert "certificate expired at" in (tmp_path / "serve.log").read_text()
+
+
+def test_an_expired_rotation_keeps_the_old_certificate_is_logged_and_clears_when_fixed(server: Server) -> None:
+    serving = peer_serial(server.port, server.certs / "ca.crt")
+    good = {name: (server.certs / name).read_bytes() for name in ("tls.crt", "tls.key")}
+    cert_pem, key_pem = _expired_pair(server.certs)
+    (server.certs / "tls.key").write_bytes(key_pem)
+    (server.certs / "tls.crt").write_bytes(cert_pem)
+    with server.client() as c:
+
+        def detail() -> str:
+            return str(c.get("/readyz").json()["checks"]["certificate"]["detail"])
+
+        wait_for(lambda: "certificate expired at" in detail())
+        assert peer_serial(server.port, server.certs / "ca.crt") == serving
+        log = server.root / "serve.log"
+        wait_for(lambda: "serving certificate not reloaded" in log.read_text())
+        assert log.read_text().count("serving certificate not reloaded") == 1  # once per error, not once per poll
+        for name, data in good.items():  # the rotation is undone: the files hold the pair that serves
+            (server.certs / name).write_bytes(data)
+        wait_for(lambda: "last reload failed" not in detail())
+        assert c.get("/readyz").status_code == 200
+
+
+def _tls(port: int, ca_file: Path) -> ssl.SSLSocket:
+    ctx = ssl.create_default_context(cafile=str(ca_file))
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    return ctx.wrap_socket(sock, server_hostname="localhost")
+
+
+def _closed_by_server(tls: ssl.SSLSocket) -> bool:
+    """Block (up to the socket's timeout) until the server sends something; True if that was the end."""
+    try:
+        return tls.recv(1024) == b""
+    except (ConnectionResetError, ssl.SSLEOFError):
+        return True
+
+
+def _answer_then_close(tls: ssl.SSLSocket) -> bytes:
+    """Everything the server sends until it closes the connection (the socket's timeout bounds each read)."""
+    data = b""
+    while True:
+        try:
+            chunk = tls.recv(4096)
+        except (ConnectionResetError, ssl.SSLEOFError):
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_idle_and_trickling_connections_are_closed(tmp_path: Path) -> None:
+    srv = Server(tmp_path, "--idle-seconds", "1")
+    try:
+        srv.wait_ready()
+        with _tls(srv.port, srv.certs / "ca.crt") as idle:  # handshake, then nothing
+            assert _closed_by_server(idle)
+        with _tls(srv.port, srv.certs / "ca.crt") as trickle:  # headers one byte at a time, never complete
+            head = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"a" * 10_000
+            sent = 0
+            try:
+                for byte in head:
+                    trickle.sendall(bytes([byte]))
+                    sent += 1
+                    time.sleep(0.05)
+            except OSError:
+                pass
+            assert sent < len(head) or _closed_by_server(trickle)
+        with srv.client() as c:
+            assert c.get("/healthz").status_code == 200
+    finally:
+        srv.stop()
+
+
+def test_a_half_sent_body_is_408_and_a_declared_oversize_is_413(tmp_path: Path) -> None:
+    srv = Server(tmp_path, "--body-seconds", "1")
+    try:
+        srv.wait_ready()
+        body = review_body(example("pod-legacy-vram.yaml"))
+        head = f"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        with _tls(srv.port, srv.certs / "ca.crt") as tls:
+            tls.sendall(head + body[: len(body) // 2])
+            answer = _answer_then_close(tls)
+            assert answer.startswith(b"HTTP/1.1 408") and b"not received within 1 s" in answer
+        big = b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 209715200\r\n\r\n"
+        with _tls(srv.port, srv.certs / "ca.crt") as tls:
+            tls.sendall(big)
+            answer = _answer_then_close(tls)
+            assert answer.startswith(b"HTTP/1.1 413") and b"209715200 bytes exceeds the limit" in answer
+        assert "Traceback" not in (tmp_path / "serve.log").read_text()
+    finally:
+        srv.stop()
+
+
+def test_requests_beyond_the_connection_cap_are_503_until_connections_close(tmp_path: Path) -> None:
+    srv = Server(tmp_path, "--max-connections", "4", "--idle-seconds", "3")
+    try:
+        srv.wait_ready()
+        held = [_tls(srv.port, srv.certs / "ca.crt") for _ in range(4)]
+        try:
+            with srv.client() as c:
+                assert c.get("/healthz").status_code == 503
+        finally:
+            for tls in held:
+                tls.close()
+        with srv.client() as c:
+            wait_for(lambda: c.get("/healthz").status_code == 200)
+    finally:
+        srv.stop()
