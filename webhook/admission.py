@@ -215,7 +215,8 @@ class Admission:
             ) from exc  # fmt: skip
         labels = ((namespace or {}).get("metadata") or {}).get("labels") or {}
         caps = [label for label in CAP_LABELS if label in labels]
-        if demand.missing and caps:
+        # A dry run persists nothing (and its mutation created no template, so its own claim is missing too).
+        if demand.missing and caps and not review.dry_run:
             raise AdmissionDenied(
                 f"gpudra: {', '.join(demand.missing)} does not exist yet, and namespace {review.namespace} caps GPUs "
                 f"(label {', '.join(caps)}): what it will ask for cannot be counted, so create it before the pod",

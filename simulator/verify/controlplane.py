@@ -65,6 +65,7 @@ CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
     "device-taint-eviction-controller",
+    "resourcequota-controller",  # ResourceQuota status (used), without which namespace GPU quotas are not enforced
 )
 
 STARTUP_TIMEOUT = 90.0

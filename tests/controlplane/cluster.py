@@ -7,10 +7,14 @@ No kubelet runs: a pod bound to a Node object with its ResourceClaims allocated 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import json
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
 
 from simulator.verify.controlplane import (
     CONTROLLERS,
@@ -23,6 +27,7 @@ from simulator.verify.controlplane import ControlPlane as _ProductControlPlane
 from simulator.verify.controlplane import http_ok as _http_ok
 from simulator.verify.pki import Pki
 from tests.controlplane import binaries
+from webhook.tls import issue_certificate, new_ca
 
 __all__ = [
     "CONTROLLERS",
@@ -36,13 +41,56 @@ __all__ = [
 ]
 
 
+WEBHOOK_CLIENT_DIR = "webhook-client"
+
+
+def _webhook_client_identity(directory: Path) -> tuple[Path, Path]:
+    """A CA of its own and a client certificate it signed, for kube-apiserver to present to admission webhooks (PEM
+    files under `directory`: ca.crt, client.crt, client.key); returns the client certificate and key."""
+    ca = new_ca("kube-apiserver webhook client CA", validity=dt.timedelta(days=2))
+    cert, key = issue_certificate(ca, "kube-apiserver-webhook-client", validity=dt.timedelta(days=2), server=False)
+    directory.mkdir(parents=True, exist_ok=True)
+    pem = serialization.Encoding.PEM
+    (directory / "ca.crt").write_bytes(ca[0].public_bytes(pem))
+    (directory / "client.crt").write_bytes(cert.public_bytes(pem))
+    (directory / "client.key").write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return directory / "client.crt", directory / "client.key"
+
+
 def _apiserver_flags(workdir: Path, certs: Pki) -> list[str]:
-    """kube-apiserver flags the tests add to the product's (files go under `workdir`)."""
-    return []
+    """kube-apiserver flags the tests add to the product's (files go under `workdir`): an AdmissionConfiguration whose
+    kubeconfig presents a client certificate to every admission webhook (user `*`), as a cluster running
+    `gpudra serve --client-ca` needs; a webhook that asks for none is not affected."""
+    directory = workdir / WEBHOOK_CLIENT_DIR
+    cert, key = _webhook_client_identity(directory)
+    kubeconfig = directory / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config",
+        "users": [{"name": "*", "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+    }))  # fmt: skip
+    webhook = {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "WebhookAdmissionConfiguration",
+        "kubeConfigFile": str(kubeconfig),
+    }
+    admission = directory / "admission-config.json"
+    admission.write_text(json.dumps({
+        "apiVersion": "apiserver.config.k8s.io/v1", "kind": "AdmissionConfiguration",
+        "plugins": [{"name": name, "configuration": webhook}
+                    for name in ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")],
+    }))  # fmt: skip
+    return [f"--admission-control-config-file={admission}"]
 
 
 class ControlPlane(_ProductControlPlane):
     """A running control plane. Use `ControlPlane.start()`; `stop()` tears it down."""
+
+    @property
+    def webhook_client_ca(self) -> Path:
+        """The CA (PEM) that signed the client certificate kube-apiserver presents to webhooks (`--client-ca`)."""
+        return self.workdir / WEBHOOK_CLIENT_DIR / "ca.crt"
 
     @classmethod
     def start(cls, workdir: Path | None = None, feature_gates: dict[str, bool] | None = None) -> ControlPlane:

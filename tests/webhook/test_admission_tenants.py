@@ -44,6 +44,18 @@ def test_a_claim_that_does_not_exist_yet_is_denied_where_a_cap_applies(field: st
     assert api.templates == {}
 
 
+def test_a_dry_run_of_a_translated_pod_passes_validation_though_its_template_was_not_created() -> None:
+    # Mutation creates no template on a dry run, so the translated pod names one that does not exist at validation.
+    api = RecordingApiServer({"capped": _namespace("capped", **{"gpudra.io/max-gpus": "2"})})
+    admission = _admission(api, claims=Claims({}))
+    pod = example("pod-legacy-1gpu.yaml")
+    mutated = admission.mutate(parse_review(review_body(pod, namespace="capped", dry_run=True)))
+    assert mutated["response"]["patch"] and api.templates == {}
+    translated = _dra_pod({"name": "gpu", "resourceClaimTemplateName": "gpudra-0123456789"})
+    answer = admission.validate(parse_review(review_body(translated, namespace="capped", dry_run=True)))
+    assert answer["response"]["allowed"] is True
+
+
 def test_a_claim_that_does_not_exist_yet_is_admitted_where_no_cap_applies() -> None:
     api = RecordingApiServer({"open": _namespace("open")})
     admission = _admission(api, claims=Claims({}))
