@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simulator.comparison import simulate  # noqa: E402
+from simulator.comparison import SimulationConfig, simulate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = Path(os.path.relpath(ROOT.parent / "shared" / "traces" / "alibaba-gpu-v2023"))
@@ -44,13 +44,15 @@ def _job(args: tuple[Path, str, str, int]) -> dict[str, Any]:
     traces, trace, variant, seed = args
     strategy, node_score, consumable = VARIANTS[variant]
     result = simulate(
-        traces / "openb_node_list_gpu_node.csv",
-        traces / f"openb_pod_list_{trace}.csv",
-        strategies=[strategy],
-        seed=seed,
-        protocol="fgd",
-        node_score=node_score,
-        consumable_capacity=consumable,
+        SimulationConfig(
+            traces / "openb_node_list_gpu_node.csv",
+            traces / f"openb_pod_list_{trace}.csv",
+            strategies=[strategy],
+            seed=seed,
+            protocol="fgd",
+            node_score=node_score,
+            consumable_capacity=consumable,
+        )
     )
     row = result.summary()["strategies"][strategy]
     return {

@@ -1,4 +1,9 @@
-"""One simulation as the CLI runs it: load the inputs, run each strategy, build the stable summary."""
+"""One simulation as the CLI runs it: load the inputs, run each strategy, build the stable summary.
+
+`SimulationConfig` holds every input; each strategy class decides from it what runs it makes
+(`Strategy.runs`: gpudra adds `gpudra+observed` with observed sizing, the device plugin reads the cluster's drain
+knobs, the FGD paper's baselines run in the paper's own simulator on its protocol).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,8 @@ from .cluster_sources import load_cluster
 from .engine import EngineConfig, run
 from .frag import typical_pods
 from .kpis import Recorder, summarize
-from .peer_protocol import PEER_POLICIES, run_peer
+from .peer_protocol import run_peer
+from .scheduling import DEFAULT_PROFILE, Profile
 from .sizing import (
     ObservedLookup,
     SizingSpec,
@@ -24,17 +30,45 @@ from .sizing import (
     parse_sizing,
     strip_annotations,
 )
-from .strategies import make_strategy
+from .strategies import OBSERVED_RUN, RunSettings, Strategy, strategy_class
 from .traces import GeneratorConfig, generate, load_trace
 from .tuning import TUNE_RATIO
 from .vram import VramModel
 from .workload import Workload
 
-__all__ = ["DEFAULT_STRATEGIES", "OBSERVED_RUN", "SimulationResult", "simulate"]
+__all__ = ["DEFAULT_STRATEGIES", "OBSERVED_RUN", "SimulationConfig", "SimulationResult", "simulate"]
 
 DEFAULT_STRATEGIES = ("device-plugin", "gpudra")
-OBSERVED_RUN = "gpudra+observed"  # the gpudra strategy with --sizing observed:..., beside plain gpudra
 StrategyProgress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationConfig:
+    """Everything one simulation reads (defaults: the built-in cluster and generator, kube-scheduler's defaults).
+
+    gpudra allocates on slices exactly as the NVIDIA DRA driver publishes them; gpudra's additions are opt-in:
+    `consumable_capacity` publishes every pool's whole GPUs as shareable (`sharing: true`), `gpudra_attributes`
+    adds `gpu.gpudra.io/nvlinkGroup`. `sizing` observed (`observed:FILE` or `observed:generated`,
+    simulator.sizing) runs gpudra twice: as `gpudra` (annotations only) and as `gpudra+observed` (unannotated
+    pods sized from the observed usage); `unannotated` removes the pods' `gpudra.io/vram` annotations first."""
+
+    cluster: ClusterSpec | str | Path | None = None
+    trace: Workload | str | Path | None = None
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    seed: int = 0
+    protocol: str = "auto"  # replay | fgd | auto (fgd for openb CSVs)
+    load: float | None = None  # fgd: the workload's GPU demand as a multiple of the cluster's (default 1.3)
+    vram: VramModel | None = None
+    gpu_model_map: dict[str, str] | None = None  # openb's G1/G2/G3 labels -> catalog GPU models
+    generator: GeneratorConfig | None = None
+    policies: str | Path | None = None
+    allocator_mode: str = "upstream"  # `scored` is a what-if: not what a stock cluster does
+    node_score: str | None = None
+    scheduler: Profile = field(default=DEFAULT_PROFILE)
+    consumable_capacity: bool = False
+    gpudra_attributes: bool = False
+    sizing: SizingSpec | str | None = None
+    unannotated: bool = False
 
 
 @dataclass(slots=True)
@@ -51,119 +85,109 @@ class SimulationResult:
         return out
 
 
-def simulate(
-    cluster: ClusterSpec | str | Path | None = None,
-    trace: Workload | str | Path | None = None,
-    *,
-    policies: str | Path | None = None,
-    strategies: tuple[str, ...] | list[str] = DEFAULT_STRATEGIES,
-    seed: int = 0,
-    protocol: str = "auto",
-    load: float | None = None,
-    vram: VramModel | None = None,
-    model_map: dict[str, str] | None = None,
-    generator: GeneratorConfig | None = None,
-    mode: str = "scored",
-    node_score: str | None = None,
-    progress: StrategyProgress | None = None,
-    consumable_capacity: bool = False,
-    gpudra_attributes: bool = False,
-    sizing: SizingSpec | str | None = None,
-    unannotated: bool = False,
-) -> SimulationResult:
-    """Run every strategy on the same cluster and workload (defaults: built-in cluster and generator).
+def _cluster(config: SimulationConfig) -> ClusterSpec:
+    cluster = config.cluster
+    if isinstance(cluster, ClusterSpec):
+        spec = cluster
+    elif cluster is None:
+        spec = default_cluster()
+    else:
+        spec = load_cluster(str(cluster), model_map=config.gpu_model_map)
+    return spec.with_consumable_capacity() if config.consumable_capacity else spec
 
-    The gpudra strategy allocates on slices exactly as the NVIDIA DRA driver publishes them; gpudra's additions
-    are opt-in: `consumable_capacity` publishes every pool's whole GPUs as shareable (`sharing: true`),
-    `gpudra_attributes` adds `gpu.gpudra.io/nvlinkGroup`. `sizing` observed (`observed:FILE` or
-    `observed:generated`, simulator.sizing) runs gpudra twice: as `gpudra` (annotations only) and as
-    `gpudra+observed` (unannotated pods sized from the observed usage); `unannotated` removes the pods'
-    `gpudra.io/vram` annotations first (the pods as their owners wrote them)."""
-    sizing_spec = sizing if isinstance(sizing, SizingSpec) else parse_sizing(sizing)
-    spec = cluster if isinstance(cluster, ClusterSpec) else default_cluster() if cluster is None else None
-    if spec is None:
-        spec = load_cluster(str(cluster), model_map=model_map)
-    if consumable_capacity:
-        spec = spec.with_consumable_capacity()
+
+def _workload(config: SimulationConfig, spec: ClusterSpec) -> Workload:
+    trace = config.trace
     if isinstance(trace, Workload):
         work = trace
     elif trace is None:
-        gen = generator or GeneratorConfig(seed=seed)
-        work = generate(gen, spec.total_gpus, vram=vram or VramModel(kind="class"))
+        work = generate(config.generator or GeneratorConfig(seed=config.seed), spec.total_gpus,
+                        vram=config.vram or VramModel(kind="class"))  # fmt: skip
     else:
-        work = load_trace(trace, vram=vram)
-    if unannotated:
-        work = strip_annotations(work)
+        work = load_trace(trace, vram=config.vram)
+    return strip_annotations(work) if config.unannotated else work
+
+
+def simulate(config: SimulationConfig, progress: StrategyProgress | None = None) -> SimulationResult:
+    """Run every strategy of `config` on the same cluster and workload."""
+    sizing_spec = config.sizing if isinstance(config.sizing, SizingSpec) else parse_sizing(config.sizing)
+    spec = _cluster(config)
+    work = _workload(config, spec)
     lookup: ObservedLookup | None = None
     if sizing_spec.kind == "observed":
-        lookup = generated_lookup(work, seed) if sizing_spec.path is None else load_observed(sizing_spec.path)
-    vram_model = vram or VramModel(kind="class" if work.kind == "generated" else "proportional")
+        lookup = generated_lookup(work, config.seed) if sizing_spec.path is None else load_observed(sizing_spec.path)
+    vram_model = config.vram or VramModel(kind="class" if work.kind == "generated" else "proportional")
     _note_unknown_models(work, spec)
+    protocol = config.protocol
     if protocol == "auto":  # openb times are a snapshot (replayed, < 1% of the GPUs are ever busy): use FGD's
         protocol = "fgd" if work.kind == "openb" else "replay"
-    load = TUNE_RATIO if load is None else load
+    load = TUNE_RATIO if config.load is None else config.load
     if protocol == "fgd" and load <= 0:
         raise InputError(f"load must be above 0 (got {load})")
-    config = EngineConfig(protocol=protocol, load=load, seed=seed)
-    result = SimulationResult(
-        input={
-            "cluster": spec.summary(),
-            "workload": work.summary(),
-            "vram_model": vram_model.describe(),
-            "protocol": protocol,
-            "load": load if protocol == "fgd" else None,
-            "seed": seed,
-            "policies": str(policies) if policies else None,
-            "allocator_mode": mode,
-            "node_score": node_score or "least-allocated",
-            "gpudra_additions": {"consumable_capacity": consumable_capacity, "gpudra_attributes": gpudra_attributes},
-            "strategies": list(strategies),
-            "sizing": {"spec": sizing_spec.label, "unannotated": unannotated,
-                       **(lookup.describe() if lookup is not None else {})},
-        }
+    engine = EngineConfig(protocol=protocol, load=load, seed=config.seed)
+    settings = RunSettings(
+        spec, config.seed, protocol, config.scheduler, config.policies, config.allocator_mode, config.node_score,
+        config.gpudra_attributes, lookup,
     )  # fmt: skip
+    result = SimulationResult(input=_input(config, spec, work, vram_model, protocol, load, sizing_spec, lookup))
     typical = typical_pods(work.pods)
-    runs: list[tuple[str, str]] = []  # (run name, strategy)
-    for name in strategies:
-        runs.append((name, name))
-        if name == "gpudra" and lookup is not None:
-            runs.append((OBSERVED_RUN, name))
-    if lookup is not None and "gpudra" in strategies:
-        result.input["strategies"] = [run for run, _ in runs]
-    for run_name, name in runs:
+    runs: list[tuple[str, str, Strategy | None]] = []  # (run name, strategy name, strategy; None: the FGD peer)
+    for name in tuple(config.strategies):
+        cls = strategy_class(name)
+        if protocol == "fgd" and cls.fgd_peer:  # the FGD paper's baselines as its simulator runs them
+            runs.append((name, name, None))
+        else:
+            runs.extend((strategy.name, name, strategy) for strategy in cls.runs(settings))
+    if [r for r, _, _ in runs] != list(config.strategies):
+        result.input["strategies"] = [r for r, _, _ in runs]
+    details: dict[str, Any] = {}
+    for run_name, name, strategy in runs:
         callback = None if progress is None else _bind(progress, run_name)
-        if protocol == "fgd" and name in PEER_POLICIES:  # the FGD paper's baselines as its simulator runs them
-            peer = run_peer(spec, work.pods, name, seed, ratio=load, progress=callback)
-            result.runs[name] = peer.recorder()
-            result.input.setdefault("strategy_details", {})[name] = {"implementation": "simulator.peer_protocol"}
+        if strategy is None:
+            result.runs[name] = run_peer(spec, work.pods, name, config.seed, ratio=load, progress=callback).recorder()
+            details[name] = {"implementation": "simulator.peer_protocol"}
             continue
-        options: dict[str, Any] = {}
-        if name == "gpudra":  # on the FGD protocol, under its resource model: shares bound by compute too
-            options = {
-                "policies": policies,
-                "mode": mode,
-                "compute_bound": protocol == "fgd",
-                "node_score": node_score,
-                "gpudra_attributes": gpudra_attributes,
-            }
-            if run_name == OBSERVED_RUN:
-                options.update(sizing=lookup, run_name=OBSERVED_RUN)
-        if name == "device-plugin" and spec.device_plugin:
-            knobs = dict(spec.device_plugin)
-            if "drain_max_pods" in knobs:
-                options["drain_max_pods"] = int(knobs.pop("drain_max_pods"))
-            options.update(knobs)
-        strategy = make_strategy(name, seed=seed, **options)
-        result.runs[run_name] = run(spec, work.pods, strategy, config, callback, typical)
+        result.runs[run_name] = run(spec, work.pods, strategy, engine, callback, typical)
         granted = getattr(strategy, "granted", None)
         if lookup is not None and isinstance(granted, dict):
             result.sizing[run_name] = granted_vs_observed(work.pods, granted, lookup)
-        if name in PEER_POLICIES:  # the replay engine's carry-over of the paper's baseline (departures, queue)
-            result.input.setdefault("strategy_details", {})[name] = {"implementation": "simulator.strategies"}
-        describe = getattr(strategy, "describe", None)
-        if describe is not None:  # e.g. gpudra: the policy directory, allocator mode and what the policies decided
-            result.input.setdefault("strategy_details", {})[run_name] = describe()
+        described = strategy.describe()
+        if described is not None:  # e.g. gpudra: the policy directory, allocator mode and what the policies decided
+            details[run_name] = described
+    if details:
+        result.input["strategy_details"] = details
     return result
+
+
+def _input(
+    config: SimulationConfig,
+    spec: ClusterSpec,
+    work: Workload,
+    vram_model: VramModel,
+    protocol: str,
+    load: float,
+    sizing_spec: SizingSpec,
+    lookup: ObservedLookup | None,
+) -> dict[str, Any]:
+    mode = config.allocator_mode
+    return {
+        "cluster": spec.summary(),
+        "workload": work.summary(),
+        "vram_model": vram_model.describe(),
+        "protocol": protocol,
+        "load": load if protocol == "fgd" else None,
+        "seed": config.seed,
+        "policies": str(config.policies) if config.policies else None,
+        "allocator_mode": mode if mode == "upstream" else f"{mode} (what-if: not what a stock cluster does)",
+        "node_score": config.node_score or "least-allocated",
+        "scheduler": config.scheduler.describe(),
+        "gpudra_additions": {
+            "consumable_capacity": config.consumable_capacity, "gpudra_attributes": config.gpudra_attributes,
+        },
+        "strategies": list(config.strategies),
+        "sizing": {"spec": sizing_spec.label, "unannotated": config.unannotated,
+                   **(lookup.describe() if lookup is not None else {})},
+    }  # fmt: skip
 
 
 def _note_unknown_models(work: Workload, spec: ClusterSpec) -> None:

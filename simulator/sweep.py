@@ -6,7 +6,7 @@ Config (YAML):
     traces: [generated, openb_pod_list_default.csv]      # default: generated
     policies: [null, ./policies]                          # for gpudra; null = the shipped policies
     strategies: [device-plugin, dra-whole, gpudra, fgd]
-    modes: [scored]                                       # gpudra allocator mode(s)
+    modes: [upstream]                                     # gpudra allocator mode(s); scored is a what-if
     node_scores: [least-allocated]                        # gpudra node ranking(s); fragmentation: FGD's score
     seeds: [0, 1, 2]
     protocol: auto                                        # replay | fgd | auto
@@ -37,7 +37,7 @@ import yaml
 
 from dra.errors import InputError
 
-from .comparison import simulate
+from .comparison import SimulationConfig, simulate
 from .strategies import NODE_SCORES
 
 __all__ = ["SweepConfig", "Job", "load_sweep", "run_job", "run_sweep"]
@@ -97,7 +97,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
     traces = [resolve(t, "generated") for t in _list(data, "traces", ["generated"])]
     policies = [None if p is None else resolve(p, "") for p in _list(data, "policies", [None])]
     strategies = [str(s) for s in _list(data, "strategies", ["device-plugin", "gpudra"])]
-    modes = [str(m) for m in _list(data, "modes", ["scored"])]
+    modes = [str(m) for m in _list(data, "modes", ["upstream"])]
     node_scores = [str(n) for n in _list(data, "node_scores", ["least-allocated"])]
     for name in node_scores:
         if name not in NODE_SCORES:
@@ -114,7 +114,9 @@ def load_sweep(path: str | Path) -> SweepConfig:
     jobs = []
     for cluster, trace, strategy, seed in itertools.product(clusters, traces, strategies, seeds):
         gpudra = strategy == "gpudra"
-        variants = itertools.product(policies, modes, node_scores) if gpudra else [(None, "scored", "least-allocated")]
+        variants = (
+            itertools.product(policies, modes, node_scores) if gpudra else [(None, "upstream", "least-allocated")]
+        )
         for policy, mode, node_score in variants:
             jobs.append(Job(cluster, trace, policy, strategy, mode, seed, protocol, load, node_score, **additions))
     backend = str(data.get("backend", "process"))
@@ -127,17 +129,19 @@ def load_sweep(path: str | Path) -> SweepConfig:
 def run_job(job: Job) -> dict[str, Any]:
     """One grid point: the job's parameters followed by its summary row."""
     result = simulate(
-        None if job.cluster == "built-in" else job.cluster,
-        None if job.trace == "generated" else job.trace,
-        policies=job.policies,
-        strategies=[job.strategy],
-        seed=job.seed,
-        protocol=job.protocol,
-        load=job.load,
-        mode=job.mode,
-        node_score=job.node_score,
-        consumable_capacity=job.consumable_capacity,
-        gpudra_attributes=job.gpudra_attributes,
+        SimulationConfig(
+            None if job.cluster == "built-in" else job.cluster,
+            None if job.trace == "generated" else job.trace,
+            policies=job.policies,
+            strategies=(job.strategy,),
+            seed=job.seed,
+            protocol=job.protocol,
+            load=job.load,
+            allocator_mode=job.mode,
+            node_score=job.node_score,
+            consumable_capacity=job.consumable_capacity,
+            gpudra_attributes=job.gpudra_attributes,
+        )
     )
     summary = result.summary()
     row: dict[str, Any] = {

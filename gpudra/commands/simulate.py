@@ -41,19 +41,22 @@ def simulate(
     as_json: bool = False,
     protocol: str = "auto",
     load: float | None = None,
-    mode: str = "scored",
+    mode: str = "upstream",
     node_score: str | None = None,
     consumable_capacity: bool = False,
     gpudra_attributes: bool = False,
     sizing: str = "none",
     unannotated: bool = False,
+    scheduler_config: Path | None = None,
     verify_scheduler: bool = False,
     k8s_bin: Path | None = None,
     sample: int = 200,
 ) -> Outcome:
     """Run every strategy, write the report (its path goes to stderr at once), and the table or JSON summary."""
-    from simulator.comparison import DEFAULT_STRATEGIES
+    from simulator.comparison import DEFAULT_STRATEGIES, SimulationConfig
     from simulator.comparison import simulate as run
+    from simulator.scheduling import DEFAULT_PROFILE
+    from simulator.scheduling.config import load_scheduler_config
     from simulator.strategies import NODE_SCORES, STRATEGY_NAMES
 
     try:
@@ -71,6 +74,12 @@ def simulate(
             return input_error(exc)
     err = Console(stderr=True)
     try:
+        profile = DEFAULT_PROFILE if scheduler_config is None else load_scheduler_config(scheduler_config)
+        config = SimulationConfig(
+            cluster, trace, tuple(names), seed, protocol, load, policies=policies, allocator_mode=checked_mode,
+            node_score=checked_score, scheduler=profile, consumable_capacity=consumable_capacity,
+            gpudra_attributes=gpudra_attributes, sizing=sizing, unannotated=unannotated,
+        )  # fmt: skip
         with progress_bar("{task.description}", err) as bar:
             tasks: dict[str, Any] = {}
 
@@ -79,12 +88,7 @@ def simulate(
                     tasks[name] = bar.add_task(name, total=total)
                 bar.update(tasks[name], completed=done)
 
-            result = run(
-                cluster, trace, policies=policies, strategies=names, seed=seed, protocol=protocol, load=load,
-                mode=checked_mode, node_score=checked_score, progress=progress,
-                consumable_capacity=consumable_capacity, gpudra_attributes=gpudra_attributes,
-                sizing=sizing, unannotated=unannotated,
-            )  # fmt: skip
+            result = run(config, progress)
     except (GpudraError, OSError) as exc:
         return input_error(exc)
     summary = result.summary()
@@ -165,12 +169,25 @@ def register(app: typer.Typer) -> None:
         load: float | None = typer.Option(
             None, "--load", help="fgd protocol: tune the workload's GPU demand to this x capacity (default 1.3)."
         ),
-        mode: str = typer.Option("scored", "--allocator-mode", help="gpudra's dra.allocator mode: upstream or scored."),
+        mode: str = typer.Option(
+            "upstream",
+            "--allocator-mode",
+            help="gpudra's dra.allocator mode: upstream (kube-scheduler's choices, the default) or scored (a what-if: "
+            "device choice by gpudra's scoring, not what a stock cluster does).",
+        ),
         node_score: str | None = typer.Option(
             None,
             "--node-score",
-            help="gpudra's node ranking: least-allocated (kube-scheduler's default), most-allocated, or "
-            "fragmentation (FGD's score: a what-if for a fragmentation-aware scheduler).",
+            help="gpudra's node ranking: least-allocated (kube-scheduler's default), most-allocated (both the "
+            "NodeResourcesFit scoring strategy of the profile), or fragmentation (FGD's score: a what-if for a "
+            "fragmentation-aware scheduler).",
+        ),
+        scheduler_config: Path | None = typer.Option(
+            None,
+            "--scheduler-config",
+            help="A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for the DRA strategies, read as "
+            "kube-scheduler reads it (profile default-scheduler: plugins, weights, NodeResourcesFit scoringStrategy, "
+            "percentageOfNodesToScore). Default: kube-scheduler 1.37's defaults.",
         ),
         consumable_capacity: bool = typer.Option(
             False,
@@ -229,6 +246,7 @@ def register(app: typer.Typer) -> None:
                 gpudra_attributes=gpudra_attributes,
                 sizing=sizing,
                 unannotated=unannotated,
+                scheduler_config=scheduler_config,
                 verify_scheduler=verify_scheduler,
                 k8s_bin=k8s_bin,
                 sample=sample,

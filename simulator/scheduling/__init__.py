@@ -17,6 +17,11 @@ Stable API (the scheduler verifier codes against it; see docs/simulator.md):
 """
 
 from .candidates import Candidates, ClassFit, choose, scored_classes
+from .config import load_scheduler_config, profile_from_config
+from .decide import Decision, decide
+from .devices import PlacedClaim, Placer, claim_devices, node_slices
+from .evaluate import Devices, class_fit
+from .objects import apply_binding, pod_requests, sim_pod, state_from_objects
 from .plugins import base_scores, passes_pod_filters, pod_raw
 from .profile import DEFAULT_PROFILE, FitScoring, Profile
 from .queue import SchedulingQueue
@@ -26,11 +31,25 @@ __all__ = [
     "DEFAULT_PROFILE",
     "Candidates",
     "ClassFit",
+    "Decision",
+    "Devices",
     "FitScoring",
+    "PlacedClaim",
+    "Placer",
     "Profile",
     "SchedulingQueue",
+    "apply_binding",
     "base_scores",
     "choose",
+    "claim_devices",
+    "class_fit",
+    "decide",
+    "load_scheduler_config",
+    "node_slices",
+    "pod_requests",
+    "profile_from_config",
+    "sim_pod",
+    "state_from_objects",
     "num_feasible_nodes_to_find",
     "passes_pod_filters",
     "pod_raw",

@@ -128,9 +128,7 @@ def scored_classes(state: ClusterState, cands: Candidates, profile: Profile, *, 
     return Scored(totals, tuple(sorted(c for c, t in totals.items() if t == best)), nodes, top)
 
 
-def choose(
-    state: ClusterState, cands: Candidates, profile: Profile, rng: random.Random
-) -> tuple[int, ClassFit] | None:
+def choose(state: ClusterState, cands: Candidates, profile: Profile, rng: random.Random) -> tuple[int, ClassFit] | None:
     """kube-scheduler's node for the pod shape: the top total, a seeded uniform choice among the tied nodes."""
     nodes = _cut_search(state, cands, profile)
     if nodes is not None:
@@ -186,4 +184,3 @@ def _tied_tops(heap: list[tuple[int, int]], base: int, classes: dict[int, Any]) 
     for entry in found:
         heapq.heappush(heap, entry)
     return tied
-

@@ -30,8 +30,9 @@ from dra.quantity import Quantity
 
 from ..cluster import NodeSpec
 from ..state import PLAIN, NodeState, Part
+from .scores import prioritized_list_score
 
-__all__ = ["PlacedClaim", "Placer", "Usage", "node_slices"]
+__all__ = ["PlacedClaim", "Placer", "Usage", "claim_devices", "node_slices"]
 
 # (device name, consumed memory MiB) per device in use; -1: held exclusively
 Usage = tuple[tuple[str, int], ...]
@@ -129,6 +130,24 @@ class Placer:
         self._specs[id(spec)] = (spec, found)
         return found
 
+    def device_parts(self, spec: NodeSpec, results: list[dict[str, Any]], share_milli: int = 1000) -> tuple[Part, ...]:
+        """An allocation's results (device names as the node publishes them) as parts, real GPU indices; a
+        result with `consumedCapacity.memory` is a share of its GPU. KeyError names a device the node lacks."""
+        tmpl = self._template(spec)
+        parts = []
+        for result in results:
+            device = tmpl.devices[str(result["device"])]
+            consumed = (result.get("consumedCapacity") or {}).get("memory")
+            if device.profile is not None:
+                prof = device.profile
+                parts.append(Part(device.gpu, "mig", prof.compute_milli, prof.memory_mib, prof, device.start))
+            elif consumed is not None:
+                memory = math.ceil(Quantity.parse(str(consumed)).value / 2**20)
+                parts.append(Part(device.gpu, "share", share_milli, memory))
+            else:
+                parts.append(Part(device.gpu, "whole", 1000, tmpl.memory))
+        return tuple(parts)
+
     def usage(self, node: NodeState, compute_milli: int = 0) -> Usage:
         """The node's devices in use, pool-free and in a canonical order; with `compute_milli`, a shared GPU with
         less compute than that left is offered as held (the compute-bound model of `PolicyClaims`)."""
@@ -204,6 +223,26 @@ class Placer:
             memory = -1 if consumed is None else math.ceil(Quantity.parse(str(consumed)).value / 2**20)
             answer.append((str(r["device"]), memory, str(r.get("request", ""))))
         return tuple(answer)
+
+
+def claim_devices(
+    placer: Placer,
+    node: NodeState,
+    claim_key: str,
+    claim: Claim,
+    requests: list[dict[str, Any]],
+    share_milli: int,
+    *,
+    compute_bound: bool = False,
+) -> tuple[tuple[Part, ...], tuple[str, ...], int] | None:
+    """The DynamicResources filter and score on `node`: the claim's parts in the node's canonical GPU order, the
+    device names, and the prioritized-list score of the subrequests picked (None: the claim does not fit)."""
+    placed = placer.place(node, claim_key, claim, share_milli, compute_bound=compute_bound)
+    if placed is None:
+        return None
+    position = {real: canonical for canonical, real in enumerate(node.canon)}
+    parts = tuple(Part(position[p.gpu], p.kind, p.milli, p.vram, p.profile, p.start) for p in placed.parts)
+    return parts, placed.devices, prioritized_list_score(requests, [{"request": r} for r in placed.requests])
 
 
 def _memo_matcher(matcher: SelectorMatcher) -> SelectorMatcher:

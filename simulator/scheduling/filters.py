@@ -53,9 +53,7 @@ def intolerable_prefer_no_schedule(pod: Mapping[str, Any] | None, taints: Sequen
     """TaintToleration Score (before the reversed normalisation): PreferNoSchedule taints no toleration with an
     empty or PreferNoSchedule effect tolerates."""
     soft = [t for t in _tolerations(pod) if not t.get("effect") or t.get("effect") == "PreferNoSchedule"]
-    return sum(
-        1 for taint in taints if taint[2] == "PreferNoSchedule" and not any(_tolerates(t, taint) for t in soft)
-    )
+    return sum(1 for taint in taints if taint[2] == "PreferNoSchedule" and not any(_tolerates(t, taint) for t in soft))
 
 
 def _expression_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
@@ -109,6 +107,4 @@ def matches_node_affinity(pod: Mapping[str, Any] | None, name: str, labels: Mapp
 def preferred_affinity_score(pod: Mapping[str, Any] | None, name: str, labels: Mapping[str, str]) -> int:
     """NodeAffinity Score (before normalisation): the weights of the preferred terms the node matches."""
     preferred = _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution") or ()
-    return sum(
-        int(p.get("weight", 0)) for p in preferred if _term_matches(p.get("preference") or {}, name, labels)
-    )
+    return sum(int(p.get("weight", 0)) for p in preferred if _term_matches(p.get("preference") or {}, name, labels))

@@ -13,8 +13,12 @@ from collections.abc import Mapping
 
 from ..state import NodeState
 from ..workload import SimPod
-from .filters import intolerable_prefer_no_schedule, matches_node_affinity, preferred_affinity_score
-from .filters import tolerates_hard_taints
+from .filters import (
+    intolerable_prefer_no_schedule,
+    matches_node_affinity,
+    preferred_affinity_score,
+    tolerates_hard_taints,
+)
 from .profile import AFFINITY, BALANCED, FIT, TAINTS, Profile
 from .scores import balanced_allocation, least_allocated, most_allocated, requested_to_capacity_ratio
 
@@ -28,8 +32,10 @@ def passes_pod_filters(profile: Profile, node: NodeState, pod: SimPod) -> bool:
     """NodeUnschedulable and TaintToleration (the node's taints, its unschedulable mark among them), NodeAffinity
     (nodeSelector, required terms, and the trace's GPU model list as a selector on the model label)."""
     spec = node.spec
-    if pod.gpu_models and spec.model_label not in pod.gpu_models and (
-        spec.gpu is None or spec.gpu.key not in pod.gpu_models
+    if (
+        pod.gpu_models
+        and spec.model_label not in pod.gpu_models
+        and (spec.gpu is None or spec.gpu.key not in pod.gpu_models)
     ):
         return False
     if spec.taints and ("TaintToleration" in profile.filters or "NodeUnschedulable" in profile.filters):
@@ -50,7 +56,9 @@ def pod_raw(profile: Profile, node: NodeState, pod: SimPod) -> tuple[int, int]:
     return taints, affinity
 
 
-def _amounts(node: NodeState, names: tuple[str, ...], pod_cpu: int, pod_mem: int) -> tuple[list[int], list[int], list[int]]:
+def _amounts(
+    node: NodeState, names: tuple[str, ...], pod_cpu: int, pod_mem: int
+) -> tuple[list[int], list[int], list[int]]:
     used = {"cpu": node.spec.cpu_milli - node.free_cpu, "memory": node.spec.memory_mib - node.free_mem}
     cap = {"cpu": node.spec.cpu_milli, "memory": node.spec.memory_mib}
     pod = {"cpu": pod_cpu, "memory": pod_mem}

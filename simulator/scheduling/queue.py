@@ -52,9 +52,9 @@ class SchedulingQueue:
         """backoff_queue.go calculateBackoffDuration: initial << (attempts - 1), capped at max."""
         if attempts <= 0:
             return 0.0
-        if attempts > 62 or self.initial_backoff * 2 ** (attempts - 1) > self.max_backoff:
+        if attempts > 62:
             return self.max_backoff
-        return self.initial_backoff * 2 ** (attempts - 1)
+        return min(self.max_backoff, self.initial_backoff * float(1 << (attempts - 1)))
 
     def add(self, pod: SimPod, now: float, since: float | None = None) -> None:
         """A new (or evicted) pod: straight to activeQ."""

@@ -8,9 +8,13 @@ from typing import Any
 from .base import NODE_SCORES, Demand, Option, Strategy
 from .baselines import BASELINES, BestFit, DotProd, Fgd, GpuClustering, GpuPacking, RandomFit
 from .deviceplugin import DevicePlugin, DraWhole, Reconfiguration
+from .policy_claims import OBSERVED_RUN
+from .settings import RunSettings
 
 __all__ = [
     "NODE_SCORES",
+    "OBSERVED_RUN",
+    "RunSettings",
     "BestFit",
     "Demand",
     "DevicePlugin",
@@ -25,9 +29,22 @@ __all__ = [
     "STRATEGY_NAMES",
     "Strategy",
     "make_strategy",
+    "strategy_class",
 ]
 
 STRATEGY_NAMES = ("device-plugin", "dra-whole", "gpudra", *BASELINES)
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    """The strategy class registered as `name`; ValueError naming the known ones."""
+    if name == "gpudra":
+        from .policy_claims import PolicyClaims
+
+        return PolicyClaims
+    classes: dict[str, type[Strategy]] = {"device-plugin": DevicePlugin, "dra-whole": DraWhole, **BASELINES}
+    if name not in classes:
+        raise ValueError(f"unknown strategy {name!r} (known: {', '.join(STRATEGY_NAMES)})")
+    return classes[name]
 
 
 def make_strategy(name: str, *, seed: int = 0, **options: Any) -> Strategy:

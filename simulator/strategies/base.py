@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dra.gpus import MigProfile
 
 from ..cluster import mig_profiles
 from ..state import DYNAMIC, PLAIN, STATIC, ClusterState, GpuInfo, NodeState, Part, Sig
 from ..workload import SimPod
+
+if TYPE_CHECKING:
+    from .settings import RunSettings
 
 __all__ = ["NODE_SCORES", "Demand", "Option", "Strategy", "fit_option", "least_allocated"]
 
@@ -72,6 +75,17 @@ class Strategy:
         self._parts: dict[tuple[int, int], tuple[Part, ...] | None] = {}  # GPU fit by (class, options id)
         self._option_ids: dict[tuple[Option, ...], int] = {}
         self._option_of: dict[int, int] = {}
+
+    fgd_peer = False  # on the FGD protocol, run by the paper's own simulator (`simulator.peer_protocol`) instead
+
+    @classmethod
+    def runs(cls, settings: RunSettings) -> list[Strategy]:
+        """The runs a simulation makes of this strategy (most: one, with the seed)."""
+        return [cls(settings.seed)]
+
+    def describe(self) -> dict[str, Any] | None:
+        """What the summary's `input.strategy_details` says of this run (None: nothing)."""
+        return None
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
         """Called once before the run (convert MIG modes, learn the workload)."""

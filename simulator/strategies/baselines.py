@@ -28,6 +28,10 @@ class ShareStrategy(Strategy):
     """Shared-GPU demand: fractional pods share one GPU by compute share; others take whole GPUs."""
 
     device_order = "pack"
+    fgd_peer = True
+
+    def describe(self) -> dict[str, Any] | None:
+        return {"implementation": "simulator.strategies"}  # the replay engine's carry-over of the paper's baseline
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
         for node in state.nodes:

@@ -14,6 +14,7 @@ kube-scheduler's profile and queue (`KubeScheduled`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dra.gpus import MigProfile
 
@@ -22,6 +23,9 @@ from ..state import DYNAMIC, ClusterState, NodeState
 from ..workload import SimPod
 from .base import Demand, Option, Strategy
 from .kube import KubeScheduled
+
+if TYPE_CHECKING:
+    from .settings import RunSettings
 
 __all__ = ["DevicePlugin", "DraWhole", "Reconfiguration"]
 
@@ -82,6 +86,15 @@ class DevicePlugin(_ByCount):
         self.reconfigurable: set[int] = set()
         self.changed_at: dict[int, float] = {}
         self.inflight: dict[int, str] = {}  # node -> layout it is being drained for
+
+    @classmethod
+    def runs(cls, settings: RunSettings) -> list[Strategy]:
+        """The cluster spec's `device_plugin` knobs (drain_seconds, min_layout_age, drain_max_pods) apply."""
+        knobs = dict(settings.cluster.device_plugin)
+        drain_max_pods = knobs.pop("drain_max_pods", None)
+        if drain_max_pods is not None:
+            knobs["drain_max_pods"] = int(drain_max_pods)
+        return [cls(settings.seed, **knobs)]  # type: ignore[arg-type]
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
         super().prepare(state, pods)

@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..scheduling import DEFAULT_PROFILE, Candidates, ClassFit, Profile, base_scores, choose, passes_pod_filters
-from ..scheduling import pod_raw
-from ..scheduling.profile import FIT
+from ..scheduling import DEFAULT_PROFILE, Candidates, ClassFit, Devices, Profile, base_scores, choose, class_fit
 from ..state import ClusterState, Part
 from ..workload import SimPod
 from .base import Demand, Strategy, fit_option
+
+if TYPE_CHECKING:
+    from .settings import RunSettings
 
 __all__ = ["DEVICE_RELEASE_DELAY", "FIT_TYPES", "Devices", "KubeScheduled"]
 
 DEVICE_RELEASE_DELAY = 0.04  # seconds between a deleted pod's CPU/memory and its devices being free (issue 24)
 FIT_TYPES = {"least-allocated": "LeastAllocated", "most-allocated": "MostAllocated"}  # --node-score's names
-
-Devices = tuple[tuple[Part, ...], tuple[str, ...], int]  # parts, device names, DynamicResources raw score
 
 _MISSING = object()
 
@@ -56,6 +55,10 @@ class KubeScheduled(Strategy):
         self._candidates: dict[int, Candidates] = {}
         self._class_fits: dict[tuple[int, int], ClassFit | None] = {}
 
+    @classmethod
+    def runs(cls, settings: RunSettings) -> list[Strategy]:
+        return [cls(settings.seed, profile=settings.scheduler)]
+
     def demand_key(self, pod: SimPod) -> Any:
         return (pod.shape, _constraints_key(pod))
 
@@ -77,19 +80,10 @@ class KubeScheduled(Strategy):
         return dict(base_scores(self.profile, state.representative(cid), pod))
 
     def class_fit(self, state: ClusterState, cid: int, demand: Demand, pod: SimPod) -> ClassFit | None:
-        sig = state.sigs[cid]
-        if FIT in self.profile.filters and (sig[1] < demand.cpu or sig[2] < demand.mem):
-            return None
-        node = state.representative(cid)
-        if not passes_pod_filters(self.profile, node, pod):
-            return None
-        found = self.devices(state, cid, demand)
-        if found is None:
-            return None
-        parts, names, dra = found
-        scores = self.node_local_score(state, cid, demand, pod)
-        taints, affinity = pod_raw(self.profile, node, pod)
-        return ClassFit(parts, names, sum(scores.values()), (dra, taints, affinity), tuple(scores.items()))
+        return class_fit(
+            self.profile, state, cid, pod, lambda: self.devices(state, cid, demand),
+            lambda: self.node_local_score(state, cid, demand, pod),
+        )  # fmt: skip
 
     def candidates_of(self, state: ClusterState, pod: SimPod) -> Candidates | None:
         """The classes that pass the filters for `pod`'s shape, brought up to date with the classes born since."""

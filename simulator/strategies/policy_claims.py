@@ -15,21 +15,25 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from dra.allocator import Claim, Mode, prepare_claim
 from dra.sizing import SizingLookup
 
 from ..frag import TypicalPod, fgd_score, frag_amount, typical_pods
-from ..scheduling import Profile
-from ..scheduling.devices import Placer
-from ..scheduling.scores import prioritized_list_score
+from ..scheduling import Devices, Placer, Profile, claim_devices
 from ..state import PLAIN, STATIC, ClusterState, Part
 from ..workload import SimPod
 from .base import NODE_SCORES, Demand, Option
-from .kube import Devices, KubeScheduled
+from .kube import KubeScheduled
 
-__all__ = ["ClaimDemand", "PolicyClaims", "legacy_claim"]
+if TYPE_CHECKING:
+    from .base import Strategy
+    from .settings import RunSettings
+
+OBSERVED_RUN = "gpudra+observed"  # the gpudra strategy with --sizing observed:..., beside plain gpudra
+
+__all__ = ["OBSERVED_RUN", "ClaimDemand", "PolicyClaims", "legacy_claim"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +120,23 @@ class PolicyClaims(KubeScheduled):
         self._unfit: set[tuple[Any, ...]] = set()  # (template and device shape, claim) the allocator refused
         self._shapes: dict[int, tuple[int, Any]] = {}  # class id -> (template, device shape)
 
+    @classmethod
+    def runs(cls, settings: RunSettings) -> list[Strategy]:
+        """gpudra, and with observed-usage sizing a second run sized from it; on the FGD protocol a shared GPU
+        also never serves more than its compute (that protocol's resource model)."""
+
+        def make(**extra: Any) -> Strategy:
+            return cls(
+                settings.seed, policies=settings.policies, mode=settings.allocator_mode,
+                node_score=settings.node_score, profile=settings.scheduler, compute_bound=settings.protocol == "fgd",
+                gpudra_attributes=settings.gpudra_attributes, **extra,
+            )  # fmt: skip
+
+        runs = [make()]
+        if settings.observed is not None:
+            runs.append(make(sizing=settings.observed, run_name=OBSERVED_RUN))
+        return runs
+
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
         if self.node_score == "fragmentation":
             self.typical = typical_pods(pods)
@@ -182,16 +203,13 @@ class PolicyClaims(KubeScheduled):
         unfit = (shape, demand.claim)
         if unfit in self._unfit:
             return None
-        claim = self._claims[demand.claim]
-        placed = self.placer.place(node, demand.claim, claim, demand.share_milli, compute_bound=self.compute_bound)
-        if placed is None:
-            if self.placer.memoize:
-                self._unfit.add(unfit)
-            return None
-        position = {real: canonical for canonical, real in enumerate(node.canon)}
-        parts = tuple(Part(position[p.gpu], p.kind, p.milli, p.vram, p.profile, p.start) for p in placed.parts)
-        score = prioritized_list_score(self._requests[demand.claim], [{"request": r} for r in placed.requests])
-        return parts, placed.devices, score
+        found = claim_devices(
+            self.placer, node, demand.claim, self._claims[demand.claim], self._requests[demand.claim],
+            demand.share_milli, compute_bound=self.compute_bound,
+        )  # fmt: skip
+        if found is None and self.placer.memoize:
+            self._unfit.add(unfit)
+        return found
 
     def node_local_score(self, state: ClusterState, cid: int, demand: Demand, pod: SimPod) -> dict[str, int]:
         if self.node_score == "fragmentation":  # the what-if score, in millionths, for the integer sum

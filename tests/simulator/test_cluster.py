@@ -114,7 +114,7 @@ def test_default_cluster() -> None:
 
 
 def test_device_plugin_drain_knobs(tmp_path: Path) -> None:
-    from simulator.comparison import simulate
+    from simulator.comparison import SimulationConfig, simulate
     from simulator.workload import SimPod, Workload
 
     pool = "{name: h, count: 1, gpu: H100-SXM5-80GB, gpus: 1, mig: dynamic}"
@@ -122,7 +122,7 @@ def test_device_plugin_drain_knobs(tmp_path: Path) -> None:
     path = write(tmp_path / "c.yaml", text)
     assert load_cluster(path).device_plugin == {"drain_seconds": 120.0}
     work = Workload([SimPod("s", 1000, 1024, 1, 200, 4096, duration=50.0)], "test", "jsonl")
-    result = simulate(path, work, strategies=["device-plugin"])
+    result = simulate(SimulationConfig(path, work, strategies=["device-plugin"]))
     assert result.summary()["strategies"]["device-plugin"]["drained_node_hours"] == pytest.approx(120 / 3600, abs=1e-3)
     with pytest.raises(TraceError, match="device_plugin"):
         load_cluster(write(tmp_path / "d.yaml", "device_plugin: {drain: 1}\npools: []\n"))

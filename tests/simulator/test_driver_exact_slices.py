@@ -6,8 +6,8 @@ from typing import Any
 
 from dra.gpus import NVLINK_GROUP_ATTRIBUTE, driver_shape
 from simulator.cluster import default_cluster
-from simulator.comparison import simulate
-from simulator.strategies.placement import node_slices
+from simulator.comparison import SimulationConfig, simulate
+from simulator.scheduling.devices import node_slices
 from simulator.traces.generator import GeneratorConfig
 
 
@@ -46,11 +46,11 @@ def test_gpudra_additions_are_opt_in_and_named() -> None:
 
 def test_the_summary_names_the_additions_a_run_used() -> None:
     gen = GeneratorConfig(seed=3, pods=60)
-    plain = simulate(strategies=["gpudra"], generator=gen, seed=3).summary()
+    plain = simulate(SimulationConfig(strategies=["gpudra"], generator=gen, seed=3)).summary()
     assert plain["input"]["gpudra_additions"] == {"consumable_capacity": False, "gpudra_attributes": False}
     assert plain["input"]["cluster"]["shareable_gpus"] == 0
     both = simulate(
-        strategies=["gpudra"], generator=gen, seed=3, consumable_capacity=True, gpudra_attributes=True
+        SimulationConfig(strategies=["gpudra"], generator=gen, seed=3, consumable_capacity=True, gpudra_attributes=True)
     ).summary()
     assert both["input"]["gpudra_additions"] == {"consumable_capacity": True, "gpudra_attributes": True}
     assert both["input"]["cluster"]["shareable_gpus"] == 80

@@ -14,8 +14,8 @@ from dra.quantity import Quantity
 from simulator.cluster import ClusterSpec, NodeSpec, mig_profiles, place_layout, resolve_gpu
 from simulator.engine import run
 from simulator.kpis import summarize
+from simulator.scheduling.devices import node_slices
 from simulator.state import ClusterState
-from simulator.strategies.placement import node_slices
 from simulator.strategies.policy_claims import ClaimDemand, PolicyClaims
 from simulator.traces.generator import GeneratorConfig, generate
 from simulator.vram import VramModel

@@ -17,7 +17,7 @@ import pytest
 
 from simulator.cluster import ClusterSpec, NodeSpec
 from simulator.cluster_sources import load_cluster
-from simulator.comparison import simulate
+from simulator.comparison import SimulationConfig, simulate
 from simulator.frag import TypicalPod, frag_amount
 from simulator.kpis import summarize
 from simulator.peer_protocol import PEER_POLICIES, _gpus, _Nodes, _Pod, _score, run_peer
@@ -148,10 +148,10 @@ def test_a_peer_run_reads_like_any_other_strategy() -> None:
 
 
 def test_the_fgd_protocol_runs_the_peer_baselines_and_gpudra_on_one_tuned_workload() -> None:
-    result = simulate(
+    result = simulate(SimulationConfig(
         FIXTURES / "openb_node_excerpt.csv", FIXTURES / "openb_pod_excerpt.csv",
         strategies=["fgd", "bestfit", "gpudra", "device-plugin"], seed=42, protocol="fgd",
-    )  # fmt: skip
+    ))  # fmt: skip
     details = result.input["strategy_details"]
     assert details["fgd"] == details["bestfit"] == {"implementation": "simulator.peer_protocol"}
     assert details["gpudra"]["compute_bound"] is True

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from dra.errors import InputError
 from dra.sizing import pod_owner
 from gpudra.cli import app
-from simulator.comparison import OBSERVED_RUN, simulate
+from simulator.comparison import OBSERVED_RUN, SimulationConfig, simulate
 from simulator.html_report import write_report
 from simulator.sizing import (
     ObservedLookup,
@@ -232,10 +232,10 @@ def test_lookup_counts() -> None:
 
 
 def test_observed_sizing_lowers_vram_waste_of_unannotated_pods() -> None:
-    result = simulate(
+    result = simulate(SimulationConfig(
         generator=GeneratorConfig(pods=240, seed=5), seed=5, strategies=("dra-whole", "gpudra"),
         sizing="observed:generated", unannotated=True,
-    )  # fmt: skip
+    ))  # fmt: skip
     summary = result.summary()
     runs = summary["strategies"]
     assert list(runs) == ["dra-whole", "gpudra", OBSERVED_RUN]
@@ -260,9 +260,9 @@ def test_observed_sizing_lowers_vram_waste_of_unannotated_pods() -> None:
 
 def test_observed_from_the_fixture_file_keeps_annotated_pods_as_they_were(tmp_path: Path) -> None:
     """Annotations win over observed usage: with the annotations kept, only unannotated owners' pods change."""
-    result = simulate(
+    result = simulate(SimulationConfig(
         generator=GeneratorConfig(pods=160, seed=2), seed=2, strategies=("gpudra",), sizing=f"observed:{DUMP}",
-    )  # fmt: skip
+    ))  # fmt: skip
     summary = result.summary()
     sources = summary["input"]["strategy_details"][OBSERVED_RUN]["sizing_sources"]
     assert sources.get("annotation", 0) > 0 and sources.get("observed", 0) == 0  # the file covers annotated owners

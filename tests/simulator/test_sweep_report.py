@@ -15,7 +15,7 @@ from dra.errors import InputError
 from dra.gpus import catalog, node_resource_slices, synthetic_node
 from simulator.cluster import ClusterSpec
 from simulator.cluster_sources import load_cluster
-from simulator.comparison import simulate
+from simulator.comparison import SimulationConfig, simulate
 from simulator.html_report import SERIES_COLUMNS, write_report
 from simulator.sweep import load_sweep, run_sweep
 from simulator.traces import GeneratorConfig
@@ -57,7 +57,9 @@ def test_sweep_rejects_unknown_keys(tmp_path: Path) -> None:
 
 
 def test_report_files(tmp_path: Path) -> None:
-    result = simulate(strategies=["device-plugin", "gpudra"], generator=GeneratorConfig(pods=120, seed=2))
+    result = simulate(
+        SimulationConfig(strategies=["device-plugin", "gpudra"], generator=GeneratorConfig(pods=120, seed=2))
+    )
     index = write_report(result, tmp_path / "r")
     assert "gpudra simulation report" in index.read_text()
     for name in ("allocation.png", "vram_waste.png", "fragmentation.png", "pending.png"):
@@ -124,8 +126,12 @@ def test_a_cluster_from_real_slices_allocates_on_the_slices_it_published(tmp_pat
         name=spec.name, nodes=[replace(n, slices=(), slices_digest="") for n in spec.nodes], source=spec.source
     )
     workload = GeneratorConfig(pods=150, seed=3)
-    real = simulate(spec, None, strategies=["gpudra"], generator=workload).summary()["strategies"]["gpudra"]
-    synthetic = simulate(generated, None, strategies=["gpudra"], generator=workload).summary()["strategies"]["gpudra"]
+    real = simulate(SimulationConfig(spec, None, strategies=["gpudra"], generator=workload)).summary()["strategies"][
+        "gpudra"
+    ]
+    synthetic = simulate(SimulationConfig(generated, None, strategies=["gpudra"], generator=workload)).summary()[
+        "strategies"
+    ]["gpudra"]
     assert real == synthetic and real["pods_placed"] > 0
 
 
@@ -206,7 +212,7 @@ def test_an_fgd_protocol_sweep_has_a_column_per_kpi_and_load(tmp_path: Path, pod
 
 
 def test_an_fgd_protocol_report_has_the_kpis_at_each_load(tmp_path: Path, pod_csv: Path, node_csv: Path) -> None:
-    result = simulate(node_csv, pod_csv, strategies=["fgd", "gpudra"], protocol="fgd", seed=42)
+    result = simulate(SimulationConfig(node_csv, pod_csv, strategies=["fgd", "gpudra"], protocol="fgd", seed=42))
     page = write_report(result, tmp_path / "r").read_text()
     assert "At arrived demand (FGD protocol)" in page and "GPU allocation % @100%" in page
     with (tmp_path / "r" / "series-fgd.csv").open() as handle:
