@@ -44,7 +44,8 @@ log = logging.getLogger("gpudra.webhook")
 # timeout, so that what the pod's creator reads is gpudra's reason.
 DEFAULT_DEADLINE_SECONDS = 4.0
 DEFAULT_DECISION_THREADS = 4
-# Connection: close on a refused body, so the rest of it is never read and the connection's buffers go with it.
+# A stalled body's connection is closed (and aborted, webhook.connections). One refused for its size or for load
+# stays open: uvicorn reads and drops the rest of the body, so the client that is still sending reads the answer.
 _CLOSE = {"Connection": "close"}
 
 
@@ -138,7 +139,8 @@ def create_app(
                 return Response(status_code=499)
             log.warning("%s review refused (%d): %s", endpoint, refused.status, refused.reason)
             metrics.bad_requests.labels(str(refused.status)).inc()
-            return JSONResponse({"error": refused.reason}, status_code=refused.status, headers=_CLOSE)
+            headers = _CLOSE if refused.status == 408 else None
+            return JSONResponse({"error": refused.reason}, status_code=refused.status, headers=headers)
 
     async def parse_large(body: bytes) -> ReviewRequest:
         """Parse on the large lane: a multi-megabyte json.loads holds the GIL, so at most one runs at a time."""

@@ -4,9 +4,10 @@ uvicorn closes a keep-alive connection idle for `timeout_keep_alive` seconds aft
 connection opens, and any byte cancels its timer: a client that completes the TLS handshake and sends nothing, or
 sends its headers a byte at a time, holds a connection (and its TLS buffers) for ever. Here a timer started when
 the connection opens and again after each response closes it unless a request's headers are complete by then.
-A connection whose request was answered before its body was read whole (408, 413, 503) is aborted, not shut down:
-a graceful TLS shutdown reads on for the peer's close_notify and buffers whatever body still arrives (measured:
-100 such clients of 4 MB held 72 MB, aborted 1 MB; benchmarks/webhook_reliability.py --only half-sent).
+A connection closed before its request's body was read whole (a stalled body, or this deadline while uvicorn drops
+the rest of a refused one) is aborted, not shut down: a graceful TLS shutdown reads on for the peer's close_notify
+and buffers whatever body still arrives (measured: 100 clients refused mid-way through 4 MB bodies held 72 MB,
+aborted 1 MB; benchmarks/webhook_reliability.py --only half-sent).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ class IdleBoundedProtocol(HttpToolsProtocol):
 
     def _headers_overdue(self) -> None:
         self._header_deadline = None
-        if not self.transport.is_closing():
+        if self.cycle is not None and self.cycle.more_body:
+            self.transport.abort()
+        elif not self.transport.is_closing():
             self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]

@@ -117,7 +117,6 @@ def test_a_declared_length_above_the_limit_is_413_before_the_body_is_read(admiss
     app = create_app(admission, metrics=WebhookMetrics(), max_body_bytes=1000)
     (resp,) = _post_all(app, [b"{}"], headers={"Content-Length": "5000000"})
     assert resp.status_code == 413 and "5000000 bytes exceeds the limit of 1000" in resp.json()["error"]
-    assert resp.headers["connection"] == "close"
 
 
 def test_bodies_beyond_the_budget_are_shed_with_503_and_the_budget_comes_back(admission: Admission) -> None:
