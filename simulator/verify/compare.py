@@ -8,23 +8,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra.allocator import Mode
+
 from .objects import Admitted
 from .replay import RealDecision, Snapshot, Step
 
 __all__ = ["Disagreement", "Tally", "model_ask", "tally"]
 
-ALLOCATOR_MODE = "upstream"  # the devices kube-scheduler's allocator picks: what "same devices" compares with
+ALLOCATOR_MODE: Mode = "upstream"  # the devices kube-scheduler's allocator picks: what "same devices" compares with
 
 
-def model_ask(profile: Any, *, seed: int = 0, mode: str = ALLOCATOR_MODE) -> Callable[[Snapshot, Admitted], Any]:
+def model_ask(profile: Any, *, seed: int = 0, mode: Mode = ALLOCATOR_MODE) -> Callable[[Snapshot, Admitted], Any]:
     """Asks `simulator.scheduling` (with `profile`) what it would do with the pod in the snapshot's cluster."""
-    from simulator.scheduling import decide, sim_pod, state_from_objects
+    from simulator.scheduling import Placer, decide, sim_pod, state_from_objects
+
+    placer = Placer(mode)  # memoised by node template, device usage and claim: valid across states
 
     def ask(snapshot: Snapshot, admitted: Admitted) -> Any:
         bound = [(b.pod, list(b.claims)) for b in snapshot.bound]
         state = state_from_objects(list(snapshot.nodes), list(snapshot.slices), bound)
         pod = sim_pod(admitted.pod)
-        return decide(state, pod, profile=profile, claims=list(admitted.claims), mode=mode, seed=seed)
+        claims = list(admitted.claims)
+        return decide(state, pod, profile, claims=claims, mode=mode, seed=seed, placer=placer)
 
     return ask
 

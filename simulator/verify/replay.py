@@ -27,7 +27,7 @@ from .api import Api, ApiError, Watcher
 from .controlplane import ControlPlane
 from .objects import RESOURCE_API, Admitted, admit, device_class_objects, node_object
 
-__all__ = ["Bound", "LiveCluster", "RealDecision", "ReplayError", "Snapshot", "Step", "replay"]
+__all__ = ["Bound", "LiveCluster", "RealDecision", "Replayed", "ReplayError", "Snapshot", "Step", "replay"]
 
 SETTLE_TIMEOUT = 180.0  # seconds one event may take to settle on a loaded machine before the replay gives up
 NAMESPACE = "default"
@@ -235,6 +235,17 @@ class LiveCluster:
         self.wait(gone, f"pod {name} and its claims {claim_names} to be deleted")
 
 
+@dataclass(frozen=True, slots=True)
+class Replayed(Generic[T]):
+    """The decisions in order, how many pods the policies denied and how many left (deleted) meanwhile, and the
+    seconds spent asking the model."""
+
+    steps: list[Step[T]]
+    denied: int
+    departures: int
+    model_seconds: float
+
+
 @dataclass(slots=True)
 class _Replay(Generic[T]):
     live: LiveCluster
@@ -247,6 +258,8 @@ class _Replay(Generic[T]):
     attempts: dict[str, int] = field(default_factory=dict)
     events: list[tuple[float, int, int, Any]] = field(default_factory=list)
     denied: int = 0
+    departures: int = 0
+    model_seconds: float = 0.0
     seq: int = 0
 
     def push(self, when: float, kind: int, payload: Any) -> None:
@@ -266,7 +279,9 @@ class _Replay(Generic[T]):
             return True  # never placed, never queued: the webhook would have refused it
         before = self.snapshot()
         self.live.submit(admitted)
+        started = time.perf_counter()
         answer = self.ask(before, admitted)  # the model works while the real scheduler does
+        self.model_seconds += time.perf_counter() - started
         node, devices, message = self.live.wait(
             lambda: self.live.outcome(name, len(admitted.claims)), f"pod {name} to be bound or marked Unschedulable"
         )
@@ -282,6 +297,7 @@ class _Replay(Generic[T]):
     def depart(self, name: str) -> None:
         binding, _ = self.bound.pop(name)
         self.live.remove(name, [c["metadata"]["name"] for c in binding.claims])
+        self.departures += 1
 
     def retry(self, now: float) -> None:
         failed: set[Any] = set()
@@ -320,15 +336,15 @@ def replay(
     slices_of: Callable[[Any], list[dict[str, Any]]],
     ask: Callable[[Snapshot, Admitted], T],
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[list[Step[T]], int]:
-    """Replay `pods` (arrival order, departures after their durations) on `cp`, made into `spec`'s cluster; the
-    steps (model answer, real decision) and how many pods the policies denied. Ends after the last arrival."""
+) -> Replayed[T]:
+    """Replay `pods` (arrival order, departures after their durations) on `cp`, made into `spec`'s cluster. Ends
+    after the last arrival has been decided."""
     live = LiveCluster(cp)
     try:
         live.install(spec, slices_of)
         run: _Replay[T] = _Replay(live, policies, ask, progress)
         run.run(sorted(pods, key=lambda p: p.arrival))
-        return run.steps, run.denied
+        return Replayed(run.steps, run.denied, run.departures, run.model_seconds)
     except ApiError as exc:
         raise ReplayError(f"{exc}\n{cp.logs(20)}") from exc
     finally:

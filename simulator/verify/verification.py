@@ -4,6 +4,7 @@ with the simulator's model in the same state; the figures the summary's `verific
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -90,21 +91,28 @@ def verify_scheduler(
     started = time.perf_counter()
     cp = ControlPlane.launch(binaries, scheduler_config=config)
     try:
-        steps, denied = replay(
+        replayed = replay(
             cp, spec, chosen, policies=policy_set, slices_of=slices_of, ask=model_ask(profile, seed=seed),
             progress=progress,
         )  # fmt: skip
     finally:
         cp.stop()
-    figures = tally(steps).figures()
+    figures = tally(replayed.steps).figures()
+    pools = {node.name: node.pool for node in spec.nodes}
+    bound = [step.real for step in replayed.steps if step.real.node is not None]
     head = {key: figures.pop(key) for key in ("decisions", "feasibility_agreement", "node_in_top_set", "same_devices")}
     return {
         **head,
         "kube_scheduler_version": version,
         **figures,
         "sample": len(chosen),
-        "denied": denied,
+        "departures": replayed.departures,
+        "denied": replayed.denied,
+        "bound_by_policy": dict(Counter(real.admitted.policy for real in bound).most_common()),
+        "bound_by_pool": dict(Counter(pools.get(str(real.node), "?") for real in bound).most_common()),
+        "bound_multi_device": sum(1 for real in bound if len(real.devices) >= 2),
         "scheduler_config": None if scheduler_config is None else str(scheduler_config),
         "allocator_mode": ALLOCATOR_MODE,
+        "model_seconds": round(replayed.model_seconds, 1),
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
