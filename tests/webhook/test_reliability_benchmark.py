@@ -17,7 +17,7 @@ def test_the_hostile_corpus_gets_answers_never_failures() -> None:
         try:
             client = _Client(server.port, server.ctx, timeout=15.0)
             out = hostile(client, server, _corpus() + _mutations(20, seed=1))
-            neighbour = slow_neighbour(client, normal=20, concurrency=4)
+            (neighbour,) = slow_neighbour(client, normal=20, concurrency=4, rounds=1)["rounds"]
         finally:
             server.stop()
     assert out["crashes"] == [] and out["alive_after_a_client_hung_up"]
@@ -26,4 +26,4 @@ def test_the_hostile_corpus_gets_answers_never_failures() -> None:
     assert out["by_input"]["JSON nested 10,000 deep"] == {"4xx": 2}
     assert out["by_input"]["nvidia.com/gpu: 1180591620717411303424"] == {"2xx denied": 2}
     assert neighbour["alone"]["not_translated"] == neighbour["beside_a_slow_review"]["not_translated"] == 0
-    assert set(neighbour["slow_review"]["answers"]) == {"2xx"}
+    assert set(neighbour["beside_a_slow_review"]["slow_review"]["answers"]) == {"2xx"}
