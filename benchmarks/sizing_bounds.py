@@ -9,7 +9,7 @@ Cases (one GPU container each, evaluated by the shipped policies as a review is,
 - `expansion_1mb`: env A = 500 kB and `$(A)` x 125,000 (a 1 MB pod; 62 GB if expanded whole).
 - `sh_400k`, `sh_1_4m`: `sh -c` scripts of 400 kB and 1.4 MB ending in one long word (shlex, which builds a word a
   character at a time, took 3.9 s and 65 s); `sh_400k_words`, `sh_1_4m_words`: the same sizes in short words (the
-  most words, hence the most work, for gpudra's splitter).
+  most words, hence the most work, for gpudra's splitter); `sh_400k_quoted`: short quoted words (no fast path).
 
 Per case: CPU seconds of one evaluation (median of `--repeats`, each with a distinct image so that no cache
 answers), the tracemalloc peak of one evaluation, and the RSS growth (VmHWM) of a fresh process that evaluates it
@@ -38,10 +38,10 @@ MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 _unique = count()
 
 
-def _script(chars: int, words: bool = False) -> str:
+def _script(chars: int, words: str = "") -> str:
     head = f"exec vllm serve {MODEL} --max-model-len 8192 --gpu-memory-utilization 0.9 "
     if words:
-        return head + "--x ab " * max(0, (chars - len(head)) // 7)
+        return head + words * max(0, (chars - len(head)) // len(words))
     return head + "--tag=" + "a" * max(0, chars - len(head) - 6)
 
 
@@ -57,13 +57,23 @@ def container(case: str) -> dict[str, Any]:
         args = ["--model", MODEL, "--max-model-len", "8192", "$(A)" * 125_000]
         return {**base, "env": [{"name": "A", "value": "x" * 500_000}], "args": args}
     sizes = {"sh_400k": 400_000, "sh_1_4m": 1_400_000}
-    if case.removesuffix("_words") in sizes:
-        script = _script(sizes[case.removesuffix("_words")], words=case.endswith("_words"))
-        return {**base, "command": ["sh", "-c"], "args": [script]}
+    for suffix, words in (("_words", "--x ab "), ("_quoted", '--x "ab" '), ("", "")):
+        if case.endswith(suffix) and case.removesuffix(suffix) in sizes:
+            script = _script(sizes[case.removesuffix(suffix)], words)
+            return {**base, "command": ["sh", "-c"], "args": [script]}
     raise SystemExit(f"unknown case {case!r}")
 
 
-CASES = ("ordinary", "expansion", "expansion_1mb", "sh_400k", "sh_1_4m", "sh_400k_words", "sh_1_4m_words")
+CASES = (
+    "ordinary",
+    "expansion",
+    "expansion_1mb",
+    "sh_400k",
+    "sh_1_4m",
+    "sh_400k_words",
+    "sh_1_4m_words",
+    "sh_400k_quoted",
+)
 
 
 def pod(case: str) -> dict[str, Any]:

@@ -179,6 +179,8 @@ def _flags(words: Sequence[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def _is_number(word: str) -> bool:
+    if word.startswith("--"):  # never a number; and float()'s ValueError is the slow way to learn it
+        return False
     try:
         float(word)
     except ValueError:

@@ -15,11 +15,15 @@ __all__ = ["split", "split_prefix"]
 _WHITESPACE = frozenset(" \t\r\n")
 _PLAIN = re.compile(r"[^ \t\r\n'\"\\]+")
 _IN_DOUBLE = re.compile(r'[^"\\]+')
+_SPECIAL = re.compile(r"['\"\\]")
+_BARE_WORDS = re.compile(r"[^ \t\r\n]+")
 
 
 def _scan(text: str) -> tuple[list[str], bool, str]:
     """The words that whitespace ended; whether a word was still open at the end; and the error shlex would raise
     ('' when none: then the open word, if any, is complete)."""
+    if _SPECIAL.search(text) is None:  # no quotes, no escapes: the words are the runs between whitespace
+        return _BARE_WORDS.findall(text), bool(text) and text[-1] not in _WHITESPACE, ""
     words: list[str] = []
     parts: list[str] = []
     open_word = False
