@@ -135,11 +135,13 @@ def judge(model: Any, real: RealDecision) -> tuple[bool, bool, bool, list[Disagr
     in_top = real.node in model.tie_set
     if not in_top:
         disagree("node", *_node_cause(model, real.node))
-    predicted = tuple(model.devices.get(real.node, ()))
+    if real.node not in model.devices:  # infeasible there in the model: the node record says so
+        return True, in_top, False, found
+    predicted = tuple(model.devices[real.node])
     same = sorted(predicted) == sorted(real.devices)
     if not same:
-        detail = f"on {real.node}: kube-scheduler {list(real.devices)}, upstream allocator {list(predicted)}"
-        disagree("devices", "devices differ" if predicted else "no devices predicted on the real node", detail)
+        disagree("devices", "devices differ", f"on {real.node}: kube-scheduler {list(real.devices)}, upstream "
+                 f"allocator {list(predicted)}")  # fmt: skip
     return True, in_top, same, found
 
 

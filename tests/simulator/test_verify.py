@@ -10,9 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from gpudra.cli import app
+from simulator.scheduling import Decision
 from simulator.traces import GeneratorConfig, generate
 from simulator.verify import COMPONENTS, KUBERNETES_VERSION, MissingBinaries, find_components
-from simulator.verify.objects import admit, device_class_objects, extended_resource_claim
+from simulator.verify.compare import judge, tally
+from simulator.verify.objects import Admitted, admit, device_class_objects, extended_resource_claim
+from simulator.verify.replay import RealDecision, Step
 from simulator.workload import SimPod, legacy_pod
 from tests.controlplane import sourcehash
 from webhook.policy import load_policies
@@ -117,3 +120,60 @@ def test_components_are_executables_not_just_files(tmp_path: Path) -> None:
     os.chmod(directory / "etcd", 0o644)
     with pytest.raises(MissingBinaries, match=r"etcd not found there \(or not executable\)"):
         find_components(directory)
+
+
+def _decision(
+    feasible: set[str], scores: dict[str, int], devices: dict[str, tuple[str, ...]], fit: dict[str, int] | None = None
+) -> Decision:
+    top = max(scores.values(), default=0)
+    tie = frozenset(n for n, s in scores.items() if s == top)
+    plugins = {n: {"NodeResourcesFit": (fit or {}).get(n, s), "DynamicResources": 0} for n, s in scores.items()}
+    return Decision(
+        feasible=frozenset(feasible), scored=frozenset(scores), scores=scores, plugin_scores=plugins, tie_set=tie,
+        node=min(tie) if tie else None, devices=devices,
+    )  # fmt: skip
+
+
+def _real(node: str | None, devices: tuple[str, ...] = (), message: str = "") -> RealDecision:
+    sim = SimPod("p", 1000, 1024, 1, 1000, 0)
+    return RealDecision("p-1", sim, Admitted({}, (), (), "whole-gpu"), node, devices, message)
+
+
+def test_a_real_node_in_the_tie_set_with_the_same_devices_agrees() -> None:
+    model = _decision({"a", "b", "c"}, {"a": 90, "b": 90, "c": 50}, {"b": ("gpu-1", "gpu-0")})
+    assert judge(model, _real("b", ("gpu-0", "gpu-1"))) == (True, True, True, [])
+
+
+def test_a_real_node_outside_the_tie_set_names_the_plugin_that_separated_them() -> None:
+    model = _decision({"a", "c"}, {"a": 90, "c": 50}, {"a": ("gpu-0",), "c": ("gpu-3",)}, fit={"a": 70, "c": 30})
+    agreed, in_top, same, (found,) = judge(model, _real("c", ("gpu-3",)))
+    assert (agreed, in_top, same) == (True, False, True)
+    assert found.check == "node" and found.cause == "score: NodeResourcesFit"
+    assert found.sim_tie_set == ("a",) and found.scores == {"a": 90, "c": 50}
+    assert "70 vs 30" in found.detail
+    model = _decision({"a"}, {"a": 90}, {"a": ("gpu-0",)})
+    agreed, in_top, same, (found,) = judge(model, _real("z", ("gpu-0",)))
+    assert (agreed, in_top, same) == (True, False, False) and found.cause == "real node infeasible in the model"
+
+
+def test_feasibility_and_device_disagreements_are_each_recorded() -> None:
+    nothing = _decision(set(), {}, {})
+    agreed, _, _, (found,) = judge(nothing, _real("a", ("gpu-0",)))
+    assert not agreed and found.check == "feasibility" and found.cause == "model found no node"
+    model = _decision({"a"}, {"a": 10}, {"a": ("gpu-0",)})
+    agreed, _, _, (found,) = judge(model, _real(None, message="0/1 nodes are available"))
+    assert not agreed and found.cause == "real scheduler found no node" and "0/1 nodes" in found.detail
+    assert judge(nothing, _real(None, message="0/1"))[:1] == (True,)
+    agreed, in_top, same, (found,) = judge(model, _real("a", ("gpu-1",)))
+    assert (agreed, in_top, same) == (True, True, False) and found.check == "devices"
+    assert "['gpu-1']" in found.detail and "['gpu-0']" in found.detail
+
+
+def test_the_tally_counts_feasibility_over_every_decision_and_the_rest_over_bound_ones() -> None:
+    model = _decision({"a", "b"}, {"a": 90, "b": 90}, {"a": ("gpu-0",), "b": ("gpu-0",)})
+    steps = [Step(model, _real("a", ("gpu-0",))), Step(model, _real("b", ("gpu-7",))), Step(model, _real(None))]
+    figures = tally(steps).figures()
+    assert (figures["decisions"], figures["bound"], figures["unschedulable"]) == (3, 2, 1)
+    assert figures["feasibility_agreement"] == round(2 / 3, 4)
+    assert (figures["node_in_top_set"], figures["same_devices"], figures["tied_decisions"]) == (1.0, 0.5, 1.0)
+    assert figures["causes"] == {"real scheduler found no node": 1, "devices differ": 1}
