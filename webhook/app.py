@@ -142,16 +142,19 @@ def create_app(
             headers = _CLOSE if refused.status == 408 else None
             return JSONResponse({"error": refused.reason}, status_code=refused.status, headers=headers)
 
-    async def parse_large(body: bytes) -> ReviewRequest:
+    def left(started: float) -> float:
+        return max(0.0, deadline_seconds - (time.perf_counter() - started))
+
+    async def parse_large(body: bytes, started: float) -> ReviewRequest:
         """Parse on the large lane: a multi-megabyte json.loads holds the GIL, so at most one runs at a time."""
         held = [body]
         try:
-            return await large_lane.run(lambda: parse_review(held.pop(), max_bytes=max_body_bytes), deadline_seconds)
+            return await large_lane.run(lambda: parse_review(held.pop(), max_bytes=max_body_bytes), left(started))
         except DeadlineExceeded:
             held.clear()  # a job still queued must not keep the body after its request was answered
             raise BodyRefused(
                 f"gpudra webhook is busy with other large reviews (bodies above {large_body_bytes} bytes are "
-                f"decided one at a time); not read within {deadline_seconds:g} s, retry shortly",
+                f"decided one at a time); not parsed within {deadline_seconds:g} s, retry shortly",
                 503,
             ) from None
 
@@ -161,23 +164,23 @@ def create_app(
         collector.account(len(body))
         large = len(body) > large_body_bytes
         try:
-            review = await parse_large(body) if large else parse_review(body, max_bytes=max_body_bytes)
+            review = await parse_large(body, started) if large else parse_review(body, max_bytes=max_body_bytes)
         except BadReview as exc:
             metrics.bad_requests.labels(str(exc.status)).inc()
             return JSONResponse({"error": exc.reason}, status_code=exc.status)
         del body
         held = [review]
-        remaining = max(0.0, deadline_seconds - (time.perf_counter() - started))
         try:
-            result = await (large_lane if large else pool).run(lambda: decide(held.pop()), remaining)
-        except DeadlineExceeded as exc:
+            result = await (large_lane if large else pool).run(lambda: decide(held.pop()), left(started))
+        except DeadlineExceeded:
             held.clear()
-            log.warning("review %s (%s/%s) %s", review.uid, review.namespace, review.name or "<generated>", exc)
+            late = DeadlineExceeded(deadline_seconds)  # the review's whole deadline, not what was left of it
+            log.warning("review %s (%s/%s) %s", review.uid, review.namespace, review.name or "<generated>", late)
             metrics.reviews.labels(endpoint, operation_label(review.operation), "", "timeout").inc()
             # Fail closed, as failurePolicy Fail would: a GPU pod is never admitted unchecked because it was slow.
             result = denied_response(
                 review.uid,
-                AdmissionDenied(f"gpudra webhook: {exc}; the pod was not admitted", code=504, reason="Timeout"),
+                AdmissionDenied(f"gpudra webhook: {late}; the pod was not admitted", code=504, reason="Timeout"),
             )
         except AdmissionDenied as denial:
             result = denied_response(review.uid, denial)

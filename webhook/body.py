@@ -146,6 +146,8 @@ async def read_body(request: Request, limits: BodyLimits, budget: BodyBudget) ->
             ) from None
         except ClientDisconnect:
             raise BodyRefused("client disconnected before sending the whole body", None) from None
-        yield b"".join(chunks)
+        body = b"".join(chunks)
+        chunks.clear()  # one copy of the body while it is parsed, not two
+        yield body
     finally:
         reservation.release()
