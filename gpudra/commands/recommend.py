@@ -4,6 +4,7 @@ GPUSizingRecommendation per workload owner.
 One pass by default: the objects it wrote (or, with `--dry-run`, would write) and what it skipped, as JSON or YAML.
 `--watch` keeps passing every `--interval`, serving `/healthz`, `/readyz` and `/metrics` on `--metrics-port`, until
 SIGTERM or SIGINT. Exit codes: 0 a pass finished, 2 a bad option, 3 Prometheus or the API server failed the pass.
+Series whose labels are not Kubernetes names are skipped and counted (`droppedSeries`), never sent to the API server.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from webhook.recommend import (
     Recommender,
     RecommenderConfig,
     Settings,
+    invalid_name,
     parse_duration,
     parse_statistic,
     serve_health,
@@ -76,6 +78,8 @@ def register(app: typer.Typer) -> None:
                 quantile=parse_statistic(statistic),
             )
             step_seconds, interval_seconds = parse_duration(step), parse_duration(interval)
+            if namespace is not None and invalid_name("namespace", namespace):
+                raise ValueError(f"--namespace {namespace!r}: {invalid_name('namespace', namespace)}")
             client = PrometheusClient(prometheus, timeout=timeout)
         except (OptionError, ValueError) as exc:
             emit(Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT))
@@ -105,7 +109,9 @@ def register(app: typer.Typer) -> None:
         server = serve_health(recommender.health, recommender.metrics, port=metrics_port) if metrics_port else None
 
         def on_pass(report: PassReport | None, error: str | None) -> None:
-            line = {"error": error} if report is None else {"writes": report.writes, "skipped": len(report.skipped)}
+            line: dict[str, Any] = {"error": error}
+            if report is not None:
+                line = {"writes": report.writes, "skipped": len(report.skipped), "droppedSeries": report.dropped_series}
             typer.echo(json.dumps(line))
 
         try:

@@ -6,6 +6,7 @@ Never on the admission path: the webhook reads the objects through its own watch
 
 from __future__ import annotations
 
+from .answer import Answer, AnswerError, AnswerSeries, read_answer
 from .compute import (
     ContainerRecommendation,
     ContainerUsage,
@@ -24,18 +25,23 @@ from .compute import (
     vram_for,
 )
 from .controller import Health, PassReport, Recommender, RecommenderConfig, serve_health
-from .dcgm import DeviceSeries, fb_selector, series_identity
+from .dcgm import FB_USED, MIB, DeviceSeries, Rejected, fb_selector, invalid_name, series_identity
 from .metrics import RecommenderMetrics
 from .owners import SUPPORTED_KINDS, KubeObjects, ObjectReader, OwnerResolver
 from .prometheus import PrometheusClient, PrometheusError, Series
 from .store import GROUP, KIND, PLURAL, VERSION, RecommendationStore, recommendation_object
 
 __all__ = [
+    "FB_USED",
     "GROUP",
     "KIND",
+    "MIB",
     "PLURAL",
     "SUPPORTED_KINDS",
     "VERSION",
+    "Answer",
+    "AnswerError",
+    "AnswerSeries",
     "ContainerRecommendation",
     "ContainerUsage",
     "DeviceSeries",
@@ -48,6 +54,7 @@ __all__ = [
     "PrometheusClient",
     "PrometheusError",
     "RecommendationStore",
+    "Rejected",
     "Recommender",
     "RecommenderConfig",
     "RecommenderMetrics",
@@ -59,11 +66,13 @@ __all__ = [
     "fitting_device",
     "format_bytes",
     "go_duration",
+    "invalid_name",
     "parse_duration",
     "parse_statistic",
     "peak_of",
     "recommend",
     "recommend_all",
+    "read_answer",
     "recommendation_object",
     "serve_health",
     "series_identity",

@@ -23,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from webhook.kube import ApiServerError
 
 from .compute import ContainerUsage, Owner, Settings, Skipped, recommend_all
-from .dcgm import FB_FREE, FB_RESERVED, FB_USED, DeviceSeries, fb_selector, series_identity
+from .dcgm import FB_FREE, FB_RESERVED, FB_USED, DeviceSeries, Rejected, fb_selector, invalid_name, series_identity
 from .metrics import RecommenderMetrics
 from .owners import OwnerResolver
 from .prometheus import PrometheusClient, PrometheusError, Series
@@ -55,6 +55,7 @@ class PassReport:
     skipped: list[Skipped] = field(default_factory=list)
     series: int = 0
     dropped_series: dict[str, int] = field(default_factory=dict)
+    dropped_examples: dict[str, list[str]] = field(default_factory=dict)  # up to 3 per reason
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +64,7 @@ class PassReport:
             "skipped": [{"owner": s.owner, "container": s.container, "reason": s.reason} for s in self.skipped],
             "series": self.series,
             "droppedSeries": self.dropped_series,
+            "droppedSeriesExamples": self.dropped_examples,
         }
 
 
@@ -115,6 +117,9 @@ class Recommender:
         self.health = Health()
         prometheus.on_problem = self._count_problem  # the client reports dropped samples and series here
 
+    def _in_scope(self, ident: DeviceSeries) -> bool:
+        return self.config.namespace is None or ident.namespace == self.config.namespace
+
     def _count_problem(self, what: str, reason: str, count: int) -> None:
         counter = self.metrics.dropped_samples if what == "sample" else self.metrics.dropped_series
         counter.labels(reason).inc(count)
@@ -125,11 +130,9 @@ class Recommender:
         window = f"{int(self.config.settings.window_seconds)}s"
         total: dict[tuple[str, str, str, str, str], float] = {}
         for metric in (FB_USED, FB_FREE, FB_RESERVED):
-            for series in self.prometheus.query(
-                f"last_over_time({fb_selector(metric, self.config.namespace)}[{window}])", at=now
-            ):
+            for series in self.prometheus.query(fb_selector(metric, self.config.namespace, over=window), at=now):
                 ident = series_identity(series.labels)
-                if isinstance(ident, DeviceSeries) and series.values.size:
+                if isinstance(ident, DeviceSeries) and self._in_scope(ident) and series.values.size:
                     key = _key(ident)
                     total[key] = total.get(key, 0.0) + float(series.values[-1])
         return total
@@ -156,10 +159,14 @@ class Recommender:
         for (owner, container), usage in usages.items():
             usage.restarts = _restarts(resolver, owner, container, usage.pods)
         recs, skipped = recommend_all(((o, c, u) for (o, c), u in sorted(usages.items())), settings)
-        report.skipped.extend(skipped)
         for skip in skipped:
-            self.metrics.skipped.labels(skip.reason.split(" (")[0]).inc()
+            self._skip(report, skip)
         for owner, containers in recs.items():
+            why = invalid_name("pod", owner.object_name)  # the object's name: a DNS-1123 subdomain, like a pod's
+            if why is not None:
+                where = f"{owner.namespace}/{owner.kind}/{owner.name[:64]}"
+                self._skip(report, Skipped(where, "", f"no object name ({why})"))
+                continue
             conditions = [
                 condition("Ready", True, "Recommended", f"{len(containers)} container(s) sized from use", when),
                 condition("PrometheusReachable", True, "Queried", f"{self.prometheus.url} answered", when),
@@ -182,21 +189,23 @@ class Recommender:
         report: PassReport,
     ) -> None:
         ident = series_identity(s.labels)
-        reason: str | None = None
-        if isinstance(ident, str):
-            reason = ident
-        elif _key(ident) in seen:
-            reason = "duplicate"  # the same device scraped twice (two jobs or exporters): counted once
-        if reason is not None or not isinstance(ident, DeviceSeries):
-            report.dropped_series[reason or "?"] = report.dropped_series.get(reason or "?", 0) + 1
-            self.metrics.dropped_series.labels(reason or "?").inc()
-            log.warning("series %s dropped: %s", _short(s.labels), reason)
+        if isinstance(ident, DeviceSeries) and not self._in_scope(ident):
+            return  # a series of another namespace that the selector's superset brought along
+        if isinstance(ident, DeviceSeries) and _key(ident) in seen:
+            # the same device scraped twice (two jobs or exporters): counted once
+            ident = Rejected("duplicate", f"{ident.namespace}/{ident.pod} {ident.container} on {ident.device} again")
+        if isinstance(ident, Rejected):
+            report.dropped_series[ident.reason] = report.dropped_series.get(ident.reason, 0) + 1
+            examples = report.dropped_examples.setdefault(ident.reason, [])
+            if len(examples) < 3:
+                examples.append(ident.detail)
+            self.metrics.dropped_series.labels(ident.reason).inc()
+            log.warning("series %s dropped: %s", _short(s.labels), ident.detail)
             return
         seen.add(_key(ident))
         owner = resolver.owner_of(ident.namespace, ident.pod)
         if isinstance(owner, str):
-            report.skipped.append(Skipped(f"{ident.namespace}/{ident.pod}", ident.container, owner))
-            self.metrics.skipped.labels(owner.split(" (")[0]).inc()
+            self._skip(report, Skipped(f"{ident.namespace}/{ident.pod}", ident.container, owner))
             return
         usage = usages.setdefault((owner, ident.container), ContainerUsage())
         usage.add(
@@ -208,6 +217,10 @@ class Recommender:
             pressure_ratio=self.config.settings.pressure_ratio,
             keep_samples=self.config.settings.quantile is not None,
         )
+
+    def _skip(self, report: PassReport, skip: Skipped) -> None:
+        report.skipped.append(skip)
+        self.metrics.skipped.labels(skip.reason.split(" (")[0]).inc()
 
     # -- the loop -------------------------------------------------------------------------------------------
     def run_pass(self) -> PassReport | None:

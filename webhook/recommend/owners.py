@@ -21,6 +21,7 @@ from typing import Any, Protocol, cast
 from webhook.kube import ApiServerError
 
 from .compute import Owner
+from .dcgm import invalid_name
 
 __all__ = ["KubeObjects", "ObjectReader", "OwnerResolver", "SUPPORTED_KINDS"]
 
@@ -57,6 +58,15 @@ def _status(exc: Exception) -> int | None:
     return status if isinstance(status, int) else None
 
 
+def _checked(namespace: str, name: str | None = None) -> None:
+    """Refuse a namespace or object name that Kubernetes could not have made before it goes into a request path."""
+    why = invalid_name("namespace", namespace)
+    if why is None and name is not None:
+        why = invalid_name("pod", name)  # object names of every supported kind are DNS-1123 subdomains
+    if why is not None:
+        raise ValueError(f"not a Kubernetes name, not requested: {namespace!r}/{(name or '')[:64]!r}: {why}")
+
+
 class KubeObjects:
     """`ObjectReader` over a `kubernetes.client.ApiClient`: built-in and custom kinds read as plain dicts."""
 
@@ -72,6 +82,7 @@ class KubeObjects:
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         api_version, plural = SUPPORTED_KINDS[kind]
+        _checked(namespace, name)
         try:
             if kind == "Pod":
                 return cast(
@@ -89,6 +100,7 @@ class KubeObjects:
         return cast(dict[str, Any], found)
 
     def list_pods(self, namespace: str) -> list[dict[str, Any]]:
+        _checked(namespace)
         items: list[dict[str, Any]] = []
         token: str | None = None
         while True:
@@ -143,6 +155,8 @@ class OwnerResolver:
     def pods(self, namespace: str) -> dict[str, dict[str, Any]]:
         """The namespace's live pods by name (one list call per namespace)."""
         if namespace not in self._pods:
+            if invalid_name("namespace", namespace):
+                return {}
             self._pods[namespace] = {
                 str((p.get("metadata") or {}).get("name")): p for p in self._reader.list_pods(namespace)
             }
@@ -151,14 +165,18 @@ class OwnerResolver:
     def _get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         key = (kind, namespace, name)
         if key not in self._objects:
-            self._objects[key] = self._reader.get(kind, namespace, name) if kind in SUPPORTED_KINDS else None
+            valid = (
+                kind in SUPPORTED_KINDS and not invalid_name("namespace", namespace) and not invalid_name("pod", name)
+            )
+            self._objects[key] = self._reader.get(kind, namespace, name) if valid else None
         return self._objects[key]
 
     def owner_of(self, namespace: str, pod: str) -> Owner | str:
         """The pod's workload owner, or why there is none."""
         key = (namespace, pod)
         if key not in self._owners:
-            self._owners[key] = self._resolve(namespace, pod)
+            why = invalid_name("namespace", namespace) or invalid_name("pod", pod)
+            self._owners[key] = f"invalid name ({why})" if why else self._resolve(namespace, pod)
         return self._owners[key]
 
     def _resolve(self, namespace: str, pod_name: str) -> Owner | str:

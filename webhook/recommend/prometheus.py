@@ -1,37 +1,45 @@
 """A small client of the Prometheus HTTP API (`/api/v1/query`, `/api/v1/query_range`, `/-/ready`), stdlib only.
 
-Every answer is distrusted: the body is read up to a size cap, must be JSON of the documented shape
-(`{"status": "success", "data": {"resultType": ..., "result": [...]}}`), and each sample must be a finite,
-non-negative number. What does not hold is logged and counted (`on_problem(what, reason, count)`), never raised past the
-caller as anything but `PrometheusError`, whose `kind` names what failed (unreachable, timeout, http, too_large,
-bad_json, error_status, bad_shape). Bad samples and bad series are dropped, not fatal.
+Every answer is distrusted. Each request has one deadline, `timeout` seconds for all of it (connect, headers, body:
+a server that drips a byte a second is cut off at the deadline, not kept alive by each byte); the body is read up to
+`max_bytes` and parsed in bounded memory (`answer.read_answer`); a redirect is followed only to the same scheme, host
+and port, at most 3 times, and a redirect elsewhere is refused (a Prometheus URL that moved is configured, not
+followed). The answer must be JSON of the documented shape (`{"status": "success", "data": {"resultType": ...,
+"result": [...]}}`), and each sample a finite, non-negative number. What does not hold is logged and counted
+(`on_problem(what, reason, count)`), never raised past the caller as anything but `PrometheusError`, whose `kind`
+names what failed (unreachable, timeout, http, redirect, too_large, bad_json, error_status, bad_shape). Bad samples
+and bad series are dropped, not fatal.
 """
 
 from __future__ import annotations
 
-import json
+import http.client
 import logging
-import urllib.error
+import socket
+import ssl
+import threading
+import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dra.errors import GpudraError
 
-__all__ = ["MAX_POINTS_PER_SERIES", "PrometheusClient", "PrometheusError", "Series"]
+from .answer import Answer, AnswerError, AnswerSeries, read_answer
+
+__all__ = ["MAX_POINTS_PER_SERIES", "MAX_REDIRECTS", "PrometheusClient", "PrometheusError", "Series"]
 
 log = logging.getLogger("gpudra.recommend.prometheus")
 
 # Prometheus refuses a range query that would return more than 11,000 points per series
 # (web/api/v1/api.go: "exceeded maximum resolution of 11,000 points per timeseries"); stay under it.
 MAX_POINTS_PER_SERIES = 11_000
+MAX_REDIRECTS = 3
 _CHUNK_POINTS = 10_000
-_READ_CHUNK = 1 << 20
+_READ_CHUNK = 1 << 16
 
 Problem = Callable[[str, str, int], None]  # (what: "sample" | "series", reason, how many)
 
@@ -57,6 +65,45 @@ def _ignore(what: str, reason: str, count: int) -> None:
     del what, reason, count
 
 
+def _origin(url: urllib.parse.SplitResult) -> tuple[str, str, int]:
+    port = url.port or (443 if url.scheme == "https" else 80)
+    return url.scheme, (url.hostname or "").lower(), port
+
+
+class _Deadline:
+    """Closes the connection's socket when the request's time is up, wherever it is blocked (connect, headers,
+    body); `expired` says that this is why a read failed."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+        self.expired = False
+        self._conn: http.client.HTTPConnection | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left(self) -> float:
+        return max(0.001, self.at - time.monotonic())
+
+    def watch(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._conn = conn
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sock = self._conn.sock if self._conn is not None else None
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
 class PrometheusClient:
     """Queries one Prometheus server (`url` is its base, e.g. http://prometheus:9090)."""
 
@@ -69,107 +116,112 @@ class PrometheusClient:
         on_problem: Problem | None = None,
     ) -> None:
         parsed = urllib.parse.urlsplit(url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"Prometheus URL {url!r}: expected http(s)://host[:port][/prefix]")
         self.url = url.rstrip("/")
+        self._base = parsed
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.on_problem: Problem = on_problem or _ignore
 
     # -- transport ------------------------------------------------------------------------------------------
-    def _get(self, path: str, params: dict[str, str] | None = None) -> tuple[int, bytes]:
+    def _get(self, path: str, params: dict[str, str] | None = None) -> tuple[int, bytearray]:
+        """GET `path` under the base URL within one deadline of `timeout` seconds: (status, body)."""
         query = "?" + urllib.parse.urlencode(params) if params else ""
-        request = urllib.request.Request(self.url + path + query, headers={"Accept": "application/json"})
+        target = urllib.parse.urlsplit(self.url + path + query)
+        deadline = _Deadline(self.timeout)
         try:
-            response = urllib.request.urlopen(request, timeout=self.timeout)  # noqa: S310 (http(s) checked above)
-            status = int(response.status)
-        except urllib.error.HTTPError as exc:  # an error status still carries Prometheus's JSON error body
-            response, status = exc, exc.code
-        except TimeoutError as exc:
-            raise PrometheusError("timeout", f"Prometheus {self.url} did not answer within {self.timeout:g}s") from exc
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            kind = "timeout" if isinstance(reason, TimeoutError) else "unreachable"
-            raise PrometheusError(kind, f"Prometheus {self.url} unreachable: {reason}") from exc
-        try:
-            with response:
-                body = self._read_capped(response)
-        except TimeoutError as exc:
-            raise PrometheusError("timeout", f"Prometheus {self.url}: answer stalled past {self.timeout:g}s") from exc
-        except OSError as exc:
-            raise PrometheusError("unreachable", f"Prometheus {self.url}: connection lost mid-answer: {exc}") from exc
-        return status, body
+            for _ in range(MAX_REDIRECTS + 1):
+                status, location, body = self._exchange(target, deadline)
+                if location is None:
+                    return status, body
+                target = self._redirect(target, status, location)
+            raise PrometheusError("redirect", f"Prometheus {self.url}{path}: more than {MAX_REDIRECTS} redirects")
+        except (TimeoutError, OSError, http.client.HTTPException) as exc:
+            if deadline.expired or isinstance(exc, TimeoutError):
+                raise PrometheusError(
+                    "timeout", f"Prometheus {self.url} did not answer in full within {self.timeout:g}s"
+                ) from exc
+            raise PrometheusError("unreachable", f"Prometheus {self.url} unreachable: {exc}") from exc
+        finally:
+            deadline.cancel()
 
-    def _read_capped(self, response: Any) -> bytes:
-        parts: list[bytes] = []
-        size = 0
+    def _redirect(self, current: urllib.parse.SplitResult, status: int, location: str) -> urllib.parse.SplitResult:
+        to = urllib.parse.urlsplit(urllib.parse.urljoin(current.geturl(), location))
+        if _origin(to) != _origin(self._base):
+            raise PrometheusError(
+                "redirect",
+                f"Prometheus {self.url}: HTTP {status} redirects to {to.scheme}://{to.netloc}, another host; not "
+                "followed (set --prometheus to the address that answers)",
+            )
+        return to
+
+    def _exchange(self, target: urllib.parse.SplitResult, deadline: _Deadline) -> tuple[int, str | None, bytearray]:
+        host, port = target.hostname or "", _origin(target)[2]
+        conn: http.client.HTTPConnection
+        if target.scheme == "https":
+            conn = http.client.HTTPSConnection(
+                host, port, timeout=deadline.left(), context=ssl.create_default_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=deadline.left())
+        deadline.watch(conn)
+        response: http.client.HTTPResponse | None = None
+        try:
+            conn.connect()
+            path = (target.path or "/") + (f"?{target.query}" if target.query else "")
+            conn.request("GET", path, headers={"Accept": "application/json", "Accept-Encoding": "identity"})
+            response = conn.getresponse()
+            location = response.getheader("Location")
+            if response.status in (301, 302, 303, 307, 308) and location:
+                return response.status, location, bytearray()
+            return response.status, None, self._read_capped(response, conn, deadline)
+        finally:
+            if response is not None:
+                response.close()
+            conn.close()
+
+    def _read_capped(
+        self, response: http.client.HTTPResponse, conn: http.client.HTTPConnection, deadline: _Deadline
+    ) -> bytearray:
+        body = bytearray()
         while True:
-            chunk = response.read(_READ_CHUNK)
+            if conn.sock is not None:
+                conn.sock.settimeout(deadline.left())
+            chunk = response.read1(_READ_CHUNK)  # what one receive brings, so the deadline is checked between
             if not chunk:
-                return b"".join(parts)
-            size += len(chunk)
-            if size > self.max_bytes:
+                if deadline.expired:
+                    raise TimeoutError("deadline")
+                return body
+            if len(body) + len(chunk) > self.max_bytes:
                 raise PrometheusError(
                     "too_large", f"Prometheus {self.url}: answer larger than {self.max_bytes} bytes, not read further"
                 )
-            parts.append(chunk)
+            body += chunk
+            if time.monotonic() >= deadline.at:
+                raise TimeoutError("deadline")
 
-    def _api(self, path: str, params: dict[str, str]) -> dict[str, Any]:
+    def _api(self, path: str, params: dict[str, str]) -> Answer:
         status, body = self._get(path, params)
         try:
-            doc = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            snippet = body[:80].decode("utf-8", errors="replace")
-            raise PrometheusError(
-                "bad_json", f"Prometheus {self.url}{path}: HTTP {status}, not JSON ({exc}): {snippet!r}"
-            ) from exc
-        if not isinstance(doc, dict):
-            raise PrometheusError("bad_shape", f"Prometheus {self.url}{path}: expected a JSON object")
-        if doc.get("status") != "success":
+            doc = read_answer(body)
+        except AnswerError as exc:
+            raise PrometheusError(exc.kind, f"Prometheus {self.url}{path}: HTTP {status}, {exc}") from exc
+        if doc.status != "success":
             raise PrometheusError(
                 "error_status",
-                f"Prometheus {self.url}{path}: HTTP {status}, {doc.get('errorType') or 'error'}: "
-                f"{str(doc.get('error') or doc.get('status'))[:500]}",
+                f"Prometheus {self.url}{path}: HTTP {status}, {doc.error_type or 'error'}: "
+                f"{str(doc.error or doc.status)[:500]}",
             )
         if not 200 <= status < 300:
             raise PrometheusError("http", f"Prometheus {self.url}{path}: HTTP {status}")
-        for warning in doc.get("warnings") or []:
-            log.warning("Prometheus %s%s warns: %s", self.url, path, warning)
-        data = doc.get("data")
-        if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+        for warning in doc.warnings:
+            log.warning("Prometheus %s%s warns: %s", self.url, path, str(warning)[:500])
+        if not doc.data_is_object or doc.result is None:
             raise PrometheusError("bad_shape", f"Prometheus {self.url}{path}: no data.result list in the answer")
-        return data
+        return doc
 
     # -- parsing --------------------------------------------------------------------------------------------
-    def _samples(self, pairs: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
-        if not isinstance(pairs, list):
-            return None
-        try:
-            if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
-                raise ValueError("not [time, value] pairs")
-            times = np.array([p[0] for p in pairs], dtype=np.float64)
-            values = np.array([p[1] if isinstance(p[1], str) else "x" for p in pairs], dtype=np.float64)
-        except (TypeError, ValueError):
-            return self._samples_slowly(pairs)
-        return self._keep_good(times, values)
-
-    def _samples_slowly(self, pairs: list[Any]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        times: list[float] = []
-        values: list[float] = []
-        bad = 0
-        for pair in pairs:
-            try:
-                t, v = pair
-                if not isinstance(v, str) or isinstance(t, bool):
-                    raise TypeError(v)
-                times.append(float(t))
-                values.append(float(v))
-            except (TypeError, ValueError):
-                bad += 1
-        if bad:
-            self._report("sample", "unparseable", bad)
-        return self._keep_good(np.array(times, dtype=np.float64), np.array(values, dtype=np.float64))
-
     def _keep_good(
         self, times: npt.NDArray[np.float64], values: npt.NDArray[np.float64]
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -190,23 +242,31 @@ class PrometheusClient:
         log.warning("Prometheus %s: dropped %d %s(s): %s", self.url, count, what, reason)
         self.on_problem(what, reason, count)
 
-    def _series(self, data: dict[str, Any]) -> list[Series]:
-        kind = data.get("resultType")
-        out: list[Series] = []
+    def _one(self, item: AnswerSeries) -> Series | None:
+        if item.labels is None:
+            self._report("series", "bad labels")
+            return None
+        if not item.samples_ok:
+            self._report("series", "bad samples")
+            return None
+        if item.unparseable:
+            self._report("sample", "unparseable", item.unparseable)
+        times = np.frombuffer(item.times, dtype=np.float64) if item.times else np.zeros(0)
+        values = np.frombuffer(item.values, dtype=np.float64) if item.values else np.zeros(0)
+        kept = self._keep_good(times, values)
+        return Series(item.labels, kept[0], kept[1])
+
+    def _series(self, doc: Answer) -> list[Series]:
+        kind = doc.result_type
         if kind in ("scalar", "string"):
             raise PrometheusError("bad_shape", f"Prometheus {self.url}: expected a vector or matrix, got {kind}")
         if kind not in ("vector", "matrix"):
             raise PrometheusError("bad_shape", f"Prometheus {self.url}: unknown resultType {kind!r}")
-        for item in data["result"]:
-            labels = item.get("metric") if isinstance(item, dict) else None
-            if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-                self._report("series", "bad labels")
-                continue
-            samples = self._samples(item.get("values") if kind == "matrix" else [item.get("value")])
-            if samples is None:
-                self._report("series", "bad samples")
-                continue
-            out.append(Series({str(k): v for k, v in labels.items()}, samples[0], samples[1]))
+        out: list[Series] = []
+        for item in doc.result or []:
+            one = self._one(item)
+            if one is not None:
+                out.append(one)
         return out
 
     # -- the API --------------------------------------------------------------------------------------------
@@ -216,7 +276,7 @@ class PrometheusClient:
             status, body = self._get("/-/ready")
         except PrometheusError as exc:
             return False, str(exc)
-        return status == 200, f"HTTP {status}: {body[:200].decode('utf-8', errors='replace').strip()}"
+        return status == 200, f"HTTP {status}: {bytes(body[:200]).decode('utf-8', errors='replace').strip()}"
 
     def query(self, promql: str, *, at: float | None = None) -> list[Series]:
         """An instant query: a vector (one sample per series) or, for a range selector, a matrix of raw samples."""
@@ -240,9 +300,9 @@ class PrometheusClient:
                 "timeout": f"{self.timeout:g}s",
             }
             data = self._api("/api/v1/query_range", params)
-            if data.get("resultType") != "matrix":
+            if data.result_type != "matrix":
                 raise PrometheusError(
-                    "bad_shape", f"Prometheus {self.url}: a range query answered {data.get('resultType')!r}"
+                    "bad_shape", f"Prometheus {self.url}: a range query answered {data.result_type!r}"
                 )
             for series in self._series(data):
                 merged.setdefault(frozenset(series.labels.items()), []).append(series)
