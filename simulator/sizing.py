@@ -188,10 +188,12 @@ def parse_prometheus_dump(data: Any, path: str, settings: Settings | None = None
         if metric is not None and metric != FB_USED:
             raise _fail(path, where, f"metric {metric!r} is not {FB_USED} (framebuffer used, MiB)")
         ident = series_identity(labels)
+        if isinstance(ident, Rejected) and ident.reason.startswith("no "):
+            shown = {k: str(v)[:64] for k, v in list(labels.items())[:12] if k != "__name__"}
+            raise _fail(path, where, f"series without {ident.reason[3:]} (labels {shown}); the DCGM exporter adds "
+                        "them when its Kubernetes mapping is on")  # fmt: skip
         if isinstance(ident, Rejected):
-            shown = {k: v for k, v in list(labels.items())[:12] if k != "__name__"}
-            raise _fail(path, where, f"series {ident.detail.replace('no ', 'without ', 1)} (labels {shown}); the DCGM "
-                        "exporter adds pod, namespace and container when its Kubernetes mapping is on")  # fmt: skip
+            raise _fail(path, where, f"series with an {ident.reason}: {ident.detail}")
         values = series.get("values")
         if not isinstance(values, list) or not values:
             raise _fail(path, where, "'values' must be a non-empty list of [timestamp, \"value\"]")
