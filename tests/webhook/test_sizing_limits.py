@@ -13,6 +13,7 @@ from dra import sizing as dra_sizing
 from dra.errors import InputError
 from dra.quantity import Quantity
 from dra.sizing import ObservedSizing, resolve_sizing
+from gpudra.render.policy import explanation
 from tests.webhook.test_admission import RecordingApiServer, review_body
 from tests.webhook.test_admission_namespaces import _admission
 from webhook.admission import Admission
@@ -92,7 +93,10 @@ def test_a_container_too_big_to_read_is_sized_from_what_fits_and_says_so() -> No
     assert sizing.warnings and sizing.reason.startswith(sizing.warnings[0])
     assert facts.warnings == (f"container 'app': {sizing.warnings[0]}",)
     assert "first 64 KiB" in facts.to_cel()["containers"][0]["sizing"]["reason"]
-    assert POLICIES.evaluate(pod).allowed
+    decision = POLICIES.evaluate(pod)
+    assert decision.allowed
+    explained = explanation(pod, POLICIES, decision)
+    assert "sizing app: source model, vram 20996Mi: sizing read only the first 64 KiB" in explained
 
 
 def test_long_quantity_texts_are_not_kept_by_the_parse_memo() -> None:
