@@ -200,7 +200,11 @@ def _int(text: str | None) -> int | None:
         value = float(text) * scale
     except ValueError:
         return None
-    return int(value) if value > 0 and value == int(value) else None
+    # `inf` and `1e308k` are floats but no count; past 2**53 a float is no exact whole number either.
+    return int(value) if 0 < value <= _EXACT_FLOAT_INT and value == int(value) else None
+
+
+_EXACT_FLOAT_INT = 2**53
 
 
 def _float(text: str | None) -> float | None:

@@ -50,6 +50,10 @@ def _gb(value: int) -> str:
     return f"{value / 1e9:.1f} GB"
 
 
+def _need(estimate: ModelEstimate) -> int:
+    return max(estimate.min_device_bytes or 0, estimate.bytes_per_device or 0)
+
+
 def resolve_sizing(
     annotation_vram: int | None,
     observed: ObservedSizing | None,
@@ -79,6 +83,10 @@ def resolve_sizing(
     need = 0
     if model_estimate is None:
         said.append("model: not a recognised inference server")
+    elif model_estimate.known and _need(model_estimate) > MAX_MEMORY_BYTES:
+        # e.g. --max-model-len 1e15: no device holds it, and no quantity of bytes could name it.
+        said.append(f"model: an estimate beyond {MAX_MEMORY_BYTES} bytes ({model_estimate.server} settings), ignored")
+        base = replace(base, server=model_estimate.server, model=model_estimate.model)
     elif model_estimate.known:
         assert model_estimate.bytes_per_device is not None
         need = model_estimate.min_device_bytes or model_estimate.bytes_per_device

@@ -198,3 +198,23 @@ def test_the_reading_cache_answers_an_equal_container_from_its_digest() -> None:
     assert sizing.read_container({**container, "env": [{"name": "A", "value": "1"}]}) is first
     assert sizing.read_container({**container, "env": [{"name": "A", "value": "2"}]}) is not first
     assert sizing.read_container({**container, "env": [{"name": "A1", "value": ""}]}) is not first
+
+
+# --------------------------------------------------------------------------------------------- numbers no count holds
+@pytest.mark.parametrize("value", ["inf", "1e308k", "1e300", "9" * 400, "nan", "-inf"])
+def test_a_count_no_integer_holds_is_not_understood_rather_than_an_exception(value: str) -> None:
+    config = parse_server(["vllm", "serve", "m/x", "--max-model-len", value, "-tp", value], [], {})
+    assert config is not None and config.max_model_len is None and config.tensor_parallel == 1
+
+
+def test_an_estimate_beyond_any_quantity_of_bytes_is_ignored_with_a_reason() -> None:
+    config = parse_server(["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "1e15"], [], {})
+    assert config is not None and config.max_model_len == 10**15
+    decision = sizing.resolve_sizing(None, None, sizing.estimate_memory(config), None)
+    assert (decision.source, decision.vram_bytes, decision.model_bytes, decision.min_device_bytes) == (
+        "default",
+        None,
+        0,
+        0,
+    )
+    assert "model: an estimate beyond" in decision.reason and "ignored" in decision.reason
