@@ -72,6 +72,13 @@ class ModelEstimate:
         return self.server in ("vllm", "nim")
 
 
+def _shown(text: str | None, limit: int = 120) -> str:
+    """A setting quoted for an explanation, cut to `limit` characters (a tenant's flag value may be 64 KiB)."""
+    if text is None or len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
 def _gb(value: float) -> str:
     return f"{value / 1e9:.1f} GB"
 
@@ -102,7 +109,10 @@ def _weight_bytes(spec: ModelSpec, quantization: str | None, dtype_bytes: float,
         return (params - embed) * _FOUR_BIT_BYTES + embed * 2.0, f"{quantization}: 4.25 bits per quantized parameter"
     if method in _EIGHT_BIT:
         return (params - embed) * 1.0 + embed * 2.0, f"{quantization}: 1 byte per quantized parameter"
-    return params * dtype_bytes, f"quantization {quantization!r} not modelled: weights counted at {dtype_bytes:g} bytes"
+    return (
+        params * dtype_bytes,
+        f"quantization {_shown(quantization)} not modelled: weights counted at {dtype_bytes:g} bytes",
+    )
 
 
 def estimate_memory(config: ServerConfig) -> ModelEstimate:
@@ -115,7 +125,7 @@ def estimate_memory(config: ServerConfig) -> ModelEstimate:
         return ModelEstimate(
             config.server,
             config.model,
-            explanation=f"{config.server}: model {config.model!r} is unknown (not in gpudra's model catalog)",
+            explanation=f"{config.server}: model {_shown(config.model)} is unknown (not in gpudra's model catalog)",
         )
     notes: list[str] = []
     uncertain = False
@@ -130,7 +140,7 @@ def estimate_memory(config: ServerConfig) -> ModelEstimate:
         dtype_bytes = _DTYPE_BYTES[dtype]
     else:
         dtype_bytes, uncertain = 2.0, True
-        notes.append(f"dtype {config.dtype!r} not modelled: 2 bytes assumed")
+        notes.append(f"dtype {_shown(config.dtype)} not modelled: 2 bytes assumed")
     devices = max(1, config.tensor_parallel) * max(1, config.pipeline_parallel)
     weights, weight_note = _weight_bytes(spec, quantization, dtype_bytes, config.server)
     if "not modelled" in weight_note:

@@ -218,3 +218,10 @@ def test_an_estimate_beyond_any_quantity_of_bytes_is_ignored_with_a_reason() -> 
         0,
     )
     assert "model: an estimate beyond" in decision.reason and "ignored" in decision.reason
+
+
+def test_a_long_unknown_model_name_is_quoted_short_in_the_explanation() -> None:
+    config = parse_server(["vllm", "serve", "org/" + "m" * 60_000, "--dtype", "q" * 60_000], [], {})
+    assert config is not None
+    explanation = sizing.estimate_memory(config).explanation
+    assert len(explanation) < 300 and "(60004 characters) is unknown" in explanation
