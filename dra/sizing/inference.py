@@ -384,7 +384,8 @@ def read_container(container: Mapping[str, Any]) -> ContainerReading:
     """`read_server` of a Kubernetes container spec (only literal `env` values are read). Readings are cached by a
     digest of the container, within `CACHE_MAX_BYTES`."""
     env: list[tuple[str, str]] = []
-    for entry in container.get("env") or ():
+    entries = container.get("env")
+    for entry in entries if isinstance(entries, list) else ():
         if isinstance(entry, Mapping) and isinstance(entry.get("name"), str) and isinstance(entry.get("value"), str):
             env.append((entry["name"], entry["value"]))
     image = container.get("image")

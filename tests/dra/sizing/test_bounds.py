@@ -225,3 +225,10 @@ def test_a_long_unknown_model_name_is_quoted_short_in_the_explanation() -> None:
     assert config is not None
     explanation = sizing.estimate_memory(config).explanation
     assert len(explanation) < 300 and "(60004 characters) is unknown" in explanation
+
+
+@pytest.mark.parametrize("value", [1.5, True, "A=1", {"name": "A"}, None])
+def test_env_of_the_wrong_json_type_is_no_env(value: Any) -> None:
+    # A review not from the API server may send anything; sizing reads what it understands and never raises.
+    config = parse_container({"image": _image(), "args": ["--model", "m/x"], "env": value})
+    assert config is not None and config.model == "m/x"
