@@ -35,6 +35,7 @@ import json
 import math
 import random
 import re
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -48,11 +49,14 @@ from dra.sizing import ObservedSizing, pod_owner
 from webhook.recommend import (
     FB_USED,
     MIB,
+    Answer,
+    AnswerError,
     Rejected,
     Settings,
     capped_to_device,
     go_duration,
     peak_of,
+    read_answer,
     series_identity,
     vram_for,
 )
@@ -65,6 +69,7 @@ __all__ = [
     "ObservedLookup",
     "SizingSpec",
     "demo_dump",
+    "dump_lookup",
     "generated_lookup",
     "granted_vs_observed",
     "load_observed",
@@ -163,65 +168,80 @@ def _fail(path: str, where: str, message: str) -> InputError:
 
 
 def parse_prometheus_dump(data: Any, path: str, settings: Settings | None = None) -> ObservedLookup:
-    """A `/api/v1/query_range` answer of DCGM_FI_DEV_FB_USED (MiB) -> recommendations per owner and container.
+    """A `/api/v1/query_range` answer of DCGM_FI_DEV_FB_USED (MiB), decoded -> recommendations per owner and
+    container: read as `gpudra recommend` reads Prometheus (`webhook.recommend.read_answer`, `series_identity`).
 
     InputError naming `path` and the series for anything that is not such an answer: another status or result
-    type, a series without namespace/pod/container labels, another metric, a sample that is not a finite
-    number >= 0."""
+    type, a series without namespace/pod/container labels or with labels that are not Kubernetes names, another
+    metric, a sample that is not a finite number >= 0."""
+    if not isinstance(data, Mapping):
+        raise _fail(path, "", f"not a successful Prometheus query answer (status {type(data).__name__!r})")
+    return dump_lookup(read_answer(json.dumps(data).encode()), path, settings)
+
+
+def _rejected_series(path: str, where: str, labels: Mapping[str, str], why: Rejected) -> InputError:
+    if why.reason.startswith("no "):
+        shown = {k: v[:64] for k, v in list(labels.items())[:12] if k != "__name__"}
+        return _fail(path, where, f"series without {why.reason[3:]} (labels {shown}); the DCGM exporter adds them "
+                     "when its Kubernetes mapping is on")  # fmt: skip
+    return _fail(path, where, f"series with an {why.reason}: {why.detail}")
+
+
+def _prometheus_number(value: float) -> str:
+    return (
+        "NaN" if math.isnan(value) else "+Inf" if value == math.inf else "-Inf" if value == -math.inf else f"{value:g}"
+    )
+
+
+def dump_lookup(answer: Answer, path: str, settings: Settings | None = None) -> ObservedLookup:
+    """`parse_prometheus_dump` of an answer read by `webhook.recommend.read_answer` (what `load_observed` reads a
+    dump file with: bounded memory, whatever its size)."""
     settings = settings or Settings()
-    if not isinstance(data, Mapping) or data.get("status") != "success":
-        status = data.get("status") if isinstance(data, Mapping) else type(data).__name__
-        raise _fail(path, "", f"not a successful Prometheus query answer (status {status!r})")
-    body = data.get("data")
-    if not isinstance(body, Mapping) or body.get("resultType") != "matrix" or not isinstance(body.get("result"), list):
-        kind = body.get("resultType") if isinstance(body, Mapping) else None
-        raise _fail(path, "data", f"expected a range query's matrix result (resultType {kind!r})")
-    pooled: dict[tuple[str, str, str, str], list[float]] = {}
-    times: dict[tuple[str, str, str, str], list[float]] = {}
+    if answer.status != "success":
+        raise _fail(path, "", f"not a successful Prometheus query answer (status {answer.status!r})")
+    if answer.result_type != "matrix" or answer.result is None:
+        raise _fail(path, "data", f"expected a range query's matrix result (resultType {answer.result_type!r})")
+    pooled: dict[tuple[str, str, str, str], list[array[float]]] = {}
+    times: dict[tuple[str, str, str, str], list[array[float]]] = {}
     models: dict[tuple[str, str, str, str], str] = {}  # the GPU model a series ran on (caps the recommendation)
-    for index, series in enumerate(body["result"]):
+    for index, series in enumerate(answer.result):
         where = f"data.result[{index}]"
-        if not isinstance(series, Mapping) or not isinstance(series.get("metric"), Mapping):
-            raise _fail(path, where, "a series needs 'metric' (labels) and 'values'")
-        labels = series["metric"]
+        labels = series.labels
+        if labels is None:
+            raise _fail(path, where, "a series needs 'metric' (labels, a map of strings) and 'values'")
         metric = labels.get("__name__")
         if metric is not None and metric != FB_USED:
             raise _fail(path, where, f"metric {metric!r} is not {FB_USED} (framebuffer used, MiB)")
         ident = series_identity(labels)
-        if isinstance(ident, Rejected) and ident.reason.startswith("no "):
-            shown = {k: str(v)[:64] for k, v in list(labels.items())[:12] if k != "__name__"}
-            raise _fail(path, where, f"series without {ident.reason[3:]} (labels {shown}); the DCGM exporter adds "
-                        "them when its Kubernetes mapping is on")  # fmt: skip
         if isinstance(ident, Rejected):
-            raise _fail(path, where, f"series with an {ident.reason}: {ident.detail}")
-        values = series.get("values")
-        if not isinstance(values, list) or not values:
+            raise _rejected_series(path, where, labels, ident)
+        if not series.samples_ok or (not series.values and not series.unparseable):
             raise _fail(path, where, "'values' must be a non-empty list of [timestamp, \"value\"]")
+        if series.first_unparseable is not None:
+            j, text = series.first_unparseable
+            raise _fail(path, f"{where}.values[{j}]", f'{text} is not a [timestamp, "number"] sample')
+        values = np.frombuffer(series.values, dtype=np.float64)
+        stamps_of = np.frombuffer(series.times, dtype=np.float64)
+        bad = ~np.isfinite(values) | (values < 0) | ~np.isfinite(stamps_of)
+        if bad.any():
+            j = int(np.argmax(bad))
+            shown = _prometheus_number(float(values[j]))
+            raise _fail(path, f"{where}.values[{j}]", f"{shown!r} is not a finite framebuffer size >= 0 MiB")
         kind, owner = owner_of_pod_name(ident.pod)
         key = (ident.namespace, kind, owner, ident.container)
-        bucket = pooled.setdefault(key, [])
-        stamps = times.setdefault(key, [])
+        pooled.setdefault(key, []).append(series.values)
+        times.setdefault(key, []).append(series.times)
         models.setdefault(key, ident.model_name)
-        for j, sample in enumerate(values):
-            if not isinstance(sample, list) or len(sample) != 2:
-                raise _fail(path, f"{where}.values[{j}]", 'a sample is [timestamp, "value"]')
-            try:
-                stamp, value = float(sample[0]), float(sample[1])
-            except (TypeError, ValueError):
-                raise _fail(path, f"{where}.values[{j}]", f"{sample[1]!r} is not a number") from None
-            if not math.isfinite(value) or not math.isfinite(stamp) or value < 0:
-                raise _fail(path, f"{where}.values[{j}]", f"{sample[1]!r} is not a finite framebuffer size >= 0 MiB")
-            bucket.append(value)
-            stamps.append(stamp)
-    lookup = ObservedLookup(path, "prometheus", series=len(body["result"]))
-    for key, samples in sorted(pooled.items()):
+    lookup = ObservedLookup(path, "prometheus", series=len(answer.result))
+    for key, parts in sorted(pooled.items()):
         namespace, kind, owner, container = key
+        samples = np.concatenate([np.frombuffer(p, dtype=np.float64) for p in parts])
         if len(samples) < settings.min_samples:
             lookup.skipped[f"fewer than {settings.min_samples} samples"] += 1
             continue
-        peak = math.ceil(peak_of(np.asarray(samples, dtype=np.float64), settings.quantile) * MIB)
-        stamps = times[(namespace, kind, owner, container)]
-        window = int(max(stamps) - min(stamps))
+        peak = math.ceil(peak_of(samples, settings.quantile) * MIB)
+        stamps = np.concatenate([np.frombuffer(p, dtype=np.float64) for p in times[key]])
+        window = int(stamps.max() - stamps.min())
         lookup.entries.setdefault((namespace, kind, owner), {})[container] = ObservedSizing(
             vram_bytes=capped_to_device(vram_for(peak, settings.headroom), peak, models[key]),
             peak_bytes=peak,
@@ -279,6 +299,13 @@ def load_observed(path: str | Path) -> ObservedLookup:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{name}: cannot read: {exc}") from exc
+    if text.lstrip().startswith("{"):  # a dump is read as the recommender reads Prometheus, in bounded memory
+        try:
+            answer = read_answer(text.encode())
+        except AnswerError:
+            answer = None  # not JSON: the readers below name the line
+        if answer is not None and answer.status is not None and answer.kind is None:
+            return dump_lookup(answer, name)
     documents = _documents(text, name)
     if not documents:
         raise _fail(name, "", "empty: expected a Prometheus query_range answer or GPUSizingRecommendation objects")

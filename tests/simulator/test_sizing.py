@@ -135,7 +135,7 @@ def test_exported_labels_and_the_sample_floor(tmp_path: Path) -> None:
         (answer(series("embed-7c9d8f6b5-x2k4q", ["NaN"])), r"data.result\[0\].values\[0\]: 'NaN' is not a finite"),
         (answer(series("embed-7c9d8f6b5-x2k4q", ["1", "+Inf"])), r"values\[1\]: '\+Inf' is not a finite"),
         (answer(series("embed-7c9d8f6b5-x2k4q", ["-5"])), "is not a finite framebuffer size"),
-        (answer(series("embed-7c9d8f6b5-x2k4q", ["lots"])), "'lots' is not a number"),
+        (answer(series("embed-7c9d8f6b5-x2k4q", ["lots"])), r'"lots"\] is not a \[timestamp, "number"\] sample'),
         (answer(series("embed-7c9d8f6b5-x2k4q", [])), "non-empty list"),
         (
             answer({"metric": {"namespace": "a", "container": "main"}, "values": [[0, "1"]]}),

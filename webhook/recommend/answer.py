@@ -51,11 +51,13 @@ class AnswerSeries:
     values: array[float] = field(default_factory=lambda: array("d"))
     samples_ok: bool = True
     unparseable: int = 0
+    first_unparseable: tuple[int, str] | None = None  # (its index among the samples, its JSON text, cut to 64)
 
 
 @dataclass
 class Answer:
     status: Any = None
+    kind: Any = None  # a top-level `kind`: a Kubernetes object, not an answer
     error_type: Any = None
     error: Any = None
     warnings: list[Any] = field(default_factory=list)
@@ -192,11 +194,13 @@ class _Reader:
         for key in self.members():
             if key == "data":
                 self.data(out)
-            elif key in ("status", "errorType", "error", "warnings"):
+            elif key in ("status", "kind", "errorType", "error", "warnings"):
                 ok, value = self.small()
                 value = value if ok else "(too long to show)"
                 if key == "status":
                     out.status = value
+                elif key == "kind":
+                    out.kind = value
                 elif key == "errorType":
                     out.error_type = value
                 elif key == "error":
@@ -243,9 +247,11 @@ class _Reader:
                 self.skip()
         return item
 
-    def add(self, item: AnswerSeries, raw: Any) -> None:
+    def add(self, item: AnswerSeries, raw: Any, text: str = "") -> None:
         pair = _pair(raw)
         if pair is None:
+            if item.first_unparseable is None:
+                item.first_unparseable = (len(item.times) + item.unparseable, text[:64] or json.dumps(raw)[:64])
             item.unparseable += 1
         else:
             item.times.append(pair[0])
@@ -262,14 +268,16 @@ class _Reader:
                     values = array("d", map(float, (v for _, v in found)))
                 except ValueError:  # one odd number in the block: take the block sample by sample
                     for t, v in found:
-                        self.add(item, _number_pair(t, v))
+                        self.add(item, _number_pair(t, v), f'[{t.decode()}, "{v.decode()}"]')
                 else:
                     item.times.extend(times)
                     item.values.extend(values)
                 self.pos = run.end()
                 continue
+            start = self.pos
             ok, raw = self.small(4096)
-            self.add(item, raw if ok else None)
+            text = bytes(self.s[start : min(self.pos, start + 64)]).decode(errors="replace")
+            self.add(item, raw if ok else None, text)
             head = self.ws()
             if head == ",":
                 self.pos += 1

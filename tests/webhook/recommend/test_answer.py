@@ -39,7 +39,9 @@ _series = st.one_of(
     st.fixed_dictionaries({"values": st.lists(_sample, max_size=3)}),
     st.just("not a series"),
 )
-_unknown = st.recursive(st.text(alphabet='[]{}",\\ab', max_size=6), lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+_unknown = st.recursive(
+    st.text(alphabet='[]{}",\\ab', max_size=6), lambda inner: st.lists(inner, max_size=3), max_leaves=6
+)
 
 
 def _pair(item: Any) -> tuple[float, float] | None:
@@ -76,7 +78,7 @@ def test_the_reader_agrees_with_json_loads(result: list[Any], unknown: Any, inde
         ok_labels = isinstance(labels, dict) and all(isinstance(v, str) for v in labels.values())
         assert got.labels == (labels if ok_labels else None)
         raw = want.get("values", want.get("value")) if isinstance(want, dict) else None
-        samples = raw if isinstance(want, dict) and "values" in want else [raw]
+        samples: list[Any] = raw if isinstance(want, dict) and "values" in want and isinstance(raw, list) else [raw]
         assert got.samples_ok == (isinstance(want, dict) and ("value" in want or isinstance(raw, list)))
         if not got.samples_ok:
             continue
