@@ -8,11 +8,24 @@ For tests that break their own control plane (tests/e2e/test_webhook_faults_e2e.
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
+from pathlib import Path
 
 from tests.controlplane.cluster import ControlPlane, ControlPlaneError, _http_ok
 
-__all__ = ["etcd_url", "kill", "pause", "restart", "resume", "wait_healthy"]
+__all__ = [
+    "continue_process",
+    "etcd_url",
+    "kill",
+    "pause",
+    "restart",
+    "resume",
+    "stop_process",
+    "stopped",
+    "thread_states",
+    "wait_healthy",
+]
 
 
 def _process(cp: ControlPlane, name: str) -> int:
@@ -22,19 +35,69 @@ def _process(cp: ControlPlane, name: str) -> int:
     return component.process.pid
 
 
+def thread_states(pid: int) -> list[str]:
+    """The scheduler state letter of each thread of `pid` (/proc/<pid>/task/<tid>/stat's third field: R, S, D, T...);
+    threads that exit while being read are left out."""
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        states.append(text[text.rindex(")") + 2])  # the command name, in parentheses, may hold spaces
+    return states
+
+
+def _wait_threads(proc: subprocess.Popen[bytes], stopped: bool, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        states = thread_states(proc.pid)
+        if stopped and "T" in states and all(state in "TZX" for state in states):  # Z, X: a thread exiting
+            return
+        if not stopped and "T" not in states:
+            return
+        if time.monotonic() > deadline or proc.poll() is not None:
+            want = "stopped" if stopped else "running again"
+            raise ControlPlaneError(f"pid {proc.pid} not {want} {timeout:.0f}s after the signal: {sorted(states)}")
+        time.sleep(0.01)
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """SIGSTOP `proc` and wait until every thread of it is stopped.
+
+    A stop is not done when kill() returns: one thread must first be scheduled to take the signal and stop the
+    others, and meanwhile those still running keep serving (on a loaded machine, tens of milliseconds: enough for
+    an API server to answer a whole review's calls)."""
+    proc.send_signal(signal.SIGSTOP)
+    _wait_threads(proc, stopped=True, timeout=timeout)
+
+
+def continue_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """SIGCONT `proc` and wait until none of its threads is stopped."""
+    proc.send_signal(signal.SIGCONT)
+    _wait_threads(proc, stopped=False, timeout=timeout)
+
+
 def pause(cp: ControlPlane, name: str) -> None:
-    """SIGSTOP `name`: its sockets stay open and accept connections (the kernel's backlog), nothing answers."""
+    """SIGSTOP `name`, returning once all its threads are stopped: its sockets stay open and accept connections
+    (the kernel's backlog), nothing answers."""
     _process(cp, name)
     proc = cp.components[name].process
     assert proc is not None
-    proc.send_signal(signal.SIGSTOP)
+    stop_process(proc)
+
+
+def stopped(cp: ControlPlane, name: str) -> bool:
+    """Whether every thread of `name` is stopped now."""
+    states = thread_states(_process(cp, name))
+    return "T" in states and all(state in "TZX" for state in states)
 
 
 def resume(cp: ControlPlane, name: str) -> None:
-    """SIGCONT `name` after `pause`."""
+    """SIGCONT `name` after `pause`, returning once none of its threads is stopped."""
     proc = cp.components[name].process
     if proc is not None and proc.poll() is None:
-        proc.send_signal(signal.SIGCONT)
+        continue_process(proc)
 
 
 def kill(cp: ControlPlane, name: str) -> None:

@@ -555,11 +555,15 @@ def test_apiserver_stopped_then_killed_mid_admission(stack: Stack) -> None:
     assert status == 200 and _translated_answer(answer), answer
     report: dict[str, Any] = {}
 
+    # pause returns once every API server thread is stopped (SIGSTOP alone is not: threads still running kept
+    # answering, and a review was admitted in 0.04 s on a loaded machine). No review has named stopped_ns, so each
+    # must read the Namespace from the stopped API server before anything else.
     faults.pause(stack.cp, "kube-apiserver")
     try:
         # As many as the replica's decision threads (webhook.app.DEFAULT_DECISION_THREADS): none waits for another.
         with ThreadPoolExecutor(4) as pool:
             stalled = list(pool.map(lambda i: b.mutate(_review(stopped_ns, f"stalled-{i}")), range(4)))
+        assert faults.stopped(stack.cp, "kube-apiserver"), "the API server ran during the stalled reviews"
         healthz_started = time.monotonic()
         assert b.get("/healthz", timeout=2)[0] == 200
         report["healthz_while_stalled_s"] = round(time.monotonic() - healthz_started, 3)
