@@ -97,7 +97,7 @@ def simulate(
             summary["verification"] = _verification(
                 cluster, trace, policies=policies, seed=seed, k8s_bin=k8s_bin, sample=sample,
                 consumable_capacity=consumable_capacity, gpudra_attributes=gpudra_attributes,
-                unannotated=unannotated, err=err, quiet=as_json,
+                unannotated=unannotated, scheduler_config=scheduler_config, err=err, quiet=as_json,
             )  # fmt: skip
         except (GpudraError, OSError) as exc:
             return input_error(exc)
@@ -114,7 +114,8 @@ def simulate(
 
 def _verification(
     cluster: Path | None, trace: Path | None, *, policies: Path | None, seed: int, k8s_bin: Path | None, sample: int,
-    consumable_capacity: bool, gpudra_attributes: bool, unannotated: bool, err: Console, quiet: bool,
+    consumable_capacity: bool, gpudra_attributes: bool, unannotated: bool, scheduler_config: Path | None, err: Console,
+    quiet: bool,
 ) -> dict[str, Any]:  # fmt: skip
     """`--verify-scheduler`: the sample through the real kube-scheduler, a progress bar on a terminal."""
     from simulator.verify import verification_inputs, verify_scheduler
@@ -127,7 +128,8 @@ def _verification(
         task = bar.add_task("verify-scheduler", total=min(sample, len(pods)))
         return verify_scheduler(
             spec, pods, sample=sample, bin_dir=k8s_bin, policies=policies, gpudra_attributes=gpudra_attributes,
-            seed=seed, progress=lambda done, total: bar.update(task, completed=done, total=total),
+            seed=seed, scheduler_config=scheduler_config,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
         )  # fmt: skip
 
 

@@ -67,11 +67,27 @@ def test_real_scheduler_decisions_match_the_simulator() -> None:
     assert found["same_devices"] >= 0.99, shown
 
 
+MOST_ALLOCATED = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: default-scheduler
+    pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy:
+            type: MostAllocated
+            resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}]
+"""
+
+
 def test_cli_verify_scheduler_adds_the_verification_to_the_summary(tmp_path: Path) -> None:
+    config = tmp_path / "most-allocated.yaml"
+    config.write_text(MOST_ALLOCATED)
     result = CliRunner().invoke(
         app,
         ["simulate", "--strategies", "gpudra", "--allocator-mode", "upstream", "--verify-scheduler", "--sample", "12",
-         "--k8s-bin", str(_bin_dir()), "--json"],
+         "--k8s-bin", str(_bin_dir()), "--scheduler-config", str(config), "--json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
@@ -79,6 +95,6 @@ def test_cli_verify_scheduler_adds_the_verification_to_the_summary(tmp_path: Pat
     assert list(found)[:5] == [
         "decisions", "feasibility_agreement", "node_in_top_set", "same_devices", "kube_scheduler_version",
     ]  # fmt: skip
-    assert found["sample"] == 12 and found["decisions"] >= 12
+    assert found["sample"] == 12 and found["decisions"] >= 12 and found["scheduler_config"] == str(config)
     assert found["feasibility_agreement"] == 1.0, _shown(found)
     assert summary["strategies"]["gpudra"]["pods_total"] == summary["input"]["workload"]["pods"]
