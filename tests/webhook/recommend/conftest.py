@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-Answer = Callable[[http.server.BaseHTTPRequestHandler, "Loopback"], None]
+Respond = Callable[[http.server.BaseHTTPRequestHandler, "Loopback"], None]
 
 
 @dataclass
@@ -19,7 +19,7 @@ class Loopback:
     """One server: `url`, the paths it was asked for, and `stopping`, set at teardown so that a slow answer ends."""
 
     url: str = ""
-    answer: Answer = staticmethod(lambda handler, server: None)
+    answer: Respond = staticmethod(lambda handler, server: None)
     paths: list[str] = field(default_factory=list)
     stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -46,11 +46,11 @@ def start_loopback(state: Loopback) -> http.server.ThreadingHTTPServer:
 
 
 @pytest.fixture
-def loopback() -> Iterator[Callable[[Answer], Loopback]]:
+def loopback() -> Iterator[Callable[[Respond], Loopback]]:
     """Start as many loopback servers as a test needs, each with its own answer."""
     servers: list[tuple[http.server.ThreadingHTTPServer, Loopback]] = []
 
-    def make(answer: Answer) -> Loopback:
+    def make(answer: Respond) -> Loopback:
         state = Loopback(answer=answer)
         servers.append((start_loopback(state), state))
         return state

@@ -9,7 +9,7 @@ from typing import Any
 
 from webhook.recommend import OwnerResolver, PrometheusClient, Recommender, RecommenderConfig
 
-from .conftest import Answer, Loopback, send
+from .conftest import Loopback, Respond, send
 
 
 class _Objects:
@@ -32,7 +32,7 @@ class _Objects:
         return []
 
 
-def test_bad_series_are_skipped_and_counted_and_the_rest_recommended(loopback: Callable[[Answer], Loopback]) -> None:
+def test_bad_series_are_skipped_and_counted_and_the_rest_recommended(loopback: Callable[[Respond], Loopback]) -> None:
     def labels(namespace: str, container: str, uuid: str) -> dict[str, str]:
         return {"__name__": "DCGM_FI_DEV_FB_USED", "namespace": namespace, "pod": "embed-6d9f7-abcde",
                 "container": container, "UUID": uuid, "modelName": "NVIDIA L40S"}  # fmt: skip

@@ -15,9 +15,9 @@ import pytest
 from webhook.recommend import PrometheusClient, PrometheusError
 from webhook.recommend.prometheus import MAX_REDIRECTS
 
-from .conftest import Answer, Loopback, send
+from .conftest import Loopback, Respond, send
 
-Start = Callable[[Answer], Loopback]
+Start = Callable[[Respond], Loopback]
 
 
 def _matrix(result: list[Any]) -> bytes:
@@ -66,7 +66,7 @@ def _drip_headers(handler: http.server.BaseHTTPRequestHandler, server: Loopback)
 
 
 @pytest.mark.parametrize("drip", [_drip_body, _drip_headers], ids=["body", "headers"])
-def test_a_dripping_server_is_cut_off_at_the_deadline(loopback: Start, drip: Answer) -> None:
+def test_a_dripping_server_is_cut_off_at_the_deadline(loopback: Start, drip: Respond) -> None:
     server = loopback(drip)
     client = PrometheusClient(server.url, timeout=1)
     assert _outcome(lambda: client.query("x")) == "timeout"
