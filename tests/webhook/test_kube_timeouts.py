@@ -10,7 +10,6 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,13 +24,17 @@ TIMEOUT = 0.5
 
 
 @pytest.fixture
-def stalled_apiserver(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """An HTTPS server that accepts, shakes hands and never answers; yields (URL, CA file)."""
+def stalled_apiserver(tmp_path: Path) -> Iterator[tuple[str, Path, list[int]]]:
+    """An HTTPS server that accepts, shakes hands and never answers; yields (URL, CA file, [connections accepted]).
+
+    Each attempt of a call is one connection (a timed-out connection is never reused), and a client gets past the
+    handshake only once the server has accepted it: when a call has failed, the count is its attempts."""
     write_dev_certificates(tmp_path, ["localhost"], ip_addresses=["127.0.0.1"])
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
     listener = socket.create_server(("127.0.0.1", 0))
     held: list[socket.socket] = []
+    accepted = [0]
     stop = threading.Event()
 
     def accept() -> None:
@@ -40,6 +43,7 @@ def stalled_apiserver(tmp_path: Path) -> Iterator[tuple[str, Path]]:
                 conn, _ = listener.accept()
             except OSError:
                 return
+            accepted[0] += 1
             try:
                 held.append(ctx.wrap_socket(conn, server_side=True))
             except (OSError, ssl.SSLError):
@@ -48,7 +52,7 @@ def stalled_apiserver(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        yield f"https://127.0.0.1:{listener.getsockname()[1]}", tmp_path / "ca.crt"
+        yield f"https://127.0.0.1:{listener.getsockname()[1]}", tmp_path / "ca.crt", accepted
     finally:
         stop.set()
         listener.close()
@@ -74,26 +78,25 @@ CALLS: dict[str, Callable[[KubeSideEffects], Any]] = {
 
 
 @pytest.mark.parametrize("call", sorted(CALLS))
-def test_each_call_gives_up_within_its_timeout(stalled_apiserver: tuple[str, Path], call: str) -> None:
-    writer, api = _writer(*stalled_apiserver)
+def test_each_call_gives_up_after_one_attempt(stalled_apiserver: tuple[str, Path, list[int]], call: str) -> None:
+    url, ca, accepted = stalled_apiserver
+    writer, api = _writer(url, ca)
     try:
-        started = time.monotonic()
         with pytest.raises(ApiServerError, match=f"within {TIMEOUT:g}s"):
             CALLS[call](writer)
-        took = time.monotonic() - started
     finally:
         api.close()  # type: ignore[no-untyped-call]
-    # One attempt: about TIMEOUT (read timeout; the handshake is immediate). Retried, it took 4x.
-    assert took < 2 * TIMEOUT, f"{call} took {took:.2f}s with a {TIMEOUT}s timeout"
+    # One attempt of TIMEOUT bounds the call (counted, not timed: a loaded machine stretches any duration).
+    # Retried, it made 4 connections and took 4x TIMEOUT.
+    assert accepted[0] == 1, f"{call} made {accepted[0]} attempts"
 
 
-def test_readiness_check_answers_within_its_timeout(stalled_apiserver: tuple[str, Path]) -> None:
-    writer, api = _writer(*stalled_apiserver)
+def test_readiness_check_gives_up_after_one_attempt(stalled_apiserver: tuple[str, Path, list[int]]) -> None:
+    url, ca, accepted = stalled_apiserver
+    writer, api = _writer(url, ca)
     try:
-        started = time.monotonic()
         ok, detail = writer.reachable()
-        took = time.monotonic() - started
     finally:
         api.close()  # type: ignore[no-untyped-call]
     assert not ok and "not reachable" in detail
-    assert took < 2 * TIMEOUT, f"/readyz's API-server check took {took:.2f}s"
+    assert accepted[0] == 1, f"/readyz's API-server check made {accepted[0]} attempts"

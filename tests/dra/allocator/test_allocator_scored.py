@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -103,12 +102,13 @@ def test_match_attribute_that_fails_late_is_cheap_for_scored_and_expensive_for_f
     assert sc_steps < 100  # one representative per class of identical devices
 
 
-def test_scored_answers_a_large_pathological_case_in_milliseconds() -> None:
+def test_scored_answers_a_large_pathological_case_in_few_steps() -> None:
     slices, c = pathological(40, 8)  # first fit would try C(40, 8) = 76,904,685 subsets
     alloc = Allocator(slices=slices, classes=[GPU_CLASS])
-    t0 = time.perf_counter()
+    search, _ = alloc.search([c], node(), "scored")
+    assert search.run()
+    assert search.steps < 100  # 31 today; the time it takes is benchmarks/allocator.py's business
     out = alloc.allocate([c], node=node(), mode="scored")
-    assert time.perf_counter() - t0 < 1.0
     assert [r["device"] for r in out[0]["devices"]["results"]][-1] == "d49"
 
 
