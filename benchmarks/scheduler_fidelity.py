@@ -12,7 +12,7 @@ runs it):
 Prints one JSON object: per workload the `verification` figures (decisions, feasibility agreement, real node in the
 tie set, same devices, causes of disagreement), the model's and the whole replay's seconds, and the pooled figures.
 
-    python benchmarks/scheduler_fidelity.py [--arrivals 150] [--k8s-bin DIR] [--only default,most-allocated,built-in]
+    python benchmarks/scheduler_fidelity.py [--arrivals 200] [--k8s-bin DIR] [--only default,most-allocated,built-in]
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def workloads(config_dir: Path) -> dict[str, tuple[ClusterSpec, int, float, Path
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arrivals", type=int, default=150, help="pods per workload (first by arrival)")
+    parser.add_argument("--arrivals", type=int, default=200, help="pods per workload (first by arrival)")
     parser.add_argument("--k8s-bin", type=Path, default=None)
     parser.add_argument("--only", default="default,most-allocated,built-in")
     args = parser.parse_args(argv)
