@@ -2,10 +2,12 @@
 
 A review is CPU-bound Python; run inline, one slow review stalls every other review, `/healthz` and signal handling
 for as long as it takes. Here each decision runs on one of a few daemon threads, and the request waits at most the
-deadline: past it the review is answered (as a denial, see `webhook.app`) while the thread finishes in the
-background. The threads are daemons so that a stuck decision never holds up process exit on SIGTERM, and there are a
-fixed number of them so that stuck decisions cannot pile up threads: when all are busy, new reviews queue and are
-answered at their own deadline.
+deadline: past it the review is answered (as a denial, see `webhook.app`) and the work stops: each job runs under a
+`dra.cancellation` deadline that the policy engine and the CEL runtime check at bounded intervals (between
+policies, containers and expressions, and every few thousand CEL cost units), so the thread is free again within
+about a millisecond and raises `EvaluationCancelled` into a future nobody waits for. The threads are daemons so
+that a decision stuck outside those checks never holds up process exit on SIGTERM, and there are a fixed number of
+them: when all are busy, new reviews queue and are answered at their own deadline.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["DeadlineExceeded", "DecisionPool"]
+from dra.cancellation import Deadline, EvaluationCancelled, deadline_scope
+
+__all__ = ["DeadlineExceeded", "DecisionPool", "EvaluationCancelled"]
 
 T = TypeVar("T")
 
@@ -30,7 +34,7 @@ class DeadlineExceeded(Exception):
         super().__init__(f"policy evaluation did not finish within {seconds:g} s")
 
 
-_Job = tuple[Callable[[], Any], "concurrent.futures.Future[Any]"]
+_Job = tuple[Callable[[], Any], "concurrent.futures.Future[Any]", Deadline]
 
 
 class DecisionPool:
@@ -53,24 +57,38 @@ class DecisionPool:
 
     def _work(self) -> None:
         while True:
-            fn, future = self._jobs.get()
+            fn, future, deadline = self._jobs.get()
             if not future.set_running_or_notify_cancel():
                 continue  # its request gave up while it waited in the queue
             with self._lock:
                 self._busy += 1
+            failure: BaseException | None = None
+            result: Any = None
             try:
-                future.set_result(fn())
+                with deadline_scope(deadline):
+                    deadline.check()  # expired while queued: nobody waits for it any more
+                    result = fn()
+            except EvaluationCancelled:  # an Exception for the waiter (asyncio must not see a BaseException)
+                failure = DeadlineExceeded(deadline.seconds)
             except BaseException as exc:  # handed to the awaiting request, which decides what it means
-                future.set_exception(exc)
-            finally:
-                with self._lock:
-                    self._busy -= 1
+                failure = exc
+            with self._lock:  # free before the outcome is seen, so a waiter that sees it finds the thread free
+                self._busy -= 1
+            if failure is None:
+                future.set_result(result)
+            else:
+                future.set_exception(failure)
+            del result, failure
 
     async def run(self, fn: Callable[[], T], deadline_seconds: float) -> T:
+        """fn's result, run on a pool thread under a `deadline_seconds` deadline (from now); past it,
+        `DeadlineExceeded` here while fn, at its next deadline check, stops with `EvaluationCancelled`."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._jobs.put((fn, future))
+        deadline = Deadline(deadline_seconds)
+        self._jobs.put((fn, future, deadline))
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout=deadline_seconds)
         except TimeoutError:
-            future.cancel()  # drops it if still queued; a running one finishes unobserved
+            deadline.cancel()  # the clock says so too; this also stops one whose deadline the loop saw first
+            future.cancel()  # drops it if still queued
             raise DeadlineExceeded(deadline_seconds) from None

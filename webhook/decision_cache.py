@@ -1,9 +1,10 @@
 """The admission decision cache: least recently used first out, bounded in entries and in bytes, thread-safe.
 
-Entries are keyed by a digest of a review's inputs and weighed by the size of the JSON text the digest was taken of:
-a decision holds on to its pod, and a pod's Python objects take a small multiple of its JSON text. The byte bound is
-what keeps the webhook inside its memory limit when large distinct pods arrive (250 pods with a 1 MB annotation
-took an entry-bounded cache past 500 MB); one entry larger than a quarter of the budget is not cached at all.
+Entries are keyed by a digest of a review's inputs and weighed by the size of the JSON text the digest was taken of
+plus what the decision itself holds (`Decision.held_bytes`: variables, claim, messages): a decision holds on to its
+pod, and to the values its policies' expressions built. The byte bound is what keeps the webhook inside its memory
+limit when large distinct pods arrive (250 pods with a 1 MB annotation took an entry-bounded cache past 500 MB), or
+small pods whose policies build large values; one entry larger than a quarter of the budget is not cached at all.
 """
 
 from __future__ import annotations

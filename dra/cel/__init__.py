@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dra.cel._functions import FunctionRegistry, NoMatchingOverload
 from dra.cel.cache import SelectorCache, device_key
-from dra.cel.cost import DEFAULT_COST_LIMIT, CostMeter
+from dra.cel.cost import DEFAULT_COST_LIMIT, RUNTIME_COST_BUDGET, CostMeter, EvaluationBudget
 from dra.cel.device import device_value
 from dra.cel.env import Environment, Program
 from dra.cel.json import from_json, to_json
@@ -22,10 +22,12 @@ __all__ = [
     "DEFAULT_COST_LIMIT",
     "Duration",
     "Environment",
+    "EvaluationBudget",
     "FunctionRegistry",
     "NoMatchingOverload",
     "Optional",
     "Program",
+    "RUNTIME_COST_BUDGET",
     "SelectorCache",
     "Timestamp",
     "Uint",

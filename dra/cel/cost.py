@@ -14,6 +14,13 @@ inputs only although the result can be far larger (a `replace` that grows the te
 cel-go concatenates lazily but this implementation copies), the charge is at least the traversal cost of the
 result (`ceil(0.1 * size)`), so a chain of growing values stops before it fills memory; such calls cost more
 here than in cel-go, never less.
+
+Across expressions, an `EvaluationBudget` is what Kubernetes' `RuntimeCELCostBudget` is to a
+ValidatingAdmissionPolicy: every expression's actual cost is charged to it, each expression may spend at most what
+is left (and at most its own per-call limit), and once it is spent no further expression runs. It also bounds the
+size of what the expressions return and keep (variables live as long as the decision), and no single string or
+list a call builds may exceed `MAX_VALUE_SIZE`. A meter created under a deadline (`dra.cancellation`) checks it
+every `DEADLINE_CHECK_COST` units, so a long evaluation stops within about a millisecond of its deadline.
 """
 
 from __future__ import annotations
@@ -22,47 +29,144 @@ import math
 from collections.abc import Callable
 from typing import Any, Final
 
+from dra.cancellation import check_deadline, current_deadline
 from dra.cel.values import Optional
 from dra.errors import CelCostError
 
 __all__ = [
     "COST_KEY",
+    "DEADLINE_CHECK_COST",
     "DEFAULT_COST_LIMIT",
     "GROWTH_FUNCTIONS",
+    "MAX_HELD_SIZE",
+    "MAX_VALUE_SIZE",
+    "RUNTIME_COST_BUDGET",
     "SIZED_FUNCTIONS",
     "CostMeter",
+    "EvaluationBudget",
     "add_cost",
     "call_cost",
     "cost_function",
+    "value_size",
 ]
 
 DEFAULT_COST_LIMIT: Final = 1_000_000
+# k8s.io/apiserver/pkg/apis/cel/config.go: RuntimeCELCostBudget, "roughly 1 second" across a policy's expressions.
+RUNTIME_COST_BUDGET: Final = 10_000_000
+# The largest string (code points), bytes or list (elements) one call or `+` may build. Kubernetes objects are
+# below 1.5 MiB in etcd, so a larger value is not the copy of one of their fields but something grown.
+MAX_VALUE_SIZE: Final = 2**20
+# What the values returned by one evaluation's expressions may hold together (`value_size`: code points, bytes,
+# elements), kept as variables for as long as the decision is.
+MAX_HELD_SIZE: Final = 8 * 2**20
+# Cost units between deadline checks: about a millisecond of evaluation (PerCallLimit's 1e6 is "roughly 0.1 s").
+DEADLINE_CHECK_COST: Final = 10_000
 COST_KEY: Final = "@cost"
 # cel-go's common.StringTraversalCostFactor and RegexStringLengthCostFactor.
 _TRAVERSAL_FACTOR: Final = 0.1
 _REGEX_FACTOR: Final = 0.25
 
 
-class CostMeter:
-    """Counts down from the limit; raises `CelCostError` when it goes negative."""
+_OUT_OF_BUDGET: Final = "validation failed due to running out of cost budget, no further validation rules will be run"
 
-    __slots__ = ("limit", "left", "expression")
 
-    def __init__(self, limit: int, expression: str = "", spent: int = 0) -> None:
+class EvaluationBudget:
+    """The cost and held-value budget shared by every expression of one evaluation (one admission review)."""
+
+    __slots__ = ("limit", "left", "held_limit", "held", "last")
+
+    def __init__(self, limit: int = RUNTIME_COST_BUDGET, held_limit: int = MAX_HELD_SIZE) -> None:
         self.limit = limit
-        self.left = limit - spent
+        self.left = limit
+        self.held_limit = held_limit
+        self.held = 0
+        self.last = (0, 0)  # the cost and value size of the expression evaluated last (for memoized replays)
+
+    def exceeded(self, expression: str) -> CelCostError:
+        return CelCostError(f"{_OUT_OF_BUDGET} (RuntimeCELCostBudget {self.limit})", expression=expression)
+
+    def spend(self, cost: int, expression: str) -> None:
+        """Charge an expression's actual cost; past the budget, `CelCostError` (Kubernetes' text)."""
+        self.last = (cost, 0)
+        self.left -= cost
+        if self.left < 0:
+            raise self.exceeded(expression)
+
+    def hold(self, value: Any, expression: str) -> None:
+        """Charge the size of a value an expression returned; past `held_limit`, `CelCostError`."""
+        size = value_size(value, self.held_limit - self.held)
+        self.last = (self.last[0], size)
+        self._hold(size, expression)
+
+    def fits(self, charges: tuple[int, int]) -> bool:
+        """Whether `replay(charges)` would stay within the budget."""
+        return charges[0] <= self.left and self.held + charges[1] <= self.held_limit
+
+    def replay(self, charges: tuple[int, int], expression: str) -> None:
+        """Charge again what an expression cost (`last` after it ran) when its value is reused instead of computed,
+        so that a decision is the same whether or not a memo held the value."""
+        self.spend(charges[0], expression)
+        self._hold(charges[1], expression)
+
+    def _hold(self, size: int, expression: str) -> None:
+        self.held += size
+        if self.held > self.held_limit:
+            raise CelCostError(
+                f"the values this evaluation's expressions returned hold more than {self.held_limit} elements and "
+                "characters (strings, bytes and lists built by CEL are bounded per evaluation)",
+                expression=expression,
+            )
+
+
+class CostMeter:
+    """Counts down from the limit; raises `CelCostError` when it goes negative. Under a deadline
+    (`dra.cancellation`) it also checks the deadline every `DEADLINE_CHECK_COST` units charged."""
+
+    __slots__ = ("limit", "left", "expression", "budget", "_checkpoint")
+
+    def __init__(
+        self, limit: int, expression: str = "", spent: int = 0, budget: EvaluationBudget | None = None
+    ) -> None:
+        self.budget = budget if budget is not None and budget.left < limit else None  # set when it binds
+        self.limit = limit if self.budget is None else max(0, self.budget.left)
+        self.left = self.limit - spent
         self.expression = expression
+        self._checkpoint = max(0, self.left - DEADLINE_CHECK_COST) if current_deadline() is not None else 0
 
     def charge(self, amount: int) -> None:
         self.left -= amount
+        if self.left < self._checkpoint:
+            self._check()
+
+    def _check(self) -> None:
         if self.left < 0:
+            if self.budget is not None:
+                raise self.budget.exceeded(self.expression)
             raise CelCostError(
                 f"operation cancelled: actual cost limit exceeded (limit {self.limit})", expression=self.expression
             )
+        check_deadline()
+        self._checkpoint = max(0, self.left - DEADLINE_CHECK_COST)
 
     @property
     def used(self) -> int:
         return self.limit - self.left
+
+
+def value_size(value: Any, stop_after: int = 1 << 62) -> int:
+    """Code points of strings, bytes' and lists' and maps' lengths, summed through lists and maps; a walk that stops
+    once the total passes `stop_after` (shared sublists can make the tree far larger than the graph)."""
+    return _deep_size(value, stop_after)
+
+
+def _built(size: int) -> int:
+    """`size` when a call or `+` may build a value that large; `CelCostError` above `MAX_VALUE_SIZE`."""
+    if size > MAX_VALUE_SIZE:
+        raise CelCostError(
+            f"the value it would build has {size} elements or characters, more than the {MAX_VALUE_SIZE} a CEL "
+            "string or list may have here"
+        )
+    return size
 
 
 def call_cost(args: list[Any]) -> int:
@@ -126,7 +230,7 @@ def _replace(args: list[Any]) -> int:
         count = text.count(old)  # one pass, nothing built
         if len(args) > 3 and type(args[3]) is int and args[3] >= 0:
             count = min(count, args[3])
-        cost = max(cost, _traverse(len(text) + count * (len(new) - len(old))))
+        cost = max(cost, _traverse(_built(len(text) + count * (len(new) - len(old)))))
     return cost
 
 
@@ -137,13 +241,14 @@ def _join(args: list[Any]) -> int:
     size = sum(len(v) for v in values if type(v) is str) if type(values) is list else 0
     if type(values) is list and values:
         size += len(sep) * (len(values) - 1)
-    return _traverse_twice(size)
+    return _traverse_twice(_built(size))
 
 
 def _format(args: list[Any]) -> int:
     # cel-go: 0.1 per code point of the template. Here also the result's traversal cost, from the sizes of the
     # arguments (a bounded walk: shared sublists can make the tree exponentially larger than the graph).
-    return max(_traverse(_size(args[0])), _traverse(_size(args[0]) + _deep_size(args[1:], 1 << 40)))
+    built = _built(_size(args[0]) + _deep_size(args[1:], MAX_VALUE_SIZE + 1))
+    return max(_traverse(_size(args[0])), _traverse(built))
 
 
 def _deep_size(v: Any, budget: int) -> int:
@@ -274,5 +379,5 @@ def add_cost(x: Any, y: Any) -> int:
     charges 1, its list concatenation being a lazy view; this one copies); other operands 1."""
     t = type(x)
     if (t is str or t is bytes or t is list) and type(y) is t:
-        return max(1, _traverse(len(x) + len(y)))
+        return max(1, _traverse(_built(len(x) + len(y))))
     return 1

@@ -16,7 +16,7 @@ from dra.cel import cidr, ip, lists, quantity, regex, semver, sets, stdlib, stri
 from dra.cel import format as format_library
 from dra.cel._functions import FunctionRegistry
 from dra.cel.compiler import MACROS, Compiler
-from dra.cel.cost import COST_KEY, DEFAULT_COST_LIMIT, GROWTH_FUNCTIONS, CostMeter
+from dra.cel.cost import COST_KEY, DEFAULT_COST_LIMIT, GROWTH_FUNCTIONS, CostMeter, EvaluationBudget
 from dra.cel.nodes import Const, Fn, as_fn
 from dra.cel.parse import parse
 from dra.errors import CelCompileError, CelCostError, CelRuntimeError
@@ -57,9 +57,22 @@ class Program:
         self.tracked = tracked
         self.constant = constant
 
-    def evaluate(self, activation: Mapping[str, Any], cost_limit: int | None = None) -> Any:
-        """The expression's value; raises `CelRuntimeError`, or `CelCostError` past `cost_limit` (default 1e6)."""
-        return self._evaluate(activation, cost_limit, None)
+    def evaluate(
+        self, activation: Mapping[str, Any], cost_limit: int | None = None, budget: EvaluationBudget | None = None
+    ) -> Any:
+        """The expression's value; raises `CelRuntimeError`, or `CelCostError` past `cost_limit` (default 1e6) or
+        past what is left of `budget`, the evaluation's budget across expressions, which is charged its cost and
+        the size of its value."""
+        if budget is None:
+            return self._evaluate(activation, cost_limit, None)
+        limit = DEFAULT_COST_LIMIT if cost_limit is None else cost_limit
+        if self.static_cost > budget.left:
+            raise budget.exceeded(self.expression)
+        meter = CostMeter(limit, self.expression, self.static_cost, budget) if self.tracked else None
+        value = self._evaluate(activation, min(limit, max(0, budget.left)), meter)
+        budget.spend(self.static_cost if meter is None else meter.used, self.expression)
+        budget.hold(value, self.expression)
+        return value
 
     def evaluate_with_cost(self, activation: Mapping[str, Any], cost_limit: int | None = None) -> tuple[Any, int]:
         """`(value, actual cost)`: the static cost plus what the meter was charged (compare cel-go's ActualCost)."""

@@ -11,16 +11,29 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from dra import cel
+from dra.cancellation import check_deadline
 
-__all__ = ["EXTRA_VARIABLES", "PER_CALL_COST_LIMIT", "Program", "compile_admission", "compile_selector", "evaluate"]
+__all__ = [
+    "BUDGET_KEY",
+    "EXTRA_VARIABLES",
+    "PER_CALL_COST_LIMIT",
+    "Program",
+    "compile_admission",
+    "compile_selector",
+    "evaluate",
+]
 
 # k8s.io/apiserver/pkg/apis/cel/config.go: PerCallLimit, "roughly 0.1 s".
 PER_CALL_COST_LIMIT = 1_000_000
 EXTRA_VARIABLES = ("gpu", "container", "legacy")
+# Where an evaluation's `cel.EvaluationBudget` rides in the activation (no CEL identifier can take this name).
+BUDGET_KEY = "@budget"
 
 
 class Program(Protocol):
-    def evaluate(self, activation: Mapping[str, Any], cost_limit: int | None = None) -> Any: ...
+    def evaluate(
+        self, activation: Mapping[str, Any], cost_limit: int | None = None, budget: cel.EvaluationBudget | None = None
+    ) -> Any: ...
 
 
 def _admission_environment() -> Any:
@@ -46,8 +59,10 @@ def compile_selector(expression: str) -> Program:
 
 
 def evaluate(program: Program, activation: Mapping[str, Any], cost_limit: int = PER_CALL_COST_LIMIT) -> Any:
-    """Evaluate with a cost budget; raises `CelRuntimeError` / `CelCostError`."""
-    return program.evaluate(activation, cost_limit=cost_limit)
+    """Evaluate with the per-call limit and the evaluation's budget (`BUDGET_KEY` of the activation, when there);
+    raises `CelRuntimeError` / `CelCostError`, or `EvaluationCancelled` once the evaluation's deadline passed."""
+    check_deadline()
+    return program.evaluate(activation, cost_limit=cost_limit, budget=activation.get(BUDGET_KEY))
 
 
 def from_json(data: Any) -> Any:

@@ -14,6 +14,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from dra.cel import EvaluationBudget
+
+from ._cel import BUDGET_KEY
 from ._claim import BuiltRequest, claim_expressions
 from ._deps import Read, closure, path_closure, path_closure_levels, reads
 from .facts import ContainerFacts, PodFacts
@@ -205,7 +208,8 @@ class PolicyMemo:
         self._gpu: MemoTable[Any, tuple[int, dict[str, Any]]] = MemoTable()
         self._match: MemoTable[tuple[int, int], bool] = MemoTable()
         self._claim: MemoTable[Any, ClaimEntry] = MemoTable()
-        self._value: MemoTable[Any, tuple[Any, tuple[str, ...]]] = MemoTable()
+        # value, the variables it read, and its (cost, size) charges
+        self._value: MemoTable[Any, tuple[Any, tuple[str, ...], tuple[int, int]]] = MemoTable()
 
     def plan(self, policy: CompiledPolicy) -> Plan:
         return self._plans.get(id(policy)) or Plan.of(policy)
@@ -286,12 +290,17 @@ class PodMemo:
                 parts.append(found_print)
         key = tuple(parts)
         table = self._memo._value
+        budget: EvaluationBudget | None = self._base.get(BUDGET_KEY)
         found = table.get(key)
-        if found is not None:
-            value, names = found
+        # The same decision with or without the memo: a reused value is charged what computing it cost, and one the
+        # budget cannot pay for is computed, to fail as it would have.
+        if found is not None and (budget is None or budget.fits(found[2])):
+            value, names, charges = found
             if variables is not None:
                 for name in names:
                     variables[name]
+            if budget is not None:
+                budget.replay(charges, expr.source)
             return value
         log = variables.start_recording() if variables is not None else []
         try:
@@ -299,7 +308,7 @@ class PodMemo:
         finally:
             if variables is not None:
                 variables.stop_recording(log)
-        table.put(key, (value, tuple(dict.fromkeys(log))))
+        table.put(key, (value, tuple(dict.fromkeys(log)), budget.last if budget is not None else (0, 0)))
         return value
 
     def claim_key(self, policy: CompiledPolicy, plan: Plan, container: ContainerFacts, local: Mapping[str, Any]) -> Any:

@@ -28,6 +28,11 @@ class JsonView(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         return _cel.to_json(self._values[key])
 
+    @property
+    def cel_values(self) -> Mapping[str, Any]:
+        """The CEL values themselves (those evaluated so far), not converted."""
+        return self._values
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
@@ -105,6 +110,9 @@ class Decision:
     sizing: Mapping[str, str] = field(default_factory=dict)
     # Which source sized the pod (`gpu.sizing.source`: annotation, observed, model, default); "" when unreadable.
     sizing_source: str = ""
+    # Roughly the bytes the decision keeps alive besides the pod (variables, claim, messages): a cache of decisions
+    # is charged this on top of its key's inputs.
+    held_bytes: int = 0
 
     @property
     def mutates(self) -> bool:

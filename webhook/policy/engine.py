@@ -1,8 +1,9 @@
 """Evaluate a pod against a `PolicySet` into one deterministic `Decision`.
 
-Order: policies run by descending `priority`, then by name. Every matching policy's validations and warnings
-apply; of the policies with a `claim`, only the first that matches builds the claim (later ones are listed as
-shadowed). A namespace label `gpudra.io/mode: enforce|audit|off` overrides every policy's mode there.
+Policies run by descending `priority`, then name; every matching policy's validations and warnings apply; of the
+policies with a `claim` the first that matches builds it (later ones are shadowed). A namespace label
+`gpudra.io/mode` overrides every policy's mode there. One evaluation's expressions share a `cel.EvaluationBudget`;
+under a `dra.cancellation` deadline it stops between policies, containers, expressions and inside CEL loops.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra import cel
+from dra.cancellation import check_deadline
 from dra.errors import CelError, CelRuntimeError, InputError, PolicyError
 from dra.quantity import Quantity
 from dra.sizing import SizingLookup
@@ -19,7 +22,7 @@ from dra.sizing import SizingLookup
 from . import _cel
 from ._claim import build_request, claim_expressions, validate_claim
 from ._eval import Failed, check, run
-from ._memo import ClaimEntry, PodMemo, PolicyMemo
+from ._memo import ClaimEntry, PodMemo, PolicyMemo, weigh
 from .decision import ContainerRequest, Decision, JsonView, Violation
 from .facts import PodFacts, pod_facts
 from .loader import CompiledExpr, CompiledPolicy, CompiledRule
@@ -40,6 +43,19 @@ def _sizing_notes(facts: PodFacts) -> dict[str, str]:
             vram = Quantity.from_int(sizing.vram_bytes, "BinarySI")
             notes[container.name] = f"{vram} from {sizing.source}: {sizing.reason}"
     return notes
+
+
+def _held_bytes(decision: Decision) -> int:
+    """Roughly what a decision keeps alive besides its pod: the variables it read, the claim, messages, warnings
+    (a cache of decisions is charged this, on top of its key's inputs)."""
+    held = weigh(decision.message) + weigh(list(decision.warnings)) + weigh(list(decision.audit))
+    held += weigh(dict(decision.claim)) if decision.claim is not None else 0
+    for view in decision.variables.values():
+        held += weigh(dict(view.cel_values)) if isinstance(view, JsonView) else weigh(dict(view))
+    for container in decision.containers:
+        view = container.variables
+        held += weigh(dict(view.cel_values)) if isinstance(view, JsonView) else weigh(dict(view))
+    return held
 
 
 def _verdict(violation: Violation, audit: bool = False) -> str:
@@ -267,6 +283,7 @@ class PolicySet:
             "request": request,
             "namespaceObject": namespace,
             "gpu": gpu,
+            _cel.BUDGET_KEY: cel.EvaluationBudget(),
         }
         ns_mode = _namespace_mode(namespace)
         state = _Run()
@@ -275,12 +292,15 @@ class PolicySet:
             mode = ns_mode or policy.mode
             if mode == "off":
                 continue
+            check_deadline()
             try:
                 self._apply(policy, mode, base, pod, facts, token, state, pod_memo)
             except Failed as failed:
                 self._failed(policy, mode, failed.error, state)
         decided = self._decide(state, ns_name)
-        return dataclasses.replace(decided, sizing=_sizing_notes(facts), sizing_source=facts.sizing.source)
+        return dataclasses.replace(
+            decided, sizing=_sizing_notes(facts), sizing_source=facts.sizing.source, held_bytes=_held_bytes(decided)
+        )
 
     def _apply(
         self,
@@ -351,6 +371,7 @@ class PolicySet:
         plan = self._memo.plan(policy)
         parent: _Variables = activation["variables"]
         for container in facts.legacy_containers:
+            check_deadline()
             local = dict(activation)
             local["container"] = pod["spec"][container.kind][container.index]
             local["legacy"] = dict(container.legacy)

@@ -28,7 +28,7 @@ def test_default_limit_matches_kubernetes() -> None:
 def test_runaway_nest_stops_fast() -> None:
     program = Environment.admission().compile(nested(8))  # 10^8 iterations unchecked
     start = time.perf_counter()
-    with pytest.raises(CelCostError, match="actual cost limit exceeded"):
+    with pytest.raises(CelCostError, match="actual cost limit exceeded|a CEL string or list may have"):
         program.evaluate({})
     assert time.perf_counter() - start < 5
 
@@ -94,7 +94,7 @@ def test_growing_replace_chain_stops_before_building_the_string() -> None:
     program = Environment.admission().compile("size('a'" + ".replace('a', 'aaaaaaaaaa')" * 9 + ")")
 
     def run() -> None:
-        with pytest.raises(CelCostError, match="actual cost limit exceeded"):
+        with pytest.raises(CelCostError, match="actual cost limit exceeded|a CEL string or list may have"):
             program.evaluate({})
 
     start = time.perf_counter()
