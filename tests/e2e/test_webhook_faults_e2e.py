@@ -181,7 +181,7 @@ class Replica:
                  "--reload-seconds", str(RELOAD_SECONDS)],
                 stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )  # fmt: skip
-        wait_for(self.ready, timeout=60, interval=0.2, what=f"replica {self.name} ready\n{self.logs()}")
+        wait_for(self.ready, timeout=180, interval=0.2, what=f"replica {self.name} ready\n{self.logs()}")
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
