@@ -13,13 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from gpudra.cli import app
 from simulator.cluster import ClusterSpec, cluster_from_spec
+from simulator.scheduling import DEFAULT_PROFILE, node_slices
 from simulator.traces import GeneratorConfig, generate
-from simulator.verify import verify_scheduler
+from simulator.verify import ControlPlane, find_components, verify_scheduler
+from simulator.verify.compare import model_ask, tally
+from simulator.verify.replay import replay
 from tests.controlplane import binaries, sourcehash
+from webhook.policy import load_policies
 
 pytestmark = [pytest.mark.e2e]
 
@@ -98,3 +103,21 @@ def test_cli_verify_scheduler_adds_the_verification_to_the_summary(tmp_path: Pat
     assert found["sample"] == 12 and found["decisions"] >= 12 and found["scheduler_config"] == str(config)
     assert found["feasibility_agreement"] == 1.0, _shown(found)
     assert summary["strategies"]["gpudra"]["pods_total"] == summary["input"]["workload"]["pods"]
+
+
+def test_a_model_with_another_profile_than_the_scheduler_is_caught() -> None:
+    """The check can fail: kube-scheduler packs (MostAllocated) while the model spreads (the defaults)."""
+    spec = _cluster()
+    pods = generate(GeneratorConfig(pods=40, seed=1, load=0.6), spec.total_gpus).pods
+    cp = ControlPlane.launch(find_components(_bin_dir()), scheduler_config=yaml.safe_load(MOST_ALLOCATED))
+    try:
+        replayed = replay(
+            cp, spec, pods, policies=load_policies(), ask=model_ask(DEFAULT_PROFILE),
+            slices_of=lambda node: list(node_slices(node, node.name).slices),
+        )  # fmt: skip
+    finally:
+        cp.stop()
+    found = tally(replayed.steps).figures()
+    assert found["bound"] >= 30 and found["node_in_top_set"] < 0.8, _shown(found)
+    assert max(found["causes"], key=found["causes"].get) == "score: NodeResourcesFit", _shown(found)
+    assert found["same_devices"] == 1.0, _shown(found)  # the devices on the real node do not depend on the profile
