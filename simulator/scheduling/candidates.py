@@ -20,7 +20,7 @@ import numpy as np
 
 from ..state import ClusterState, Part
 from .profile import Profile
-from .selection import Maxima, Raw, normalised_extra, num_feasible_nodes_to_find
+from .selection import Maxima, Raw, normalised_extra, normalised_totals, num_feasible_nodes_to_find
 
 __all__ = ["Candidates", "ClassFit", "Scored", "choose", "scored_classes"]
 
@@ -39,22 +39,40 @@ class ClassFit:
 class Candidates:
     """The classes one pod shape fits, by group; `seen` is how far into `ClusterState.born` it has looked."""
 
-    __slots__ = ("seen", "fits", "groups", "mask")
+    __slots__ = ("seen", "fits", "unfit", "groups", "mask", "bases", "raws", "_unsynced")
 
     def __init__(self) -> None:
         self.seen = 0
         self.fits: dict[int, ClassFit] = {}
+        self.unfit: set[int] = set()  # classes that fail a filter (class states never change: for good)
         self.groups: dict[Raw, list[tuple[int, int]]] = {}  # raw -> heap of (-base, class id)
         self.mask = np.zeros(64, dtype=bool)  # class id -> fits (ids of dead classes may stay set: no node has them)
+        self.bases = np.zeros(64, dtype=np.int64)  # class id -> base score (for the scan of `_cut_search`)
+        self.raws = np.zeros((64, 3), dtype=np.int64)  # class id -> raw scores
+        self._unsynced: list[int] = []  # classes added since the arrays were last written (`synced`)
 
     def add(self, cid: int, fit: ClassFit) -> None:
         self.fits[cid] = fit
         heapq.heappush(self.groups.setdefault(fit.raw, []), (-fit.base, cid))
-        if cid >= len(self.mask):
-            grown = np.zeros(max(cid + 1, 2 * len(self.mask)), dtype=bool)
-            grown[: len(self.mask)] = self.mask
-            self.mask = grown
-        self.mask[cid] = True
+        self._unsynced.append(cid)
+
+    def synced(self) -> Candidates:
+        """The arrays (`mask`, `bases`, `raws` by class id) brought up to date, in one write."""
+        if not self._unsynced:
+            return self
+        cids = np.array(self._unsynced, dtype=np.int64)
+        self._unsynced.clear()
+        top = int(cids.max())
+        if top >= len(self.mask):
+            size = max(top + 1, 2 * len(self.mask))
+            self.mask = np.concatenate((self.mask, np.zeros(size - len(self.mask), dtype=bool)))
+            self.bases = np.concatenate((self.bases, np.zeros(size - len(self.bases), dtype=np.int64)))
+            self.raws = np.concatenate((self.raws, np.zeros((size - len(self.raws), 3), dtype=np.int64)))
+        fits = [self.fits[int(c)] for c in cids]
+        self.mask[cids] = True
+        self.bases[cids] = [f.base for f in fits]
+        self.raws[cids] = [f.raw for f in fits]
+        return self
 
     def live_groups(self, classes: dict[int, Any]) -> dict[Raw, list[tuple[int, int]]]:
         """The groups with a live class, their heap tops live (dead entries dropped for good)."""
@@ -93,7 +111,7 @@ def _cut_search(state: ClusterState, cands: Candidates, profile: Profile) -> np.
     want = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, n)
     if want >= n:
         return None
-    feasible = cands.feasible_nodes(state)
+    feasible = cands.synced().feasible_nodes(state)
     if int(feasible.sum()) <= want:
         return None  # every node looked at: next_start moves by n, i.e. stays
     start = state.next_start
@@ -110,9 +128,10 @@ def scored_classes(state: ClusterState, cands: Candidates, profile: Profile, *, 
     if not advance:
         state.next_start = saved
     if nodes is not None:
-        cids = sorted({int(c) for c in np.unique(state.node_class[nodes])})
-        top = Maxima.of(cands.fits[c].raw for c in cids)
-        totals = {c: cands.fits[c].base + normalised_extra(cands.fits[c].raw, top, profile) for c in cids}
+        cids = np.unique(state.node_class[nodes])
+        top = Maxima.of(cands.fits[int(c)].raw for c in cids)
+        values = normalised_totals(cands.bases[cids], cands.raws[cids], profile)
+        totals = {int(c): int(t) for c, t in zip(cids, values, strict=True)}
     else:
         groups = cands.live_groups(state.classes)
         if not groups:
@@ -132,8 +151,9 @@ def choose(state: ClusterState, cands: Candidates, profile: Profile, rng: random
     """kube-scheduler's node for the pod shape: the top total, a seeded uniform choice among the tied nodes."""
     nodes = _cut_search(state, cands, profile)
     if nodes is not None:
-        scored = scored_classes_from(state, cands, profile, nodes)
-        tied = nodes[np.isin(state.node_class[nodes], scored)]
+        classes = state.node_class[nodes]
+        totals = normalised_totals(cands.bases[classes], cands.raws[classes], profile)  # per node: same maxima
+        tied = nodes[totals == totals.max()]
         index = int(tied[rng.randrange(len(tied))]) if len(tied) > 1 else int(tied[0])
         return index, cands.fits[int(state.node_class[index])]
     groups = cands.live_groups(state.classes)
@@ -161,15 +181,6 @@ def choose(state: ClusterState, cands: Candidates, profile: Profile, rng: random
             return index, cands.fits[cid]
         pick -= size
     raise AssertionError("unreachable: the pick is below the tie set's size")
-
-
-def scored_classes_from(state: ClusterState, cands: Candidates, profile: Profile, nodes: np.ndarray) -> list[int]:
-    """The class ids with the top total among the classes of `nodes`."""
-    cids = sorted({int(c) for c in np.unique(state.node_class[nodes])})
-    top = Maxima.of(cands.fits[c].raw for c in cids)
-    totals = {c: cands.fits[c].base + normalised_extra(cands.fits[c].raw, top, profile) for c in cids}
-    best = max(totals.values())
-    return [c for c in cids if totals[c] == best]
 
 
 def _tied_tops(heap: list[tuple[int, int]], base: int, classes: dict[int, Any]) -> list[int]:

@@ -35,6 +35,6 @@ def class_fit(
     if found is None:
         return None
     parts, names, dra = found
-    scores = dict(local_scores() if local_scores is not None else base_scores(profile, node, pod))
+    scores = local_scores() if local_scores is not None else base_scores(profile, node, pod)
     taints, affinity = pod_raw(profile, node, pod)
     return ClassFit(parts, names, sum(scores.values()), (dra, taints, affinity), tuple(scores.items()))

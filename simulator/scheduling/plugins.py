@@ -9,7 +9,7 @@ for a pod that requests nothing. CPU is in millicores and memory in MiB: the int
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..state import NodeState
 from ..workload import SimPod
@@ -19,10 +19,19 @@ from .filters import (
     preferred_affinity_score,
     tolerates_hard_taints,
 )
-from .profile import AFFINITY, BALANCED, FIT, TAINTS, Profile
-from .scores import balanced_allocation, least_allocated, most_allocated, requested_to_capacity_ratio
+from .profile import AFFINITY, BALANCED, DEFAULT_RESOURCES, FIT, TAINTS, Profile
+from .scores import balanced_allocation, go_div, least_allocated, most_allocated, requested_to_capacity_ratio
 
-__all__ = ["DEFAULT_CPU_MILLI", "DEFAULT_MEMORY_MIB", "base_scores", "passes_pod_filters", "pod_raw"]
+__all__ = [
+    "DEFAULT_CPU_MILLI",
+    "DEFAULT_MEMORY_MIB",
+    "LocalScorer",
+    "base_scores",
+    "cpu_memory_scorer",
+    "fast_path",
+    "passes_pod_filters",
+    "pod_raw",
+]
 
 DEFAULT_CPU_MILLI = 100  # pkg/scheduler/util/pod_resources.go DefaultMilliCPURequest
 DEFAULT_MEMORY_MIB = 200  # DefaultMemoryRequest, 200 * 1024 * 1024 bytes
@@ -66,8 +75,70 @@ def _amounts(
     return [a + pod.get(n, 0) for a, n in zip(allocated, names, strict=True)], allocated, [cap.get(n, 0) for n in names]
 
 
+def _share(requested: int, capacity: int, most: bool) -> int:
+    """One resource's LeastAllocated / MostAllocated score (least_allocated.go, most_allocated.go)."""
+    if most:
+        return min(requested, capacity) * 100 // capacity
+    return 0 if requested > capacity else (capacity - requested) * 100 // capacity
+
+
+LocalScorer = Callable[[int, int, int, int, int, int], dict[str, int]]
+
+
+def cpu_memory_scorer(profile: Profile) -> LocalScorer:
+    """`base_scores` for the usual resources (cpu and memory, LeastAllocated or MostAllocated) as a function of
+    (allocatable CPU, memory, free CPU, memory, the pod's CPU, memory): the integer arithmetic of
+    `scores.least_allocated` / `most_allocated` and `scores.balanced_allocation`, unrolled for two resources."""
+    fit_weight, balanced_weight = profile.weight(FIT), profile.weight(BALANCED)
+    (_, w_cpu), (_, w_mem) = profile.fit.resources
+    most = profile.fit.type == "MostAllocated"
+
+    def scores(cap_cpu: int, cap_mem: int, free_cpu: int, free_mem: int, cpu: int, mem: int) -> dict[str, int]:
+        used_cpu, used_mem = cap_cpu - free_cpu, cap_mem - free_mem
+        out: dict[str, int] = {}
+        if fit_weight:
+            score = total = 0
+            if cap_cpu:
+                score += _share(used_cpu + (cpu or DEFAULT_CPU_MILLI), cap_cpu, most) * w_cpu
+                total += w_cpu
+            if cap_mem:
+                score += _share(used_mem + (mem or DEFAULT_MEMORY_MIB), cap_mem, most) * w_mem
+                total += w_mem
+            out[FIT] = fit_weight * (score // total if total else 0)
+        if balanced_weight and (cpu or mem):
+            if cap_cpu and cap_mem:
+                with_pod = int(
+                    (1 - abs(min(1.0, (used_cpu + cpu) / cap_cpu) - min(1.0, (used_mem + mem) / cap_mem)) / 2) * 100
+                )
+                without = int((1 - abs(min(1.0, used_cpu / cap_cpu) - min(1.0, used_mem / cap_mem)) / 2) * 100)
+                out[BALANCED] = balanced_weight * (50 + go_div(50 + with_pod - without, 2))
+            else:
+                out[BALANCED] = balanced_weight * 75  # one resource or none: both balances are 100, 50 + (50 + 0) / 2
+        return out
+
+    return scores
+
+
+def _cpu_memory_scores(profile: Profile, node: NodeState, pod: SimPod) -> dict[str, int]:
+    spec = node.spec
+    return cpu_memory_scorer(profile)(
+        spec.cpu_milli, spec.memory_mib, node.free_cpu, node.free_mem, pod.cpu_milli, pod.memory_mib
+    )
+
+
+def fast_path(profile: Profile) -> bool:
+    """Whether `cpu_memory_scorer` computes this profile's node-local scores."""
+    return (
+        profile.fit.resources == DEFAULT_RESOURCES
+        and profile.fit.type != "RequestedToCapacityRatio"
+        and profile.balanced_resources == DEFAULT_RESOURCES
+    )
+
+
 def base_scores(profile: Profile, node: NodeState, pod: SimPod) -> Mapping[str, int]:
     """The weighted scores that need no normalisation: NodeResourcesFit and NodeResourcesBalancedAllocation."""
+    if fast_path(profile):
+        return _cpu_memory_scores(profile, node, pod)
     out: dict[str, int] = {}
     weight = profile.weight(FIT)
     if weight:

@@ -65,10 +65,14 @@ class Profile:
     initial_backoff: float = 1.0
     max_backoff: float = 10.0
     source: str = "kube-scheduler v1.37.2 defaults"
+    _weight: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_weight", dict(self.weights))
 
     def weight(self, plugin: str) -> int:
         """The plugin's score weight; 0 when it does not score in this profile."""
-        return next((w for name, w in self.weights if name == plugin), 0)
+        return self._weight.get(plugin, 0)
 
     def describe(self) -> dict[str, Any]:
         return {

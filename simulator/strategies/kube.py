@@ -11,10 +11,23 @@ how a pod's devices are found on a class (`devices`): the DynamicResources filte
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..scheduling import DEFAULT_PROFILE, Candidates, ClassFit, Devices, Profile, base_scores, choose, class_fit
+from ..scheduling import (
+    DEFAULT_PROFILE,
+    Candidates,
+    ClassFit,
+    Devices,
+    Profile,
+    base_scores,
+    choose,
+    passes_pod_filters,
+    pod_raw,
+)
+from ..scheduling.plugins import LocalScorer, cpu_memory_scorer, fast_path
+from ..scheduling.profile import AFFINITY, FIT, TAINTS
 from ..state import ClusterState, Part
 from ..workload import SimPod
 from .base import Demand, Strategy, fit_option
@@ -51,9 +64,12 @@ class KubeScheduled(Strategy):
             profile = replace(profile, fit=replace(profile.fit, type=FIT_TYPES[node_score]))
             self.node_score = node_score
         self.profile = profile
+        self._fit_filter = FIT in profile.filters
+        self._needs_raw = bool(profile.weight(TAINTS) or profile.weight(AFFINITY))
         self.rng = random.Random(seed)
         self._candidates: dict[int, Candidates] = {}
-        self._class_fits: dict[tuple[int, int], ClassFit | None] = {}
+        # the node-local scores without a detour (None: `node_local_score`, e.g. a what-if score or other resources)
+        self._scorer: LocalScorer | None = cpu_memory_scorer(profile) if fast_path(profile) else None
 
     @classmethod
     def runs(cls, settings: RunSettings) -> list[Strategy]:
@@ -64,26 +80,53 @@ class KubeScheduled(Strategy):
 
     def devices(self, state: ClusterState, cid: int, demand: Demand) -> Devices | None:
         """The pod's devices on class `cid` (DynamicResources Filter) and their prioritized-list score; by default
-        the demand's options tried in order on the class's GPUs (exact requests: score 0)."""
-        parts: tuple[Part, ...] | None = ()
-        if demand.options:
+        the demand's options tried in order on the class's GPUs (exact requests: score 0), cached per option list."""
+        if not demand.options:
+            return (), (), 0
+        opt = self._option_of.get(id(demand))  # demands live as long as the strategy: ids are stable
+        if opt is None:
+            opt = self._option_of[id(demand)] = self._option_ids.setdefault(demand.options, len(self._option_ids))
+        key = (cid, opt)
+        parts = self._parts.get(key, _MISSING)
+        if parts is _MISSING:
             node = state.representative(cid)
             info = state.gpu_info(cid)
+            parts = None
             for option in demand.options:
                 parts = fit_option(node, info, option, self.device_order)
                 if parts is not None:
                     break
-        return None if parts is None else (parts, (), 0)
+            self._parts[key] = parts
+        return None if parts is None else (parts, (), 0)  # type: ignore[return-value]
 
-    def node_local_score(self, state: ClusterState, cid: int, demand: Demand, pod: SimPod) -> dict[str, int]:
-        """The weighted node-local plugin scores (NodeResourcesFit, BalancedAllocation) on class `cid`."""
-        return dict(base_scores(self.profile, state.representative(cid), pod))
+    def node_local_score(self, state: ClusterState, cid: int, demand: Demand, pod: SimPod) -> Mapping[str, int]:
+        """The weighted node-local plugin scores (NodeResourcesFit, BalancedAllocation) on class `cid`; unless
+        overridden, a function of the node's capacity and use and the pod's requests (`class_fit` memoises it)."""
+        return base_scores(self.profile, state.representative(cid), pod)
 
     def class_fit(self, state: ClusterState, cid: int, demand: Demand, pod: SimPod) -> ClassFit | None:
-        return class_fit(
-            self.profile, state, cid, pod, lambda: self.devices(state, cid, demand),
-            lambda: self.node_local_score(state, cid, demand, pod),
-        )  # fmt: skip
+        """`simulator.scheduling.class_fit` with this strategy's devices and memoised node-local scores (the
+        engine's hot path: the cheap CPU/memory filter first, the node looked up once)."""
+        sig = state.sigs[cid]
+        profile = self.profile
+        if self._fit_filter and (sig[1] < demand.cpu or sig[2] < demand.mem):
+            return None
+        node = state.nodes[next(iter(state.classes[cid]))]
+        spec = node.spec
+        constrained = pod.pod is not None or spec.taints
+        if (constrained or pod.gpu_models) and not passes_pod_filters(profile, node, pod):
+            return None
+        found = self.devices(state, cid, demand)
+        if found is None:
+            return None
+        scores: Mapping[str, int]
+        if self._scorer is not None:
+            scores = self._scorer(spec.cpu_milli, spec.memory_mib, node.free_cpu, node.free_mem, demand.cpu, demand.mem)
+        else:
+            scores = self.node_local_score(state, cid, demand, pod)
+        local = (sum(scores.values()), tuple(scores.items()))
+        raw = (found[2], *pod_raw(profile, node, pod)) if constrained and self._needs_raw else (found[2], 0, 0)
+        return ClassFit(found[0], found[1], local[0], raw, local[1])
 
     def candidates_of(self, state: ClusterState, pod: SimPod) -> Candidates | None:
         """The classes that pass the filters for `pod`'s shape, brought up to date with the classes born since."""
@@ -93,20 +136,18 @@ class KubeScheduled(Strategy):
         cands = self._candidates.get(did)
         if cands is None:
             cands = self._candidates[did] = Candidates()
-        born, classes, cache = state.born, state.classes, self._class_fits
+        born, classes, fits, unfit = state.born, state.classes, cands.fits, cands.unfit
         for position in range(cands.seen, len(born)):
             cid = born[position]
-            if cid not in classes:
+            if cid not in classes or cid in unfit:
                 continue
-            if cid in cands.fits:  # back from the dead: its heap entry may be gone
-                cands.add(cid, cands.fits[cid])
-                continue
-            key = (cid, did)
-            fit = cache.get(key, _MISSING)
-            if fit is _MISSING:
-                fit = cache[key] = self.class_fit(state, cid, demand, pod)
-            if fit is not None:
-                cands.add(cid, fit)  # type: ignore[arg-type]
+            fit = fits.get(cid)  # known: back from the dead, its heap entry may be gone
+            if fit is None:
+                fit = self.class_fit(state, cid, demand, pod)
+                if fit is None:
+                    unfit.add(cid)
+                    continue
+            cands.add(cid, fit)
         cands.seen = len(born)
         return cands
 

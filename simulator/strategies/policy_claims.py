@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .base import Strategy
     from .settings import RunSettings
 
+_MISSING = object()
 OBSERVED_RUN = "gpudra+observed"  # the gpudra strategy with --sizing observed:..., beside plain gpudra
 
 __all__ = ["OBSERVED_RUN", "ClaimDemand", "PolicyClaims", "legacy_claim"]
@@ -92,6 +94,7 @@ class PolicyClaims(KubeScheduled):
         super().__init__(seed, profile=profile, node_score=None if node_score == "fragmentation" else node_score)
         if node_score == "fragmentation":  # a what-if: FGD's gradient in place of NodeResourcesFit's score
             self.node_score = node_score
+            self._scorer = None  # `node_local_score` gives it
         self.typical: tuple[TypicalPod, ...] = ()
         if mode not in ("upstream", "scored"):
             raise ValueError(f"mode must be upstream or scored (got {mode!r})")
@@ -119,6 +122,9 @@ class PolicyClaims(KubeScheduled):
         self._room: dict[int, bool] = {}  # class id -> some GPU can still give a device
         self._unfit: set[tuple[Any, ...]] = set()  # (template and device shape, claim) the allocator refused
         self._shapes: dict[int, tuple[int, Any]] = {}  # class id -> (template, device shape)
+        self._answers: dict[tuple[Any, ...], Devices | None] = {}  # (GPU states id, claim, share) -> answer
+        self._gpu_ids: dict[tuple[Any, ...], int] = {}  # (template, GPU states in canonical order) -> id
+        self._gpu_states: dict[int, int] = {}  # class id -> its GPU states id
 
     @classmethod
     def runs(cls, settings: RunSettings) -> list[Strategy]:
@@ -145,6 +151,9 @@ class PolicyClaims(KubeScheduled):
         self.granted.clear()
         self._unfit.clear()  # keyed by the state's template and class ids
         self._shapes.clear()
+        self._answers.clear()
+        self._gpu_ids.clear()
+        self._gpu_states.clear()
         self._room.clear()
 
     def demand_key(self, pod: SimPod) -> Any:
@@ -195,6 +204,16 @@ class PolicyClaims(KubeScheduled):
         if not room:
             return None
         node = state.representative(cid)
+        # classes of one template with the same GPU states (in canonical order) get the same answer
+        gpus = self._gpu_states.get(cid)
+        if gpus is None:  # interned once per class: the states tuple is long to hash
+            gpus = self._gpu_states[cid] = self._gpu_ids.setdefault(
+                (node.template, state.sigs[cid][3]), len(self._gpu_ids)
+            )
+        same = (gpus, demand.claim, demand.share_milli)
+        known = self._answers.get(same, _MISSING)
+        if known is not _MISSING:
+            return known  # type: ignore[return-value]
         # whether the allocator can place a claim depends neither on the order of GPUs within NVLink groups nor
         # on the compute shares hold, so one refusal per (template, device shape, claim) holds for every class
         shape = self._shapes.get(cid)
@@ -207,11 +226,13 @@ class PolicyClaims(KubeScheduled):
             self.placer, node, demand.claim, self._claims[demand.claim], self._requests[demand.claim],
             demand.share_milli, compute_bound=self.compute_bound,
         )  # fmt: skip
-        if found is None and self.placer.memoize:
-            self._unfit.add(unfit)
+        if self.placer.memoize:
+            self._answers[same] = found
+            if found is None:
+                self._unfit.add(unfit)
         return found
 
-    def node_local_score(self, state: ClusterState, cid: int, demand: Demand, pod: SimPod) -> dict[str, int]:
+    def node_local_score(self, state: ClusterState, cid: int, demand: Demand, pod: SimPod) -> Mapping[str, int]:
         if self.node_score == "fragmentation":  # the what-if score, in millionths, for the integer sum
             return {"Fragmentation": round(self._fragmentation_score(state, cid, demand) * 1e6)}
         return super().node_local_score(state, cid, demand, pod)

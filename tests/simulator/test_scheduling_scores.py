@@ -86,3 +86,31 @@ def test_percentage_of_nodes_to_score_is_adaptive_above_100_nodes() -> None:
     assert num_feasible_nodes_to_find(0, 6000) == 300  # the 5 % floor
     assert num_feasible_nodes_to_find(0, 150) == 100  # never fewer than 100
     assert num_feasible_nodes_to_find(10, 5000) == 500
+
+
+@given(
+    st.sampled_from([0, 1000, 64000, 96000]),
+    st.sampled_from([0, 1024, 262144]),
+    st.integers(-100, 96000),
+    st.integers(-100, 262144),
+    st.integers(0, 70000),
+    st.integers(0, 300000),
+    st.booleans(),
+)
+def test_the_engines_unrolled_scores_equal_the_plugin_formulas(
+    cap_cpu: int, cap_mem: int, free_cpu: int, free_mem: int, cpu: int, mem: int, most: bool
+) -> None:
+    from dataclasses import replace
+
+    from simulator.scheduling import DEFAULT_PROFILE, FitScoring
+    from simulator.scheduling.plugins import cpu_memory_scorer
+
+    profile = replace(DEFAULT_PROFILE, fit=FitScoring("MostAllocated" if most else "LeastAllocated"))
+    free_cpu, free_mem = min(free_cpu, cap_cpu), min(free_mem, cap_mem)
+    fast = cpu_memory_scorer(profile)(cap_cpu, cap_mem, free_cpu, free_mem, cpu, mem)
+    used, cap = [cap_cpu - free_cpu, cap_mem - free_mem], [cap_cpu, cap_mem]
+    fit = most_allocated if most else least_allocated
+    want = {"NodeResourcesFit": fit([used[0] + (cpu or 100), used[1] + (mem or 200)], cap, W)}
+    if cpu or mem:
+        want["NodeResourcesBalancedAllocation"] = balanced_allocation([used[0] + cpu, used[1] + mem], used, cap)
+    assert fast == want
