@@ -52,7 +52,8 @@ def _base(name: str) -> list[dict[str, Any]]:
 
 
 def chart_files() -> dict[Path, str]:
-    files = {CHART / "files" / "policies" / p.name: p.read_text() for p in sorted((ROOT / "policies").glob("*.yaml"))}
+    # files/policies is a symbolic link to policies/ (Helm follows it), so policy edits need no sync.
+    files = {}
     files[CHART / "files" / "deviceclasses.yaml"] = (
         MANIFESTS / "components" / "nvidia-deviceclasses" / "deviceclasses.yaml"
     ).read_text()
@@ -82,7 +83,10 @@ def prometheus_rule() -> dict[Path, str]:
         "metadata": {"name": "gpudra"},
         "spec": rules,
     }
-    return {MONITORING / "prometheusrule.yaml": GENERATED.format(source="manifests/monitoring/gpudra.rules.yaml") + _dump(doc)}
+    return {
+        MONITORING / "prometheusrule.yaml": GENERATED.format(source="manifests/monitoring/gpudra.rules.yaml")
+        + _dump(doc)
+    }
 
 
 def _webhook_definition(config: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +96,9 @@ def _webhook_definition(config: dict[str, Any]) -> dict[str, Any]:
     bundle's webhooks see every pod CREATE in the target namespaces; the webhook skips pods without GPUs itself.
     """
     (hook,) = config["webhooks"]
-    kind = "MutatingAdmissionWebhook" if config["kind"] == "MutatingWebhookConfiguration" else "ValidatingAdmissionWebhook"
+    kind = (
+        "MutatingAdmissionWebhook" if config["kind"] == "MutatingWebhookConfiguration" else "ValidatingAdmissionWebhook"
+    )
     out = {
         "type": kind,
         "generateName": hook["name"],
@@ -147,11 +153,23 @@ def _crd_description(crd: dict[str, Any]) -> dict[str, Any]:
         "displayName": "GPU Sizing Recommendation",
         "description": "The GPU memory observed for one workload owner and the VRAM per device recommended for it.",
         "statusDescriptors": [
-            {"path": "containers", "displayName": "Containers", "description": "One entry per container that used a GPU."},
-            {"path": "conditions", "displayName": "Conditions", "x-descriptors": ["urn:alm:descriptor:io.kubernetes.conditions"]},
+            {
+                "path": "containers",
+                "displayName": "Containers",
+                "description": "One entry per container that used a GPU.",
+            },
+            {
+                "path": "conditions",
+                "displayName": "Conditions",
+                "x-descriptors": ["urn:alm:descriptor:io.kubernetes.conditions"],
+            },
         ],
         "specDescriptors": [
-            {"path": "targetRef", "displayName": "Target", "description": "The workload owner whose pods were observed."}
+            {
+                "path": "targetRef",
+                "displayName": "Target",
+                "description": "The workload owner whose pods were observed.",
+            }
         ],
     }
 
@@ -204,7 +222,7 @@ def _csv() -> dict[str, Any]:
                 "capabilities": "Basic Install",
                 "categories": "AI/Machine Learning",
                 "containerImage": IMAGE,
-                "description": "Translates legacy GPU requests into Dynamic Resource Allocation claims and enforces GPU guardrails.",
+                "description": ("Translates legacy GPU requests into DRA claims and enforces GPU guardrails."),
                 "repository": "https://github.com/gpudra/gpudra",
                 "support": "gpudra",
                 "operatorframework.io/suggested-namespace": "gpudra-system",
@@ -272,17 +290,13 @@ def main(argv: list[str]) -> int:
     for generate in GENERATORS:
         wanted.update(generate())
     stale = [p for p, text in wanted.items() if not p.exists() or p.read_text() != text]
-    # A policy removed from policies/ must leave the chart too.
-    extra = sorted(set((CHART / "files" / "policies").glob("*.yaml")) - set(wanted))
     if "--check" in argv[1:]:
-        for path in [*stale, *extra]:
+        for path in stale:
             print(f"{path.relative_to(ROOT)} is out of date: run python scripts/sync_packaging.py", file=sys.stderr)
-        return 1 if stale or extra else 0
+        return 1 if stale else 0
     for path in stale:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(wanted[path])
-    for path in extra:
-        path.unlink()
     return 0
 
 

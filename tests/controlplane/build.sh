@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds (or reuses) the real control plane and the Go oracles for the e2e and oracle tests:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from the pinned k8s.io/kubernetes
-# release (tests/controlplane/gomod), and dra-allocate + k8s-cel (tests/oracle).
+# release (tests/controlplane/gomod), dra-allocate + k8s-cel (tests/oracle), and helm + olm-validate (tests/tools,
+# for the chart and bundle tests).
 # Binaries go to ${XDG_CACHE_HOME:-$HOME/.cache}/gpudra/k8s/<version>/bin, keyed by a hash of the sources and
 # the Go version, so a warm run does not even start the Go toolchain. Needs Go >= 1.26 and the module proxy.
 set -euo pipefail
@@ -58,4 +59,6 @@ build components "$here/gomod" "$(hash_of components)" "$k8s_ldflags" tool \
   etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
 build oracles "$root/tests/oracle" "$(hash_of oracles)" "$ldflags" ./cmd/... \
   dra-allocate k8s-cel
+build helm "$root/tests/tools" "$(hash_of helm)" "$ldflags" tool helm
+build olm-validate "$root/tests/tools" "$(hash_of olm-validate)" "$ldflags" ./cmd/... olm-validate
 echo "build.sh: done in $(($(date +%s) - t_all))s"

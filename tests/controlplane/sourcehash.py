@@ -1,6 +1,6 @@
 """Source hashes that key the binary cache: build.sh stamps them, the fixtures refuse stale binaries.
 
-`python3 tests/controlplane/sourcehash.py components|oracles|version` prints one value.
+`python3 tests/controlplane/sourcehash.py components|oracles|helm|olm-validate|version` prints one value.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 GOMOD = HERE / "gomod"
 ORACLE = HERE.parent / "oracle"
+TOOLS = HERE.parent / "tools"
 BUILD_SCRIPT = HERE / "build.sh"
 
 
@@ -51,16 +52,23 @@ def oracles_hash(go: str) -> str:
     return _digest(files, go)
 
 
+def helm_hash(go: str) -> str:
+    """helm is keyed by the tools module's requirements only (its version), not by our validator's source."""
+    return _digest([TOOLS / "go.mod", TOOLS / "go.sum", BUILD_SCRIPT], go)
+
+
+def olm_validate_hash(go: str) -> str:
+    return _digest([TOOLS / "go.mod", TOOLS / "go.sum", BUILD_SCRIPT, *TOOLS.rglob("*.go")], go)
+
+
+HASHES = {"components": components_hash, "oracles": oracles_hash, "helm": helm_hash, "olm-validate": olm_validate_hash}
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[1] not in {"components", "oracles", "version"}:
-        print("usage: sourcehash.py components|oracles|version", file=sys.stderr)
+    if len(argv) != 2 or argv[1] not in {"version", *HASHES}:
+        print(f"usage: sourcehash.py {'|'.join([*HASHES, 'version'])}", file=sys.stderr)
         return 2
-    if argv[1] == "version":
-        print(kubernetes_version())
-    elif argv[1] == "components":
-        print(components_hash(go_version()))
-    else:
-        print(oracles_hash(go_version()))
+    print(kubernetes_version() if argv[1] == "version" else HASHES[argv[1]](go_version()))
     return 0
 
 
