@@ -115,6 +115,7 @@ class _Sim:
         if pod.name not in rec.placed:
             rec.placed.add(pod.name)
             rec.waits[pod.name] = now - self.first_arrival.get(pod.name, now)
+            rec.gpus[pod.name] = pod.num_gpu if pod.is_gpu else 0
             if alloc.nvlink_ok is not None:
                 rec.multi_gpu += 1
                 rec.multi_gpu_nvlink += int(alloc.nvlink_ok)
@@ -209,6 +210,7 @@ class _Sim:
         for pod, _ in self.pending:
             if pod.name not in self.rec.placed:
                 self.rec.waits[pod.name] = now - self.first_arrival.get(pod.name, now)
+                self.rec.gpus[pod.name] = pod.num_gpu if pod.is_gpu else 0
 
     def run_replay_kube(self, pods: list[SimPod]) -> None:
         """The replay protocol with kube-scheduler's queue; devices freed `device_release_delay` after CPU/memory."""
@@ -260,6 +262,7 @@ class _Sim:
         for pod, _ in waiting:
             if pod.name not in self.rec.placed:
                 self.rec.waits[pod.name] = now - self.first_arrival.get(pod.name, now)
+                self.rec.gpus[pod.name] = pod.num_gpu if pod.is_gpu else 0
 
     def schedule(self, queue: SchedulingQueue, now: float) -> None:
         """Pop and try every queued pod; a pod shape that failed since the cluster last changed fails again."""

@@ -74,6 +74,7 @@ class Recorder:
     pods_total: int = 0
     placed: set[str] = field(default_factory=set)
     waits: dict[str, float] = field(default_factory=dict)  # pod -> seconds pending before it first ran
+    gpus: dict[str, int] = field(default_factory=dict)  # pod -> GPUs it asks for (0: a CPU pod)
     multi_gpu: int = 0
     multi_gpu_nvlink: int = 0
     mig_reconfigurations: int = 0
@@ -188,6 +189,7 @@ def summarize(rec: Recorder) -> dict[str, Any]:
         "mig_reconfigurations": rec.mig_reconfigurations,
         "drained_node_hours": round(rec.drained_node_seconds / 3600, 3),
         "mean_pending_seconds": round(sum(waits) / len(waits), 3) if waits else 0.0,
+        "pending_by_gpus": pending_by_gpus(rec),
         "evicted_pods": rec.evicted_pods,
         "on_the_fly_partitions": rec.partitions_created,
         "multi_gpu_pods": rec.multi_gpu,
@@ -197,6 +199,17 @@ def summarize(rec: Recorder) -> dict[str, Any]:
     if rec.protocol == "fgd":
         out["at_load"] = load_kpis(rec)
     return out
+
+
+def pending_by_gpus(rec: Recorder) -> dict[str, float]:
+    """GPUs per pod (as text, ascending) -> the mean seconds its GPU pods waited before they first ran (pods still
+    pending at the end count the time they waited)."""
+    by: dict[int, list[float]] = {}
+    for name, wait in rec.waits.items():
+        gpus = rec.gpus.get(name, 0)
+        if gpus:
+            by.setdefault(gpus, []).append(wait)
+    return {str(g): round(sum(w) / len(w), 3) for g, w in sorted(by.items())}
 
 
 def _unit(value: float) -> float:
