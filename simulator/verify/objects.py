@@ -6,12 +6,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dra.gpus import device_classes
 
 from ..cluster import NodeSpec
 from ..workload import SimPod
+
+if TYPE_CHECKING:
+    from webhook.policy import PolicySet
 
 __all__ = ["RESOURCE_API", "Admitted", "admit", "device_class_objects", "extended_resource_claim", "node_object"]
 
@@ -90,8 +93,8 @@ def extended_resource_claim(pod: Mapping[str, Any], classes: list[dict[str, Any]
     return {"devices": {"requests": requests}}
 
 
-def admit(sim: SimPod, policies: Any, name: str, namespace: str) -> Admitted | None:
-    """`sim`'s Pod named `name` in `namespace`, translated by `policies` (a `webhook.policy.PolicySet`) as the webhook
+def admit(sim: SimPod, policies: PolicySet, name: str, namespace: str) -> Admitted | None:
+    """`sim`'s Pod named `name` in `namespace`, translated by `policies` as the webhook
     translates it; None when the policies deny it. The workload owner references go (no owner objects exist here: the
     garbage collector would delete the pods), and the grace period is 0 (no kubelet confirms a graceful delete)."""
     from webhook.translate import translate

@@ -17,15 +17,18 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from dra.errors import GpudraError
 
-from ..cluster import ClusterSpec
+from ..cluster import ClusterSpec, NodeSpec
 from ..workload import SimPod
 from .api import Api, ApiError, Watcher
 from .controlplane import ControlPlane
 from .objects import RESOURCE_API, Admitted, admit, device_class_objects, node_object
+
+if TYPE_CHECKING:
+    from webhook.policy import PolicySet
 
 __all__ = ["Bound", "LiveCluster", "RealDecision", "Replayed", "ReplayError", "Snapshot", "Step", "replay"]
 
@@ -129,7 +132,7 @@ class LiveCluster:
         self._claims_path = f"/apis/{RESOURCE_API}/namespaces/{namespace}/resourceclaims"
 
     # -- set-up -----------------------------------------------------------------------------------------
-    def install(self, spec: ClusterSpec, slices_of: Callable[[Any], list[dict[str, Any]]]) -> None:
+    def install(self, spec: ClusterSpec, slices_of: Callable[[NodeSpec], list[dict[str, Any]]]) -> None:
         """DeviceClasses, one Ready Node per node of `spec` and its ResourceSlices (`slices_of(node_spec)`), then the
         watches on pods and claims."""
         for device_class in device_class_objects():
@@ -138,8 +141,8 @@ class LiveCluster:
         for node_spec in spec.nodes:
             obj = node_object(node_spec, now)
             self.api.create("/api/v1/nodes", obj)
-            # The API server drops status on create and TaintNodesByCondition taints a new Node not-ready; the node
-            # lifecycle controller that would lift it does not run (no kubelet heartbeats).
+            # Status through its subresource, as a kubelet writes it; TaintNodesByCondition taints a new Node
+            # not-ready, and the node lifecycle controller that would lift it does not run (no kubelet heartbeats).
             self.api.patch(f"/api/v1/nodes/{node_spec.name}/status", {"status": obj["status"]})
             self.nodes.append(self.api.patch(f"/api/v1/nodes/{node_spec.name}", {"spec": {"taints": None}}))
             if node_spec.gpu_count:
@@ -249,7 +252,7 @@ class Replayed(Generic[T]):
 @dataclass(slots=True)
 class _Replay(Generic[T]):
     live: LiveCluster
-    policies: Any
+    policies: PolicySet
     ask: Callable[[Snapshot, Admitted], T]
     progress: Callable[[int, int], None] | None
     steps: list[Step[T]] = field(default_factory=list)
@@ -332,8 +335,8 @@ def replay(
     spec: ClusterSpec,
     pods: list[SimPod],
     *,
-    policies: Any,
-    slices_of: Callable[[Any], list[dict[str, Any]]],
+    policies: PolicySet,
+    slices_of: Callable[[NodeSpec], list[dict[str, Any]]],
     ask: Callable[[Snapshot, Admitted], T],
     progress: Callable[[int, int], None] | None = None,
 ) -> Replayed[T]:
