@@ -26,6 +26,7 @@ from webhook.client_auth import require_client_certificates
 from webhook.kube import KubeSideEffects, NamespaceCache, TemplateWriter, api_client
 from webhook.metrics import WebhookMetrics
 from webhook.policy import PolicySet, load_policies
+from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
 from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache, RecommendationSource
 from webhook.tls import ReloadingCertificate
@@ -141,12 +142,13 @@ def build_app(
     )  # fmt: skip
     certificate = _certificate(settings)
 
-    def reload_policies() -> None:
-        if store.reload_if_changed():
-            metrics.policies_loaded.set(len(store.current.policies))
-
-    periodic: list[Callable[[], object]] = [reload_policies]
-    readiness: dict[str, Callable[[], tuple[bool, str]]] = {"policies": admission.policies_ready}
+    # Policies reload on their own thread: a slow or refused load never delays the certificate's reload below.
+    reloader = PolicyReloader(store, settings.reload_seconds, metrics)
+    periodic: list[Callable[[], object]] = []
+    readiness: dict[str, Callable[[], tuple[bool, str]]] = {
+        "policies": admission.policies_ready,
+        "policyReload": reloader.readiness,
+    }
     if certificate is not None:
         cert = certificate
         if cert.not_after is not None:
@@ -172,7 +174,7 @@ def build_app(
         readiness["certificate"] = certificate_ready
     if writer is not None:
         readiness["apiserver"] = writer.reachable
-    services: list[BackgroundService] = []
+    services: list[BackgroundService] = [reloader]
     if sizing is not None:
         readiness["sizing"] = sizing.readiness  # never unready: see webhook.sizing_cache
         services.append(sizing)

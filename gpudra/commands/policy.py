@@ -14,7 +14,14 @@ from typing import Any
 import typer
 
 from dra.errors import InputError
-from webhook.policy import Decision, PolicySet, load_policies, policy_files, shipped_policies_dir
+from webhook.policy import (
+    Decision,
+    PolicySet,
+    load_policies,
+    policy_files,
+    shipped_policies_dir,
+    translates_nothing,
+)
 from webhook.policy_testing import run_tests
 from webhook.workload_translation import TemplatePod, namespace_for, namespaces_of
 
@@ -33,14 +40,21 @@ def policy_set(directory: Source | None) -> PolicySet:
     return load_policies(directory) if directory is not None else load_policies()
 
 
-def lint(paths: Sequence[Source]) -> Outcome:
-    """Load and compile every policy under `paths` (default: shipped); errors as file:line:column on stderr."""
+def lint(paths: Sequence[Source], strict: bool = False) -> Outcome:
+    """Load and compile every policy under `paths` (default: shipped); errors as file:line:column on stderr. A set
+    that translates nothing is a warning on stderr, an error (exit 1) with `strict`."""
     targets = list(paths) or [shipped_policies_dir()]
     policies = load_policies(*targets)
     files = len(list(policy_files(targets)))
     summary = f"{len(policies.policies)} policies in {files} files, {len(policies.errors)} errors\n"
     if policies.errors:
         return Outcome(stdout=summary, stderr=policy_errors(policies), code=EXIT_DENIED)
+    idle = translates_nothing(policies)
+    if idle is not None:
+        level = "error" if strict else "warning"
+        return Outcome(
+            stdout=lint_listing(policies) + summary, stderr=f"{level}: {idle}\n", code=EXIT_DENIED if strict else 0
+        )
     return Outcome(stdout=lint_listing(policies) + summary)
 
 
@@ -105,9 +119,12 @@ policy_app = typer.Typer(help="Lint, test and explain GPUClaimPolicy files.", no
 
 
 @policy_app.command("lint")
-def _lint(paths: list[Path] = typer.Argument(None, help="Policy files or directories (default: shipped).")) -> None:
+def _lint(
+    paths: list[Path] = typer.Argument(None, help="Policy files or directories (default: shipped)."),
+    strict: bool = typer.Option(False, "--strict", help="A set that translates no pod is an error, not a warning."),
+) -> None:
     """Load and compile policies; report errors as file:line:column with the expression."""
-    emit(lint(paths or []))
+    emit(lint(paths or [], strict))
 
 
 @policy_app.command("test")

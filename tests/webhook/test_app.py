@@ -65,7 +65,9 @@ def test_health_readiness_and_metrics(client: TestClient) -> None:
     ready = client.get("/readyz")
     assert ready.status_code == 200
     checks = ready.json()["checks"]
-    assert set(checks) == {"policies", "certificate", "apiserver"} and all(c["ok"] for c in checks.values())
+    assert set(checks) == {"policies", "policyReload", "certificate", "apiserver"} and all(
+        c["ok"] for c in checks.values()
+    )
     assert "right-size" in checks["policies"]["detail"]
     client.post("/mutate", content=review_body(example("pod-legacy-vram.yaml")))
     text = client.get("/metrics").text

@@ -9,6 +9,7 @@ import pytest
 
 MODULES = [
     "webhook.policy",
+    "webhook.policy.coverage",
     "webhook.policy.decision",
     "webhook.policy.engine",
     "webhook.policy.facts",

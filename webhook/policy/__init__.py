@@ -5,6 +5,7 @@
 docs/policy-authoring.md.
 """
 
+from .coverage import translates_nothing
 from .decision import ContainerRequest, Decision, Violation
 from .engine import MODE_LABEL, PolicySet
 from .facts import HAMI_RESOURCES, LEGACY_GPU, MIG_PREFIX, PodFacts, is_legacy_resource, pod_facts
@@ -34,4 +35,5 @@ __all__ = [
     "policy_files",
     "read_inputs",
     "shipped_policies_dir",
+    "translates_nothing",
 ]
