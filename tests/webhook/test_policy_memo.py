@@ -51,7 +51,9 @@ def test_closure_follows_variables_through_levels() -> None:
 
 def test_plans_of_the_shipped_policies() -> None:
     plans = {p.name: Plan.of(p) for p in SHIPPED.policies}
-    assert plans["whole-gpu"].fact_conditions == 1 and plans["whole-gpu"].claim_from_facts
+    whole_gpu = plans["whole-gpu"]
+    assert whole_gpu.fact_conditions == 1 and not whole_gpu.claim_from_facts  # reads gpudra.io/max-vram
+    assert whole_gpu.claim_reads is not None and ("namespaceObject", ("metadata", "labels")) in whole_gpu.claim_reads
     assert plans["guardrails"].fact_conditions == 1 and not plans["guardrails"].claim_from_facts
     assert plans["guardrails"].claim_reads is None  # no claim
     right_size, multi_gpu = plans["right-size"], plans["multi-gpu"]

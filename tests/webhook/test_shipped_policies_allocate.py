@@ -64,8 +64,9 @@ NODES = {
 }
 
 
-def _claim(pod: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    decision = POLICIES.evaluate(pod, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "llm"}})
+def _claim(pod: Mapping[str, Any], namespace_labels: Mapping[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    meta: dict[str, Any] = {"name": "llm", "labels": dict(namespace_labels)} if namespace_labels else {"name": "llm"}
+    decision = POLICIES.evaluate(pod, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
     assert decision.allowed and decision.claim is not None, (pod["metadata"]["name"], decision.message)
     assert decision.policy is not None
     claim = {
@@ -150,3 +151,84 @@ def test_the_old_nvlink_only_claim_is_unsatisfiable_on_driver_slices() -> None:
     with pytest.raises(Unsatisfiable):
         _allocate(node_resource_slices(node, mig_mode="none"), old, node.node_name)
     assert len(_allocate(node_resource_slices(node, mig_mode="none", gpudra_attributes=True), old, "hgx")) == 2
+
+
+# -- gpudra.io/max-vram: a claim a shipped policy builds holds no device above the cap over the pod's devices --
+MIXED_H100 = synthetic_node(get("H100-SXM5-80GB"), "mixed", 2, mig_layouts={0: [("1g.10gb", 0), ("1g.10gb", 1)]})
+CAPPED_NODES = {
+    "mixed-h100": MIXED_H100,  # GPU 0: two MIG 1g.10gb (9984Mi each); GPU 1: a whole 80 GB GPU
+    "hgx-h100-8": NODES["hgx-h100-8"],
+    "hgx-h200-8": synthetic_node(get("H200-SXM5-141GB"), "h200", 8),
+    "t4-4": synthetic_node(get("T4"), "t4", 4),  # 15 GiB GPUs
+}
+
+
+def _device_memory(slices: list[dict[str, Any]]) -> dict[str, str]:
+    return {d["name"]: d["capacity"]["memory"]["value"] for s in slices for d in s["spec"].get("devices", [])}
+
+
+def _pod_devices(pod: Mapping[str, Any]) -> int:
+    return sum(int(n) for c in pod["spec"]["containers"] for n in c["resources"]["limits"].values())
+
+
+def _mig_pod(name: str, profile: str, count: int) -> dict[str, Any]:
+    pod = _pod(name, 1)
+    pod["spec"]["containers"][0]["resources"]["limits"] = {f"nvidia.com/mig-{profile}": count}
+    return pod
+
+
+@pytest.mark.parametrize("release", DRIVER_RELEASES)
+@pytest.mark.parametrize(
+    ("pod", "max_vram", "node_key", "fits"),
+    [
+        # An unannotated pod: before, whole-gpu's claim took the 80 GB GPU under any cap.
+        (_pod("plain-1", 1), "10Gi", "mixed-h100", None),
+        (_pod("plain-1", 1), "16Gi", "hgx-h100-8", None),
+        (_pod("plain-1", 1), "16Gi", "t4-4", "15Gi"),
+        (_pod("plain-1", 1), "80Gi", "hgx-h100-8", "81559Mi"),
+        (_pod("plain-2", 2), "80Gi", "hgx-h100-8", None),  # 2 x 80 GB > 80Gi
+        (_pod("plain-2", 2), "160Gi", "hgx-h100-8", "81559Mi"),
+        # Legacy MIG: 1g.10gb (9984Mi) fits 10Gi once, not twice.
+        (_mig_pod("mig-1", "1g.10gb", 1), "10Gi", "mixed-h100", "9984Mi"),
+        (_mig_pod("mig-2", "1g.10gb", 2), "10Gi", "mixed-h100", None),
+        (_mig_pod("mig-2", "1g.10gb", 2), "20Gi", "mixed-h100", "9984Mi"),
+        # right-size: the MIG alternative fits, the whole alternative (>= 8Gi) no longer takes an 80 GB GPU.
+        (_pod("sized-8", 1, annotations={"gpudra.io/vram": "8Gi"}), "10Gi", "mixed-h100", "9984Mi"),
+        (_pod("sized-8", 1, annotations={"gpudra.io/vram": "8Gi"}), "10Gi", "hgx-h100-8", None),
+        # multi-gpu: tensor parallelism over GPUs of at most the cap over the pod's devices.
+        (_pod("vllm-tp2", 2, args=["-tp", "2"]), "160Gi", "hgx-h100-8", "81559Mi"),
+        (_pod("vllm-tp2", 2, args=["-tp", "2"]), "160Gi", "hgx-h200-8", None),
+        (_pod("vllm-tp4", 4, args=["-tp=4"]), "64Gi", "t4-4", "15Gi"),
+        (_pod("ray-worker", 4, labels={"ray.io/node-type": "worker"}), "64Gi", "hgx-h100-8", None),
+    ],
+    ids=lambda v: v["metadata"]["name"] if isinstance(v, dict) else str(v),
+)
+def test_a_max_vram_namespace_allocates_only_devices_that_fit_the_cap(
+    pod: dict[str, Any], max_vram: str, node_key: str, fits: str | None, release: str
+) -> None:
+    node = CAPPED_NODES[node_key]
+    slices = node_resource_slices(node, mig_mode="static", driver_release=release)
+    _, claim = _claim(pod, {"gpudra.io/max-vram": max_vram})
+    if fits is None:
+        with pytest.raises(Unsatisfiable):
+            _allocate(slices, claim, node.node_name)
+        return
+    results = _allocate(slices, claim, node.node_name)
+    memory = _device_memory(slices)
+    assert {memory[r["device"]] for r in results} == {fits}
+    assert len(results) == _pod_devices(pod)
+
+
+def test_without_the_cap_the_same_nodes_hand_out_the_large_gpu() -> None:
+    """The nodes above can serve these pods: what keeps the capped claims off the 80 GB GPU is the bound."""
+    cases = [
+        (_pod("plain-1", 1), "hgx-h100-8"),
+        (_pod("plain-1", 1), "mixed-h100"),
+        (_pod("sized-8", 1, annotations={"gpudra.io/vram": "8Gi"}), "hgx-h100-8"),
+    ]
+    for pod, node_key in cases:
+        _, claim = _claim(pod)
+        node = CAPPED_NODES[node_key]
+        slices = node_resource_slices(node, mig_mode="static")
+        (result,) = _allocate(slices, claim, node.node_name)
+        assert _device_memory(slices)[result["device"]] == "81559Mi"
