@@ -40,7 +40,7 @@ from dra.gpus import GPUModel, MigProfile, Placement, apply_mig_config, load_mig
 from dra.quantity import Quantity
 
 __all__ = [
-    "OPENB_MODEL_MAP",
+    "OPENB_GPU_MODEL_MAP",
     "ClusterSpec",
     "Layout",
     "NodeSpec",
@@ -58,8 +58,8 @@ __all__ = [
 Layout = tuple[Placement, ...]  # a static MIG layout of one GPU, sorted by start
 
 # The openb trace names its newest GPUs G1/G2/G3 without saying what they are; this default guess maps
-# them to catalog models, and `model_map` overrides it.
-OPENB_MODEL_MAP: dict[str, str] = {
+# them to catalog models, and `gpu_model_map` overrides it.
+OPENB_GPU_MODEL_MAP: dict[str, str] = {
     "G1": "A100-SXM4-40GB",
     "G2": "A100-SXM4-80GB",
     "G3": "H100-SXM5-80GB",
@@ -307,9 +307,9 @@ def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec
     ]
 
 
-def read_openb_nodes(path: str | Path, *, model_map: dict[str, str] | None = None) -> ClusterSpec:
-    """The openb node CSV (`sn,cpu_milli,memory_mib,gpu,model`); G1/G2/G3 mapped by `model_map`."""
-    mapping = {**OPENB_MODEL_MAP, **(model_map or {})}
+def read_openb_nodes(path: str | Path, *, gpu_model_map: dict[str, str] | None = None) -> ClusterSpec:
+    """The openb node CSV (`sn,cpu_milli,memory_mib,gpu,model`); G1/G2/G3 mapped by `gpu_model_map`."""
+    mapping = {**OPENB_GPU_MODEL_MAP, **(gpu_model_map or {})}
     path = Path(path)
     nodes: list[NodeSpec] = []
     try:
@@ -341,7 +341,7 @@ def read_openb_nodes(path: str | Path, *, model_map: dict[str, str] | None = Non
                 try:
                     gpu = resolve_gpu(mapping.get(label, label))
                 except InputError as exc:
-                    raise TraceError(f"{exc.message}; map it with model_map", source=str(path), line=line) from None
+                    raise TraceError(f"{exc.message}; map it with gpu_model_map", source=str(path), line=line) from None
             nodes.append(NodeSpec(row["sn"].strip(), label or "cpu", cpu, mem, gpus, gpu, label))
     return ClusterSpec(name=path.stem, nodes=nodes, source=str(path))
 

@@ -31,11 +31,11 @@ SNAPSHOT_SCHEMA = "gpudra.io/inventory-snapshot/v1"
 DRIVER = "gpu.nvidia.com"
 
 
-def load_cluster(path: str | Path, *, model_map: dict[str, str] | None = None) -> ClusterSpec:
+def load_cluster(path: str | Path, *, gpu_model_map: dict[str, str] | None = None) -> ClusterSpec:
     """A cluster YAML spec, an openb node CSV (`.csv`), a ResourceSlice dump, or inventory snapshot(s) (file/dir)."""
     path = Path(path)
     if path.suffix.lower() == ".csv":
-        return read_openb_nodes(path, model_map=model_map)
+        return read_openb_nodes(path, gpu_model_map=gpu_model_map)
     if path.is_dir():  # a folder of inventory snapshots, one per node
         return cluster_from_snapshots(sorted(path.glob("*.json")))
     try:

@@ -92,7 +92,7 @@ def _cluster(config: SimulationConfig) -> ClusterSpec:
     elif cluster is None:
         spec = default_cluster()
     else:
-        spec = load_cluster(str(cluster), model_map=config.gpu_model_map)
+        spec = load_cluster(str(cluster), gpu_model_map=config.gpu_model_map)
     return spec.with_consumable_capacity() if config.consumable_capacity else spec
 
 

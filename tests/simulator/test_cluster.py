@@ -81,7 +81,7 @@ def test_openb_nodes_and_model_map(node_csv: Path) -> None:
     assert [n.gpu_count for n in spec.nodes] == [2, 4, 0]
     assert spec.nodes[0].gpu is not None and spec.nodes[0].gpu.key == "T4"
     assert spec.nodes[1].model_label == "G2" and spec.nodes[1].gpu is not None
-    mapped = load_cluster(node_csv, model_map={"G2": "L40S"})
+    mapped = load_cluster(node_csv, gpu_model_map={"G2": "L40S"})
     assert mapped.nodes[1].gpu is not None and 40 * 1024 < mapped.nodes[1].gpu.memory_mib <= 48 * 1024
 
 
