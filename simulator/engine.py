@@ -265,12 +265,14 @@ class _Sim:
                 self.rec.gpus[pod.name] = pod.num_gpu if pod.is_gpu else 0
 
     def schedule(self, queue: SchedulingQueue, now: float) -> None:
-        """Pop and try every queued pod; a pod shape that failed since the cluster last changed fails again."""
+        """Pop and try every queued pod; a pod whose demand failed since the cluster last changed fails again."""
         failed: set[Any] = set()
+        key = self.strategy.demand_key
         while (item := queue.pop()) is not None:
             pod = item.pod
-            if pod.shape in failed or not self.try_place(pod, now):
-                failed.add(pod.shape)
+            demand = key(pod)
+            if demand in failed or not self.try_place(pod, now):
+                failed.add(demand)
                 queue.failed(item, now)
             else:
                 failed.clear()
