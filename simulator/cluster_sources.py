@@ -16,11 +16,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dra.documents import load_documents
 from dra.errors import InputError, TraceError
 from dra.gpus import GPUModel, index_devices
+from dra.yamlio import load_yaml, read_source
 
 from .cluster import ClusterSpec, Layout, NodeSpec, cluster_from_spec, place_layout, read_openb_nodes, resolve_gpu
 
@@ -39,17 +38,10 @@ def load_cluster(path: str | Path, *, gpu_model_map: dict[str, str] | None = Non
     if path.is_dir():  # a folder of inventory snapshots, one per node
         return cluster_from_snapshots(sorted(path.glob("*.json")))
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TraceError(f"cannot read cluster spec: {exc.strerror}", source=str(path)) from exc
-    try:
-        root = yaml.compose(text)
-        data = next(iter(yaml.safe_load_all(text)), None)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise TraceError(
-            f"invalid YAML: {exc}", source=str(path), line=None if mark is None else mark.line + 1
-        ) from exc
+        text, _name = read_source(path)
+        data, root = next(load_yaml(text, str(path)), (None, None))
+    except InputError as exc:
+        raise TraceError(f"cannot read cluster spec: {exc.message}", source=str(path), line=exc.line) from exc
     if isinstance(data, dict) and data.get("schema") == "gpudra.io/inventory-snapshot/v1":
         return cluster_from_snapshots([path])
     if (

@@ -282,14 +282,13 @@ def _documents(text: str, path: str) -> list[Any]:
             return [json.loads(text)]
         except json.JSONDecodeError as exc:
             raise _fail(path, f"line {exc.lineno}", f"not JSON: {exc.msg}") from None
-    import yaml
+    from dra.yamlio import load_yaml
 
     try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else ""
-        raise _fail(path, where, f"neither JSON nor YAML: {getattr(exc, 'problem', exc)}") from None
+        return [d for d, _node in load_yaml(text, path) if d is not None]
+    except InputError as exc:
+        where = f"line {exc.line}" if exc.line is not None else ""
+        raise _fail(path, where, f"neither JSON nor YAML: {exc.message}") from None
 
 
 def load_observed(path: str | Path) -> ObservedLookup:

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from dra.documents import parse_yaml
 from dra.errors import InputError
 
 from .comparison import SimulationConfig, simulate
@@ -78,9 +77,10 @@ def load_sweep(path: str | Path) -> SweepConfig:
     """Read a sweep file; relative paths are resolved against the file's folder."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read sweep config: {exc}", source=str(path)) from exc
+        documents = parse_yaml(path)
+    except InputError as exc:
+        raise InputError(f"cannot read sweep config: {exc.message}", source=str(path), line=exc.line) from exc
+    data = documents[0] if documents else {}
     if not isinstance(data, dict):
         raise InputError("a sweep config is a mapping", source=str(path), line=1)
     unknown = set(data) - _KEYS

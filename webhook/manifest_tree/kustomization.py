@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
+from dra.errors import InputError
+from dra.yamlio import load_yaml
 
 __all__ = ["KUSTOMIZATION_NAMES", "add_resource", "find_kustomization", "listed_resources"]
 
@@ -33,8 +34,8 @@ def find_kustomization(directory: Path) -> Path | None:
 
 def _load(text: str) -> Any:
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
+        return next((data for data, _node in load_yaml(text, "kustomization")), None)
+    except InputError:
         return None
 
 
