@@ -123,3 +123,16 @@ def test_cli_uses_the_config_and_reports_bad_ones(tmp_path: Path) -> None:
     bad.write_text(HEAD + "profiles: [{plugins: {score: {enabled: [{name: Typo}]}}}]\n")
     result = CliRunner().invoke(app, ["simulate", "--scheduler-config", str(bad)])
     assert result.exit_code == 2 and "unknown plugin 'Typo'" in result.output
+
+
+def test_upstream_is_the_default_device_choice_and_scored_is_labelled_a_what_if() -> None:
+    from simulator.comparison import SimulationConfig, simulate
+    from simulator.traces import GeneratorConfig
+
+    small = GeneratorConfig(pods=40, seed=1)
+    plain = simulate(SimulationConfig(strategies=("gpudra",), generator=small)).summary()["input"]
+    assert plain["allocator_mode"] == "upstream" and plain["strategy_details"]["gpudra"]["mode"] == "upstream"
+    assert plain["scheduler"]["score_weights"]["DynamicResources"] == 2
+    scored = simulate(SimulationConfig(strategies=("gpudra",), generator=small, allocator_mode="scored")).summary()
+    assert "what-if" in scored["input"]["allocator_mode"]
+    assert "what-if" in scored["input"]["strategy_details"]["gpudra"]["mode"]
