@@ -45,3 +45,14 @@ def test_a_duplicate_key_fails_lint_naming_the_key_and_line(tmp_path: Path) -> N
     result = runner.invoke(app, ["policy", "lint", str(policy)])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"error: {policy}:{line}:") and "duplicate key 'mode'" in result.stderr
+
+
+def test_translate_refuses_an_alias_bomb_naming_the_file(tmp_path: Path) -> None:
+    pod = tmp_path / "bomb.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+        + BOMB.replace("\n", "\n  ").replace("a: &a", "x:\n  a: &a", 1)
+    )
+    result = runner.invoke(app, ["translate", str(pod)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {pod}:") and "aliases expand to more than" in result.stderr
