@@ -116,9 +116,10 @@ def _cut_search(state: ClusterState, cands: Candidates, profile: Profile) -> np.
         return None  # every node looked at: next_start moves by n, i.e. stays
     start = state.next_start
     rotated = np.concatenate((feasible[start:], feasible[:start]))
-    positions = np.flatnonzero(rotated)[:want]
-    state.next_start = (start + int(positions[-1]) + 1) % n
-    return (positions + start) % n
+    positions = np.flatnonzero(rotated)[: want + 1]
+    # the search stops when the (want + 1)-th feasible node turns up: it and the nodes after it are not counted
+    state.next_start = (start + int(positions[want])) % n
+    return (positions[:want] + start) % n
 
 
 def scored_classes(state: ClusterState, cands: Candidates, profile: Profile, *, advance: bool = True) -> Scored | None:

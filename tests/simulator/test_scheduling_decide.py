@@ -211,3 +211,15 @@ def test_legacy_pod_requests_are_read_like_the_scheduler() -> None:
     made = sim_pod(pod)
     assert (made.cpu_milli, made.memory_mib) == (4000, 2048)
     assert json.dumps(made.pod)  # the Pod kept as it was
+
+
+def test_percentage_of_nodes_to_score_cuts_the_search_and_rotates_its_start() -> None:
+    """schedule_one.go: with 150 nodes at most 100 feasible ones are scored, the next search starting after the
+    nodes this one looked at (the 101st feasible node ends it and is not counted)."""
+    state = state_from_objects([_node(f"n{i:03d}") for i in range(150)], [])
+    first = decide(state, sim_pod(_pod("a")), advance=True)
+    assert len(first.feasible) == 150 and first.scored == {f"n{i:03d}" for i in range(100)}
+    assert state.next_start == 100
+    second = decide(state, sim_pod(_pod("b")), advance=True)
+    assert second.scored == {f"n{i:03d}" for i in (*range(100, 150), *range(50))}
+    assert state.next_start == 50
