@@ -223,3 +223,30 @@ def test_percentage_of_nodes_to_score_cuts_the_search_and_rotates_its_start() ->
     second = decide(state, sim_pod(_pod("b")), advance=True)
     assert second.scored == {f"n{i:03d}" for i in (*range(100, 150), *range(50))}
     assert state.next_start == 50
+
+
+def test_the_engines_choice_is_always_in_decides_tie_set() -> None:
+    """The engine's class-cached path and `decide`'s node-by-node path agree: every placement of gpudra's pods on
+    the built-in cluster lands on a node of the tie set `decide` computes in the same state."""
+    from simulator.cluster import default_cluster
+    from simulator.traces import GeneratorConfig, generate
+
+    spec = default_cluster()
+    state = ClusterState(spec)
+    strategy = PolicyClaims(mode="upstream", seed=3)
+    pods = generate(GeneratorConfig(pods=120, seed=4), spec.total_gpus).pods
+    checked = 0
+    for pod in pods:
+        _, demand = strategy._demand(pod)
+        if demand is None:
+            continue
+        claims = [json.loads(demand.claim)] if getattr(demand, "claim", "") else []
+        expected = decide(state, pod, claims=claims, placer=strategy.placer)
+        choice = strategy.choose(state, pod)
+        if choice is None:
+            assert not expected.feasible
+            continue
+        assert state.nodes[choice[0]].spec.name in expected.tie_set
+        state.apply(pod, choice[0], choice[1], 0.0)
+        checked += 1
+    assert checked >= 60
