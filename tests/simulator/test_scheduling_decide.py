@@ -13,7 +13,7 @@ from dra.gpus import get, node_resource_slices, synthetic_node
 from simulator.cluster import ClusterSpec
 from simulator.scheduling import DEFAULT_PROFILE, apply_binding, decide, sim_pod, state_from_objects
 from simulator.state import ClusterState
-from simulator.strategies.policy_claims import PolicyClaims
+from simulator.strategies.policy_claims import ClaimDemand, PolicyClaims
 from simulator.workload import SimPod, legacy_pod
 
 from .helpers import node
@@ -240,7 +240,7 @@ def test_the_engines_choice_is_always_in_decides_tie_set() -> None:
         _, demand = strategy._demand(pod)
         if demand is None:
             continue
-        claims = [json.loads(demand.claim)] if getattr(demand, "claim", "") else []
+        claims = [json.loads(demand.claim)] if isinstance(demand, ClaimDemand) else []
         expected = decide(state, pod, claims=claims, placer=strategy.placer)
         choice = strategy.choose(state, pod)
         if choice is None:
