@@ -249,7 +249,7 @@ class Admission:
         decision = policies.evaluate(pod, namespace, info, dra_devices=dra_devices, sizing=self.sizing)
         entry = _Cached(pod, decision)
         if keyed is not None:
-            self._cache.put(keyed[0], entry, keyed[1])
+            self._cache.put(keyed[0], entry, keyed[1] + decision.held_bytes)  # inputs, and what the decision holds
         return entry
 
     def _count(self, endpoint: str, review: ReviewRequest, decision: Decision | None, outcome: str) -> None:
