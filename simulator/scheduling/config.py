@@ -12,6 +12,7 @@ getValidScoreWeights; disable the plugin instead). Errors name the file, the doc
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -90,10 +91,12 @@ def _plugin_name(value: Any, path: str, where: _Where) -> str:
     if not isinstance(name, str) or not name:
         raise where.error(path + ".name", "required")
     if name != "*" and name not in KNOWN_PLUGINS:
+        close = difflib.get_close_matches(name, sorted(KNOWN_PLUGINS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
         raise where.error(
             path + ".name",
-            f"unknown plugin {name!r}: not a kube-scheduler v1.37 in-tree plugin, and the simulator cannot model "
-            "plugins it does not know",
+            f"unknown plugin {name!r}{hint}: not a kube-scheduler v1.37 in-tree plugin, and the simulator cannot "
+            "model plugins it does not know",
         )
     return name
 

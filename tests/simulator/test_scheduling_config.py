@@ -68,7 +68,8 @@ profiles:
     [
         (
             "profiles: [{plugins: {score: {enabled: [{name: NodeResourcesFitt}]}}}]",
-            "profiles[0].plugins.score.enabled[0].name: unknown plugin 'NodeResourcesFitt'",
+            "profiles[0].plugins.score.enabled[0].name: unknown plugin 'NodeResourcesFitt' "
+            "(did you mean NodeResourcesFit?)",
         ),
         (
             "profiles: [{plugins: {score: {enabled: [{name: NodeResourcesFit, weight: 0}]}}}]",
