@@ -1,11 +1,13 @@
-"""CEL evaluation speed: dra.cel's compiled closures vs celpy's InterpretedRunner vs cel-go (the Go oracle).
+"""CEL speed: dra.cel's compiled closures vs celpy's InterpretedRunner vs cel-go (the Go oracle); parse speed.
 
     python benchmarks/cel.py [--seconds 0.3] [--oracle PATH]
 
 Prints JSON: per selector, our µs/eval and evals/s, celpy's on the same expression (where celpy 0.5 can run
 it: no Kubernetes library types), cel-go's through `tests/oracle` k8s-cel when its binary exists (`--oracle`,
 `$GPUDRA_K8S_CEL`, or the build.sh cache), a trivial-expression baseline and a memoised (SelectorCache) hit,
-all measured in this run, with ratios.
+all measured in this run, with ratios. "parse": our grammar (dra/cel/cel.lark) per expression and to build the
+parser, against celpy's Lark grammar when cel-python is installed (it is no longer a dependency; without it
+the celpy figures are absent).
 """
 
 from __future__ import annotations
@@ -133,19 +135,61 @@ def cel_go_ns(oracle: Path, expression: str, repeat: int = 20000) -> dict[str, A
     return result
 
 
+def best_of(fn: Callable[[], Any], seconds: float, rounds: int = 7) -> float:
+    """Seconds per call, the best of `rounds` short runs: a shared, loaded machine only ever adds time."""
+    return min(per_call(fn, seconds / rounds) for _ in range(rounds))
+
+
+# Parsed only (celpy's grammar cannot read the optional syntax, so it gets the selectors alone).
+OPTIONAL_SYNTAX = "[?a.?b, 1,].size() + {?'k': m[?'k']}.size() + (x.?`a-b`.orValue(0) > 0 ? 1 : 2)"
+
+
+def parse_figures(seconds: float) -> dict[str, Any]:
+    """µs per parse of each selector (ours, celpy's), and the time to build each Lark parser."""
+    import dra.cel.parse as ours
+
+    texts = [expr for _, expr, _ in SELECTORS]
+    ours_us = [best_of(lambda t=t: ours.parse(t), seconds) * 1e6 for t in texts]
+    out: dict[str, Any] = {
+        "ours_us_per_parse": [round(u, 1) for u in ours_us],
+        "ours_mean_us": round(sum(ours_us) / len(ours_us), 1),
+        "ours_optional_syntax_us": round(best_of(lambda: ours.parse(OPTIONAL_SYNTAX), seconds) * 1e6, 1),
+    }
+    start = time.perf_counter()
+    ours._parser.cache_clear()
+    ours._parser()
+    out["ours_build_ms"] = round((time.perf_counter() - start) * 1e3, 1)
+    try:
+        from celpy.celparser import CELParser
+    except ImportError:
+        return out
+    start = time.perf_counter()
+    CELParser.CEL_PARSER = None
+    theirs_parser = CELParser()
+    out["celpy_build_ms"] = round((time.perf_counter() - start) * 1e3, 1)
+    theirs_us = [best_of(lambda t=t: theirs_parser.parse(t), seconds) * 1e6 for t in texts]
+    out["celpy_us_per_parse"] = [round(u, 1) for u in theirs_us]
+    out["celpy_mean_us"] = round(sum(theirs_us) / len(theirs_us), 1)
+    out["speedup_vs_celpy"] = round(sum(theirs_us) / sum(ours_us), 2)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.3, help="measuring time per figure")
     parser.add_argument("--oracle", default=None, help="path of the k8s-cel oracle binary")
     args = parser.parse_args()
 
-    import celpy
+    try:
+        import celpy
+    except ImportError:
+        celpy = None
 
     env = Environment.dra_selector()
     value = device_value(DRIVER, DEVICE)
     activation = {"device": value}
-    celpy_env = celpy.Environment()
-    celpy_activation = {"device": celpy.json_to_cel(PLAIN_DEVICE)}
+    celpy_env = celpy.Environment() if celpy is not None else None
+    celpy_activation = {"device": celpy.json_to_cel(PLAIN_DEVICE)} if celpy is not None else {}
     oracle = find_oracle(args.oracle)
 
     trivial = env.compile(TRIVIAL)
@@ -163,7 +207,7 @@ def main() -> None:
             "evals_per_s": round(1 / ours),
             "vs_trivial": round(ours / trivial_s, 2),
         }
-        if celpy_ok:
+        if celpy_ok and celpy_env is not None:
             prog = celpy_env.program(celpy_env.compile(expr))
             assert bool(prog.evaluate(celpy_activation)) == result, f"celpy disagrees on {name}"
             theirs = per_call(lambda prog=prog: prog.evaluate(celpy_activation), args.seconds)
@@ -202,6 +246,7 @@ def main() -> None:
                     ),
                 },
                 "compile_cached_us": round(compile_s * 1e6, 3),
+                "parse": parse_figures(args.seconds),
                 "cel_go": str(oracle) if oracle else None,
                 "cel_go_note": "k8s-cel times DeviceMatches per call, which also converts the Device into CEL values",
                 "target_us_per_eval": 10.0,

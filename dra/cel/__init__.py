@@ -1,4 +1,4 @@
-"""Kubernetes CEL for gpudra: celpy's parser, our closure compiler, the Kubernetes libraries and DRA's env.
+"""Kubernetes CEL for gpudra: our Lark grammar and closure compiler, the Kubernetes libraries and DRA's env.
 
 env = Environment.dra_selector()
 program = env.compile('device.attributes["gpu.nvidia.com"].memory >= 40')

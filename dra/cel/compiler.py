@@ -1,4 +1,4 @@
-"""Compile celpy's Lark tree into Python closures `fn(activation) -> value`: the code-generation step.
+"""Compile the Lark tree of our grammar (cel.lark) into Python closures `fn(activation) -> value`: code generation.
 
 Each node becomes a closure over its children's closures, or a `Const` when it folds at compile time.
 Runtime errors are `CelRuntimeError` exceptions; `&&`, `||`, `?:` and comprehension predicates absorb them
@@ -19,9 +19,8 @@ from dra.cel._functions import FunctionRegistry, Overload, type_name
 from dra.cel.cost import COST_KEY, SIZED_FUNCTIONS, add_cost, cost_function
 from dra.cel.literals import bytes_literal, int_literal, string_literal, uint_literal
 from dra.cel.nodes import Const, Fn, Node, as_fn
-from dra.cel.parse import OPT_ELEM, OPT_INDEX, OPT_KEY, OPT_SELECT
 from dra.cel.runtime import Dispatcher, guarded, opt_index, opt_select, runtime_error
-from dra.cel.trees import optional_wrapper, qualified_name, single_literal
+from dra.cel.trees import optional_entry, qualified_name, single_literal
 from dra.cel.typecheck import TypeChecker, type_identifiers
 from dra.cel.values import INT64_MAX, INT64_MIN, Optional, Uint
 from dra.errors import CelCompileError, CelCostError, CelRuntimeError
@@ -489,6 +488,18 @@ class Compiler:
         idx = stdlib.index
         return lambda a: idx(tf(a), kf(a))
 
+    def _c_member_dot_opt(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        target_tree, ident = tree.children
+        target = as_fn(self.compile(target_tree))
+        field = str(ident)
+        return lambda a: opt_select(target(a), field)
+
+    def _c_member_index_opt(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+        target_tree, key_tree = tree.children
+        target = as_fn(self.compile(target_tree))
+        key = as_fn(self.compile(key_tree))
+        return lambda a: opt_index(target(a), key(a))
+
     def _c_member_object(self, tree: Tree) -> Node:  # type: ignore[type-arg]
         raise self.error(tree, "message construction is not supported (no protobuf types in this environment)")
 
@@ -609,14 +620,6 @@ class Compiler:
                 raise self.error(tree, f"undeclared reference to '{full}'")
         if name in MACROS:
             return macros.compile_macro(self, tree, name, target_tree, arg_trees)
-        if name == OPT_SELECT:
-            target = as_fn(self.compile(target_tree))
-            field = string_literal(single_literal(arg_trees[0]).value)  # type: ignore[union-attr]
-            return lambda a: opt_select(target(a), field)
-        if name == OPT_INDEX:
-            target = as_fn(self.compile(target_tree))
-            key = as_fn(self.compile(arg_trees[0]))
-            return lambda a: opt_index(target(a), key(a))
         if name in ("or", "orValue") and len(arg_trees) == 1:
             return self._optional_or(tree, name, target_tree, arg_trees[0])
         overloads = self.registry.members.get(name)
@@ -640,8 +643,6 @@ class Compiler:
         arg_trees = list(tree.children[1].children) if len(tree.children) > 1 else []
         if name == "has":
             return macros.has(self, tree, arg_trees)
-        if name in (OPT_ELEM, OPT_KEY):
-            raise self.error(tree, "optional entry outside a list or map literal")
         return self._global_call(tree, name, arg_trees)
 
     def _c_dot_ident_arg(self, tree: Tree) -> Node:  # type: ignore[type-arg]
@@ -797,7 +798,7 @@ class Compiler:
         elems: list[tuple[bool, Node]] = []
         if tree.children:
             for t in tree.children[0].children:
-                inner = optional_wrapper(t, OPT_ELEM)
+                inner = optional_entry(t, "opt_elem")
                 if inner is not None:
                     elems.append((True, self.compile(inner)))
                 else:
@@ -833,7 +834,7 @@ class Compiler:
         if tree.children:
             kids = tree.children[0].children
             for i in range(0, len(kids), 2):
-                inner = optional_wrapper(kids[i], OPT_KEY)
+                inner = optional_entry(kids[i], "opt_key")
                 key = self.compile(inner if inner is not None else kids[i])
                 if isinstance(key, Const) and type(key.value) not in (str, int, Uint, bool):
                     raise self.error(kids[i], f"unsupported map key type '{type_name(key.value)}'")

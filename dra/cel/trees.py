@@ -1,5 +1,5 @@
-"""Shapes of celpy's Lark tree the compiler and checker look for through the grammar's precedence wrappers:
-a lone literal, a lone list literal, the hidden call wrapping an optional entry, a dotted identifier.
+"""Shapes of our grammar's Lark tree (cel.lark) the compiler and checker look for through the precedence
+wrappers: a lone literal, a lone list literal, an optional list element or map key, a dotted identifier.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from lark import Token, Tree
 
-__all__ = ["list_literal", "optional_wrapper", "qualified_name", "single_literal"]
+__all__ = ["list_literal", "optional_entry", "qualified_name", "single_literal"]
 
 
 def single_literal(tree: Any) -> Token | None:
@@ -36,17 +36,10 @@ def list_literal(tree: Any) -> Tree | None:  # type: ignore[type-arg]
     return None
 
 
-def optional_wrapper(tree: Any, hidden: str) -> Any:
-    """The argument tree of a hidden `__opt_elem__(e)` / `__opt_key__(k)` call, or None."""
-    node = tree
-    while isinstance(node, Tree):
-        if node.data == "ident_arg":
-            if str(node.children[0]) == hidden and len(node.children) > 1:
-                return node.children[1].children[0]
-            return None
-        if len(node.children) != 1:
-            return None
-        node = node.children[0]
+def optional_entry(tree: Any, rule: str) -> Any:
+    """The expression of an optional list element (`opt_elem`, `[?e]`) or map key (`opt_key`, `{?k: v}`), or None."""
+    if isinstance(tree, Tree) and tree.data == rule:
+        return tree.children[0]
     return None
 
 
@@ -58,6 +51,8 @@ def qualified_name(tree: Any) -> str | None:
         if node.data == "member":
             node = node.children[0]
         elif node.data == "member_dot":
+            if node.children[1].type == "ESC_IDENT":  # a backquoted field is never part of a name
+                return None
             parts.append(str(node.children[1]))
             node = node.children[0]
         elif node.data == "primary" and isinstance(node.children[0], Tree) and node.children[0].data == "ident":
