@@ -17,7 +17,7 @@ import (
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
-	"github.com/operator-framework/api/pkg/validation/interfaces"
+	validator "github.com/operator-framework/api/pkg/validation/interfaces"
 )
 
 type finding struct {
@@ -44,7 +44,7 @@ func main() {
 	objects := append(bundle.ObjectsToValidate(), bundle, options)
 	named := []struct {
 		name string
-		v    interfaces.Validator
+		v    validator.Validator
 	}{
 		{"csv", validation.ClusterServiceVersionValidator},
 		{"crd", validation.CustomResourceDefinitionValidator},
