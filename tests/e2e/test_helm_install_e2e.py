@@ -235,6 +235,20 @@ def test_helm_install_brings_the_webhook_up_and_uninstall_leaves_no_webhook(
         assert claims and all("resourceClaimTemplateName" in c for c in claims), created["spec"]
         assert "nvidia.com/gpu" not in created["spec"]["containers"][0]["resources"].get("limits", {})
 
+        # An upgrade keeps the generated certificates (lookup); one within renewBeforeDays of expiry renews them.
+        upgrade = ("upgrade", RELEASE, str(CHART), "--namespace", namespace, "--reuse-values")
+        out = _helm(control_plane, *upgrade)
+        assert out.returncode == 0, out.stderr
+        assert get(kube, "Secret", f"{WEBHOOK}-tls", namespace)["data"] == secret["data"]
+        # 3650-day certificates are within 4000 days of expiry.
+        out = _helm(control_plane, *upgrade, "--set", "selfSigned.renewBeforeDays=4000")
+        assert out.returncode == 0, out.stderr
+        renewed = get(kube, "Secret", f"{WEBHOOK}-tls", namespace)
+        assert renewed["data"]["ca.crt"] != secret["data"]["ca.crt"]
+        assert int(renewed["metadata"]["annotations"]["gpudra.io/not-after"]) > time.time() + 3000 * 86400
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            assert kube.get(kind, RELEASE)["webhooks"][0]["clientConfig"]["caBundle"] == renewed["data"]["ca.crt"]
+
         # Uninstall: helm runs the pre-delete hook first and waits for it.
         uninstall = subprocess.Popen(
             [
