@@ -1,5 +1,5 @@
-"""`helm install` of charts/gpudra on the real control plane brings the webhook up, and `helm uninstall` leaves no
-webhook configuration behind.
+"""`helm install` of charts/gpudra on the real control plane brings the webhook up, `helm upgrade` keeps (or near
+expiry renews) the generated certificates, and `helm uninstall` leaves no webhook configuration behind.
 
 There is no kubelet, so the test plays it for the chart's pods: it runs the webhook Deployment's own arguments as
 `gpudra serve` out of process (as test_webhook_e2e does), with the installed Secret's certificate, the installed
