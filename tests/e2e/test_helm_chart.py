@@ -207,6 +207,7 @@ def test_the_cleanup_hook_deletes_exactly_the_webhook_configurations() -> None:
         "mutatingwebhookconfiguration/gpudra",
         "validatingwebhookconfiguration/gpudra",
         "--ignore-not-found",
+        "--cache-dir=/tmp/kube-cache",
     ]
     role = one(docs, "ClusterRole", "gpudra-webhook-cleanup")
     assert role["rules"] == [

@@ -131,7 +131,11 @@ def _play_the_hook_job(kube: Kube, control_plane: ControlPlane, namespace: str, 
     kubeconfig = _token_kubeconfig(control_plane, kube, namespace, pod["serviceAccountName"], tmp / "hook.kubeconfig")
     kubectl = binaries.require("components")["kubectl"]
     out = subprocess.run(
-        [str(kubectl), f"--kubeconfig={kubeconfig}", *container["args"]], capture_output=True, text=True, check=False
+        # The pod's emptyDir at /tmp is a folder here.
+        [str(kubectl), f"--kubeconfig={kubeconfig}", *[a.replace("=/tmp/", f"={tmp}/") for a in container["args"]]],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert out.returncode == 0, f"the hook's kubectl failed: {out.stderr}"
     # helm waits for the hook here, so nothing but the hook has deleted the configurations yet.
