@@ -1,5 +1,5 @@
-"""Regenerate the packaged copies of manifests/ (the one source): the Helm chart's files and CRD, the monitoring
-PrometheusRule, and the OLM bundle (CSV from manifests/base, CRD, policies ConfigMap).
+"""Regenerate the packaged copies of manifests/ (the one source): the Helm chart's CRD template, the monitoring
+PrometheusRule, and the OLM bundle (CSV from manifests/base, CRD, policies ConfigMap, PDB, PrometheusRule).
 
     python scripts/sync_packaging.py          # rewrite every generated file
     python scripts/sync_packaging.py --check  # exit 1 listing the files that are out of date (a test runs this)
@@ -52,13 +52,9 @@ def _base(name: str) -> list[dict[str, Any]]:
 
 
 def chart_files() -> dict[Path, str]:
-    # files/policies is a symbolic link to policies/ (Helm follows it), so policy edits need no sync.
+    # files/policies, files/monitoring and files/deviceclasses.yaml are symbolic links into the repository (Helm
+    # follows them), so only the CRD, which the chart wraps in a condition, is generated.
     files = {}
-    files[CHART / "files" / "deviceclasses.yaml"] = (
-        MANIFESTS / "components" / "nvidia-deviceclasses" / "deviceclasses.yaml"
-    ).read_text()
-    files[CHART / "files" / "prometheus" / "gpudra.rules.yaml"] = (MONITORING / "gpudra.rules.yaml").read_text()
-    files[CHART / "files" / "grafana" / "gpudra-dashboard.json"] = (MONITORING / "gpudra-dashboard.json").read_text()
     crd = (MANIFESTS / "base" / "crd-gpusizingrecommendation.yaml").read_text()
     files[CHART / "templates" / "crd-gpusizingrecommendation.yaml"] = (
         "{{- if .Values.crds.install }}\n"
