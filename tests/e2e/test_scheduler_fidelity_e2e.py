@@ -17,6 +17,7 @@ import yaml
 from typer.testing import CliRunner
 
 from gpudra.cli import app
+from policyengine import load_policies
 from simulator.cluster import ClusterSpec, cluster_from_spec
 from simulator.scheduling import DEFAULT_PROFILE, node_slices
 from simulator.traces import GeneratorConfig, generate
@@ -24,7 +25,6 @@ from simulator.verify import ControlPlane, find_components, verify_scheduler
 from simulator.verify.compare import model_ask, tally
 from simulator.verify.replay import replay
 from tests.controlplane import binaries, sourcehash
-from webhook.policy import load_policies
 
 pytestmark = [pytest.mark.e2e]
 
@@ -121,3 +121,15 @@ def test_a_model_with_another_profile_than_the_scheduler_is_caught() -> None:
     assert found["bound"] >= 30 and found["node_in_top_set"] < 0.8, _shown(found)
     assert max(found["causes"], key=found["causes"].get) == "score: NodeResourcesFit", _shown(found)
     assert found["same_devices"] == 1.0, _shown(found)  # the devices on the real node do not depend on the profile
+
+
+def test_untranslated_pods_take_kep_5004s_claim_in_both(tmp_path: Path) -> None:
+    """No policy translates them: the pods keep `nvidia.com/gpu`, kube-scheduler makes the extended resource's claim
+    (pod.status.extendedResourceClaimStatus) and the model is asked with the claim the DeviceClass implies."""
+    spec = _cluster()
+    pods = generate(GeneratorConfig(pods=12, seed=3, load=0.6), spec.total_gpus).pods
+    found = verify_scheduler(spec, pods, sample=12, bin_dir=_bin_dir(), policies=tmp_path)  # an empty directory
+    shown = _shown(found)
+    assert found["bound_by_policy"] == {"legacy request": found["bound"]} and found["bound"] >= 10, shown
+    assert found["bound_multi_device"] >= 1, shown
+    assert (found["feasibility_agreement"], found["node_in_top_set"], found["same_devices"]) == (1.0, 1.0, 1.0), shown
