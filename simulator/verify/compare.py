@@ -22,11 +22,13 @@ def model_ask(profile: Any, *, seed: int = 0, mode: Mode = ALLOCATOR_MODE) -> Ca
     """Asks `simulator.scheduling` (with `profile`) what it would do with the pod in the snapshot's cluster."""
     from simulator.scheduling import Placer, decide, sim_pod, state_from_objects
 
-    placer = Placer(mode)  # memoised by node template, device usage and claim: valid across states
+    # memoised by node template (the slices' content), device usage and claim: valid across states, so one serves
+    # every decision (a fresh one per state would rebuild every node's templates each time)
+    placer = Placer(mode)
 
     def ask(snapshot: Snapshot, admitted: Admitted) -> Any:
         bound = [(b.pod, list(b.claims)) for b in snapshot.bound]
-        state = state_from_objects(list(snapshot.nodes), list(snapshot.slices), bound)
+        state = state_from_objects(list(snapshot.nodes), list(snapshot.slices), bound, placer=placer)
         pod = sim_pod(admitted.pod)
         claims = list(admitted.claims)
         return decide(state, pod, profile, claims=claims, mode=mode, seed=seed, placer=placer)
