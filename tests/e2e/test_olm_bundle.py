@@ -9,9 +9,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.controlplane import packaging_tools
+from tests.controlplane.cluster import ControlPlane
+from tests.controlplane.kube import Kube
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "bundle"
@@ -107,3 +110,60 @@ def test_the_bundle_metadata_names_the_package_and_channel() -> None:
     dockerfile = (BUNDLE / "bundle.Dockerfile").read_text()
     for key, value in annotations.items():
         assert f"LABEL {key}={value}" in dockerfile, key
+
+
+@pytest.mark.e2e
+def test_what_olm_would_create_passes_a_server_side_dry_run(control_plane: ControlPlane, kube: Kube) -> None:
+    """The CSV's Deployment and ClusterRole as OLM creates them, and the bundle's other manifests, on the real API
+    server (the validators do not check a Deployment's pod spec)."""
+    csv = yaml.safe_load(CSV.read_text())
+    install = csv["spec"]["install"]["spec"]
+    namespace = kube.create_namespace("olm")
+    try:
+        objects: list[dict[str, Any]] = [
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": "gpudra-webhook", "namespace": namespace},
+            }
+        ]
+        for deployment in install["deployments"]:
+            objects.append(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": deployment["name"], "namespace": namespace, "labels": deployment["label"]},
+                    "spec": deployment["spec"],
+                }
+            )
+        for i, permission in enumerate(install["clusterPermissions"]):
+            objects.append(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRole",
+                    "metadata": {"name": f"gpudra-olm-dry-run-{i}"},
+                    "rules": permission["rules"],
+                }
+            )
+        for path in sorted((BUNDLE / "manifests").glob("*.yaml")):
+            doc = yaml.safe_load(path.read_text())
+            if doc["kind"] in ("ClusterServiceVersion", "PrometheusRule"):
+                continue  # OLM's and the Prometheus Operator's APIs are not served here
+            if doc["kind"] != "CustomResourceDefinition":
+                doc["metadata"]["namespace"] = namespace
+            objects.append(doc)
+        out = control_plane.kubectl(
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "--field-manager=gpudra-olm-test",
+            "-f",
+            "-",
+            input=yaml.safe_dump_all(objects),
+            check=False,
+        )
+        assert out.returncode == 0, out.stderr
+        applied = [line for line in out.stdout.splitlines() if "serverside-applied (server dry run)" in line]
+        assert len(applied) == len(objects), out.stdout
+    finally:
+        kube.delete("Namespace", namespace)
