@@ -177,6 +177,11 @@ def test_values_reach_the_webhook_configurations_and_the_pods() -> None:
     assert not [c for c in by_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-policies")]
 
 
+def test_a_single_replica_gets_no_disruption_budget_that_would_block_drains() -> None:
+    assert not by_kind(template({"webhook": {"replicas": 1}}), "PodDisruptionBudget")
+    assert one(template({"webhook": {"replicas": 3}}), "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+
+
 def test_the_chart_policies_are_the_repository_policies() -> None:
     data = one(template(), "ConfigMap", "gpudra-policies")["data"]
     assert data == {p.name: p.read_text() for p in sorted((ROOT / "policies").glob("*.yaml"))}
