@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from kubernetes.client.exceptions import ApiException
 
 from dra.gpus import device_classes
@@ -100,6 +102,11 @@ def _ready(host: str, server_name: str, ca_pem: bytes) -> bool:
             return tls.recv(64).startswith(b"HTTP/1.1 200")
     except OSError:
         return False
+
+
+def _certificates(pem: bytes) -> set[bytes]:
+    """The DER encodings of the certificates in a PEM bundle."""
+    return {c.public_bytes(serialization.Encoding.DER) for c in x509.load_pem_x509_certificates(pem)}
 
 
 def _gpu_pod(namespace: str) -> dict[str, Any]:
@@ -250,8 +257,12 @@ def test_helm_install_brings_the_webhook_up_and_uninstall_leaves_no_webhook(
         renewed = get(kube, "Secret", f"{WEBHOOK}-tls", namespace)
         assert renewed["data"]["ca.crt"] != secret["data"]["ca.crt"]
         assert int(renewed["metadata"]["annotations"]["gpudra.io/not-after"]) > time.time() + 3000 * 86400
+        # Until the pods' Secret volumes update, they serve the old certificate: the webhooks trust both CAs.
+        new_ca = base64.b64decode(renewed["data"]["ca.crt"])
         for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-            assert kube.get(kind, RELEASE)["webhooks"][0]["clientConfig"]["caBundle"] == renewed["data"]["ca.crt"]
+            bundle = base64.b64decode(kube.get(kind, RELEASE)["webhooks"][0]["clientConfig"]["caBundle"])
+            assert _certificates(bundle) == _certificates(new_ca) | _certificates(ca_pem)
+        assert _ready(cluster_ip, server_name, bundle)  # the running webhook still serves the old certificate
 
         # Uninstall: helm runs the pre-delete hook first and waits for it.
         uninstall = subprocess.Popen(

@@ -83,14 +83,20 @@ matchExpressions:
 {{/* The caBundle of the self-managed certificates ("" when an injector fills it). */}}
 {{- define "gpudra.caBundle" -}}
 {{- if not (or .Values.openshift.enabled .Values.certManager.enabled) -}}
-{{- (include "gpudra.selfSignedCerts" . | fromYaml).ca | b64enc -}}
+{{- $certs := include "gpudra.selfSignedCerts" . | fromYaml -}}
+{{- if $certs.previousCA -}}
+{{- printf "%s\n%s" ($certs.ca | trimSuffix "\n") $certs.previousCA | b64enc -}}
+{{- else -}}
+{{- $certs.ca | b64enc -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
 {{/*
 Self-managed certificates, computed once per render and memoised in .Values (the Secret and both webhook
 configurations must carry the same CA). An existing Secret is reused (lookup) unless it expires within
-selfSigned.renewBeforeDays; `helm template` has no cluster, so it always generates.
+selfSigned.renewBeforeDays; then the webhooks' caBundle holds the new and the previous CA until the next upgrade.
+`helm template` has no cluster, so it always generates (GitOps tools that render with it: use certManager).
 */}}
 {{- define "gpudra.selfSignedCerts" -}}
 {{- if not .Values._certs -}}
@@ -104,7 +110,9 @@ selfSigned.renewBeforeDays; `helm template` has no cluster, so it always generat
 {{- $notAfter := index ($secret.metadata.annotations | default dict) "gpudra.io/not-after" | default "0" | int64 -}}
 {{- $_ := set $certs "notAfter" $notAfter -}}
 {{- if lt (sub $notAfter (now | unixEpoch | int64)) (mul .Values.selfSigned.renewBeforeDays 86400) -}}
-{{- $certs = dict -}}
+{{- /* The pods serve the old certificate until their Secret volume updates (up to a minute or two): the webhooks
+trust the old CA beside the new one meanwhile. */ -}}
+{{- $certs = dict "previousCA" (index $secret.data "ca.crt" | b64dec) -}}
 {{- end -}}
 {{- end -}}
 {{- if not $certs.ca -}}
