@@ -309,11 +309,16 @@ def test_helm_install_brings_the_webhook_up_and_uninstall_leaves_no_webhook(
 
 
 def _create_translated(kube: Kube, namespace: str) -> dict[str, Any] | None:
-    """Creates the GPU pod; None while the API server still refuses it (its webhook client warming up)."""
+    """Creates the GPU pod; None while the API server still refuses it or has not loaded the webhooks yet."""
     try:
         created = kube.create(_gpu_pod(namespace))
     except ApiException as e:
         if e.status in (500, 503) or "failed calling webhook" in str(e.body):
             return None
         raise
+    if not created["spec"].get("resourceClaims"):
+        # Admitted before the API server's informer had the new webhook configurations: try again.
+        kube.delete("Pod", created["metadata"]["name"], namespace)
+        wait_for(lambda: not kube.list("Pod", namespace), timeout=30, what=f"pod {namespace}/legacy-gpu deleted")
+        return None
     return created
