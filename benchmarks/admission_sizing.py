@@ -125,7 +125,7 @@ def serve_main(args: argparse.Namespace) -> None:
     """The server process: the app as `gpudra serve` builds it, with or without the cache."""
     import uvicorn
 
-    from webhook.policy import shipped_policies_dir
+    from policyengine import shipped_policies_dir
     from webhook.server import ServeSettings, build_app
 
     settings = ServeSettings(policies=str(shipped_policies_dir()), enable_echo=True, sizing_recommendations="on")

@@ -24,8 +24,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dra.cel import Environment, device_value  # noqa: E402
-from webhook.policy import PolicySet, load_policies, load_policy_text  # noqa: E402
-from webhook.translate import translate  # noqa: E402
+from policyengine import PolicySet, load_policies, load_policy_text  # noqa: E402
+from policyengine.translate import translate  # noqa: E402
 
 TRIVIAL_POLICY = """\
 apiVersion: gpudra.io/v1alpha1

@@ -1,6 +1,6 @@
 """The recommender's compute step over 10,000 pods x 7 days of 30 s framebuffer samples (20,161 per pod, 201.6M
 in all), generated in memory one owner at a time (5 replicas per Deployment, 2,000 owners), so memory stays at one
-owner's samples. Reports the time of `webhook.recommend.recommend` (pooling, p99 by partition, headroom, the device
+owner's samples. Reports the time of `recommender.recommend` (pooling, p99 by partition, headroom, the device
 from the catalog) and, in the same run over the same arrays, a plain numpy max as the baseline; JSON on stdout.
 
     python3 benchmarks/recommender.py [--pods 10000] [--replicas 5] [--days 7]
@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from webhook.recommend import ContainerUsage, Settings, recommend
+from recommender import ContainerUsage, Settings, recommend
 
 
 def main() -> None:

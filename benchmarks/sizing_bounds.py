@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from webhook.policy import load_policies, shipped_policies_dir  # noqa: E402
+from policyengine import load_policies, shipped_policies_dir  # noqa: E402
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 _unique = count()

@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dra.cel import Environment  # noqa: E402
 from dra.cel.regex import find_all  # noqa: E402
 from dra.errors import CelCostError  # noqa: E402
+from policyengine import PolicySet, load_policies, shipped_policies_dir  # noqa: E402
 from webhook.admission import Admission  # noqa: E402
 from webhook.metrics import WebhookMetrics  # noqa: E402
-from webhook.policy import PolicySet, load_policies, shipped_policies_dir  # noqa: E402
 from webhook.policy_store import PolicyStore  # noqa: E402
 from webhook.review import parse_review, pod_review  # noqa: E402
 

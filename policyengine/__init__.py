@@ -1,7 +1,7 @@
 """The policy engine: load `GPUClaimPolicy` files, compile their CEL once, and decide what happens to a pod.
 
 `load_policies(*paths)` → `PolicySet`; `PolicySet.evaluate(pod, namespace, request)` → `Decision`;
-`webhook.policy_testing.run_tests(*paths)` runs policy test files (`gpudra policy test`). The file format is in
+`policyengine.testing.run_tests(*paths)` runs policy test files (`gpudra policy test`). The file format is in
 docs/policy-authoring.md.
 """
 

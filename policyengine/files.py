@@ -31,7 +31,7 @@ def policy_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
 
 
 def shipped_policies_dir() -> Path:
-    """The shipped `policies/` directory (installed with the package as `webhook/policy/policies`)."""
+    """The shipped `policies/` directory (installed with the package as `policyengine/policies`)."""
     return Path(__file__).resolve().parent / "policies"
 
 

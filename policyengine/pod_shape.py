@@ -12,13 +12,13 @@ from typing import Any
 
 from dra.errors import QuantityError
 from dra.quantity import Quantity
-from webhook.review import AdmissionDenied
+from policyengine.denial import AdmissionDenied
 
 __all__ = ["MAX_DEVICES_PER_CLAIM", "check_pod_shape"]
 
 # resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices, and a pod's legacy
 # GPUs all go into one claim (the API server accepts a larger `count`; the scheduler never allocates it). The policy
-# engine's facts (webhook.policy.facts) hold the same limit for the CLI and the simulator.
+# engine's facts (policyengine.facts) hold the same limit for the CLI and the simulator.
 MAX_DEVICES_PER_CLAIM = 32
 
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")

@@ -19,8 +19,8 @@ import yaml
 
 from dra.documents import parse_yaml
 from dra.errors import InputError, PolicyError
-from webhook.policy import PolicySet, load_policies, shipped_policies_dir
-from webhook.translate import translate
+from policyengine import PolicySet, load_policies, shipped_policies_dir
+from policyengine.translate import translate
 
 __all__ = ["TEST_KIND", "CaseResult", "PolicyTestResult", "find_test_files", "run_test_file", "run_tests"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonpatch
 
-from webhook.policy import HAMI_RESOURCES, Decision
+from policyengine import HAMI_RESOURCES, Decision
 
 __all__ = [
     "CLAIM_NAME",

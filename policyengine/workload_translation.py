@@ -1,6 +1,6 @@
 """Translating the pod templates of Kubernetes objects ahead of admission (`gpudra translate`, `policy explain`).
 
-Each pod template an object holds (`webhook.workloads`) is decided as the pod it stamps out: the template's
+Each pod template an object holds (`policyengine.workloads`) is decided as the pod it stamps out: the template's
 metadata and spec, in the workload's namespace. An enforced decision rewrites the template in a copy of the object
 and adds the ResourceClaimTemplate it names, called after the workload and the template's role
 (`<workload>[-<role>]-<hash>`, the hash still the claim spec's, so identical requests of one template share it).
@@ -18,11 +18,11 @@ from typing import Any
 
 from dra.documents import Document
 from dra.errors import InputError
-from webhook.pod_shape import check_pod_shape
-from webhook.policy import Decision, PolicySet
-from webhook.review import AdmissionDenied
-from webhook.translate import MANAGED_BY, TEMPLATE_PREFIX, Translation, pointer, translate
-from webhook.workloads import PodTemplate, dotted, pod_templates, workload_kind
+from policyengine import Decision, PolicySet
+from policyengine.denial import AdmissionDenied
+from policyengine.pod_shape import check_pod_shape
+from policyengine.translate import MANAGED_BY, TEMPLATE_PREFIX, Translation, pointer, translate
+from policyengine.workloads import PodTemplate, dotted, pod_templates, workload_kind
 
 __all__ = [
     "SOURCE_ANNOTATION",

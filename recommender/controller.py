@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from webhook.kube import ApiServerError
+from kubeapi import ApiServerError
 
 from .compute import ContainerUsage, Owner, Settings, Skipped, recommend_all
 from .dcgm import FB_FREE, FB_RESERVED, FB_USED, DeviceSeries, Rejected, fb_selector, invalid_name, series_identity

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
-from webhook.kube import ApiServerError
+from kubeapi import ApiServerError
 
 from .compute import Owner
 from .dcgm import invalid_name

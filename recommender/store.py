@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from webhook.kube import ApiServerError
+from kubeapi import ApiServerError
 
 from .compute import ContainerRecommendation, Owner
 

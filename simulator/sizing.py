@@ -4,7 +4,7 @@ FILE is either
 
 - a Prometheus range-query dump of the NVIDIA DCGM exporter's `DCGM_FI_DEV_FB_USED` (what `/api/v1/query_range`
   returns: `{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {...}, "values":
-  [[ts, "MiB"], ...]}]}}`), whose series name their pod as `gpudra recommend` reads them (`webhook.recommend`'s
+  [[ts, "MiB"], ...]}]}}`), whose series name their pod as `gpudra recommend` reads them (`recommender`'s
   `series_identity`: the exporter's `namespace`, `pod`, `container`, their `exported_*` forms after Prometheus's
   renaming, or the old `pod_namespace`, `pod_name`, `container_name`, all valid Kubernetes names); or
 - GPUSizingRecommendation objects (YAML or JSON: one object, a `List`/`GPUSizingRecommendationList`, a list or a
@@ -14,7 +14,7 @@ FILE is either
 sampled hourly for 7 days below its VRAM need, so the saving shown is what observed sizing gives when the
 observations reflect what the pods use; it is labelled as generated wherever it is shown.
 
-A dump becomes recommendations as `gpudra recommend` computes them (webhook.recommend's defaults: all samples of an
+A dump becomes recommendations as `gpudra recommend` computes them (recommender's defaults: all samples of an
 owner's container pooled, the p99 of them as the peak, x 1.2 headroom, at least 100 samples). Matching a series to a
 workload owner (the dump names pods, not owners) goes by the pod name, the controllers' naming:
 
@@ -46,7 +46,8 @@ import numpy as np
 
 from dra.errors import InputError
 from dra.sizing import ObservedSizing, pod_owner
-from webhook.recommend import (
+from dra.sizing.recommendations import parse_recommendation
+from recommender import (
     FB_USED,
     MIB,
     Answer,
@@ -60,7 +61,6 @@ from webhook.recommend import (
     series_identity,
     vram_for,
 )
-from webhook.sizing_cache import parse_recommendation
 
 from .workload import SimPod, Workload
 
@@ -169,7 +169,7 @@ def _fail(path: str, where: str, message: str) -> InputError:
 
 def parse_prometheus_dump(data: Any, path: str, settings: Settings | None = None) -> ObservedLookup:
     """A `/api/v1/query_range` answer of DCGM_FI_DEV_FB_USED (MiB), decoded -> recommendations per owner and
-    container: read as `gpudra recommend` reads Prometheus (`webhook.recommend.read_answer`, `series_identity`).
+    container: read as `gpudra recommend` reads Prometheus (`recommender.read_answer`, `series_identity`).
 
     InputError naming `path` and the series for anything that is not such an answer: another status or result
     type, a series without namespace/pod/container labels or with labels that are not Kubernetes names, another
@@ -194,7 +194,7 @@ def _prometheus_number(value: float) -> str:
 
 
 def dump_lookup(answer: Answer, path: str, settings: Settings | None = None) -> ObservedLookup:
-    """`parse_prometheus_dump` of an answer read by `webhook.recommend.read_answer` (what `load_observed` reads a
+    """`parse_prometheus_dump` of an answer read by `recommender.read_answer` (what `load_observed` reads a
     dump file with: bounded memory, whatever its size)."""
     settings = settings or Settings()
     if answer.status != "success":

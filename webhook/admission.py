@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dra.sizing import ObservedSizing
+from kubeapi import ApiServerError, NamespaceCache, TemplateWriter
+from policyengine import Decision, PolicySet
+from policyengine.pod_shape import check_pod_shape
+from policyengine.translate import Translation, pointer, translate
 from webhook.claim_refs import check_claim_references
 from webhook.decision_cache import DecisionCache
 from webhook.dra_demand import ClaimReader, claim_demand
-from webhook.kube import ApiServerError, NamespaceCache, TemplateWriter
 from webhook.metrics import WebhookMetrics
-from webhook.pod_shape import check_pod_shape
-from webhook.policy import Decision, PolicySet
 from webhook.policy_store import PolicyStore
 from webhook.review import AdmissionDenied, BadReview, ReviewRequest, allowed_response, operation_label
-from webhook.translate import Translation, pointer, translate
 
 __all__ = ["Admission", "RolloutConfig", "SizingSource"]
 

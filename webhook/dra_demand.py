@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from webhook.pod_shape import MAX_DEVICES_PER_CLAIM
+from policyengine.pod_shape import MAX_DEVICES_PER_CLAIM
 
 __all__ = [
     "GPU_DEVICE_CLASSES",

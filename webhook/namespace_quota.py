@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from policyengine.translate import MANAGED_BY
 from webhook.dra_demand import GPU_DEVICE_CLASSES
-from webhook.translate import MANAGED_BY
 
 __all__ = [
     "MAX_GPUS_LABEL",

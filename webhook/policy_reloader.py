@@ -1,6 +1,6 @@
 """Policy reloads on a thread of their own, off the server's periodic loop that rotates the certificate.
 
-A policy load is bounded (webhook.policy: 1 MiB files, strict YAML, compile), but it is still the slowest thing the
+A policy load is bounded (policyengine: 1 MiB files, strict YAML, compile), but it is still the slowest thing the
 webhook does on a timer; on its own daemon thread neither a slow load nor a refused one delays a certificate
 reload. The last good set keeps serving (`PolicyStore`); `/readyz` stays ready while it does, and its
 `policyReload` check, the log and `/metrics` say when the newest files were refused, or when the serving set
@@ -14,8 +14,8 @@ import threading
 
 from prometheus_client import Gauge
 
+from policyengine import PolicySet, translates_nothing
 from webhook.metrics import WebhookMetrics
-from webhook.policy import PolicySet, translates_nothing
 from webhook.policy_store import PolicyStore
 
 __all__ = ["PolicyReloader"]

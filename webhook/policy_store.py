@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from webhook.policy import policy_files
+from policyengine import policy_files
 
 __all__ = ["LoadedSet", "PolicyStore", "ReloadStatus"]
 

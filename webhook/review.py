@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra.errors import GpudraError
+from policyengine.denial import AdmissionDenied
 
 __all__ = [
     "API_VERSION",
@@ -44,17 +45,6 @@ class BadReview(GpudraError):
         self.reason = reason
         self.status = status
         super().__init__(reason)
-
-
-class AdmissionDenied(GpudraError):
-    """A policy verdict: the pod is rejected with `message` and HTTP-like `code` in the review status."""
-
-    def __init__(self, message: str, *, code: int = 403, reason: str = "Forbidden", warnings: list[str] | None = None):
-        self.message = message
-        self.code = code
-        self.reason = reason
-        self.warnings = list(warnings or [])
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,13 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from kubeapi import KubeSideEffects, NamespaceCache, TemplateWriter, api_client
+from policyengine import PolicySet, load_policies
 from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
 from webhook.app import DEFAULT_DEADLINE_SECONDS, BackgroundService, create_app
 from webhook.body import DEFAULT_BODY_SECONDS, DEFAULT_LARGE_BODY_BYTES
 from webhook.client_auth import require_client_certificates
-from webhook.kube import KubeSideEffects, NamespaceCache, TemplateWriter, api_client
 from webhook.metrics import WebhookMetrics
-from webhook.policy import PolicySet, load_policies
 from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
 from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache, RecommendationSource

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from webhook.kube import LAST_USED_ANNOTATION, LAST_USED_RESOLUTION, ApiServerError, parse_timestamp
-from webhook.translate import MANAGED_BY
+from kubeapi import LAST_USED_ANNOTATION, LAST_USED_RESOLUTION, ApiServerError, parse_timestamp
+from policyengine.translate import MANAGED_BY
 
 __all__ = [
     "MIN_IDLE_FLOOR",

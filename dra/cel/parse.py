@@ -77,8 +77,8 @@ def parse(text: str) -> Tree[Token]:
 
 def _syntax_error(parser: Lark, text: str, exc: UnexpectedInput) -> CelCompileError:
     # At the end of input lark places the error on the last token read: the caret goes under it.
-    at_end = isinstance(exc, UnexpectedEOF) or exc.pos_in_stream is None
-    position = len(text) if at_end else min(max(exc.pos_in_stream, 0), len(text))
+    pos = exc.pos_in_stream
+    position = len(text) if isinstance(exc, UnexpectedEOF) or pos is None else min(max(pos, 0), len(text))
     line = text.count("\n", 0, position) + 1
     column = position - (text.rfind("\n", 0, position) + 1) + 1
     if isinstance(exc, UnexpectedCharacters):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from webhook.kube import ApiServerError, KubeTemplateStore, api_client
+from kubeapi import ApiServerError, KubeTemplateStore, api_client
 from webhook.template_gc import MIN_IDLE_FLOOR, GcReport, check_min_idle, collect, run_forever
 
 from ..outcome import Outcome, emit

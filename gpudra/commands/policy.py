@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from dra.errors import InputError
-from webhook.policy import (
+from policyengine import (
     Decision,
     PolicySet,
     load_policies,
@@ -22,8 +22,8 @@ from webhook.policy import (
     shipped_policies_dir,
     translates_nothing,
 )
-from webhook.policy_testing import run_tests
-from webhook.workload_translation import TemplatePod, namespace_for, namespaces_of
+from policyengine.testing import run_tests
+from policyengine.workload_translation import TemplatePod, namespace_for, namespaces_of
 
 from ..outcome import Outcome, emit
 from ..render.policy import explanation, lint_listing, policy_errors, policy_test_report, sizing_json

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from webhook.kube import ApiServerError, KubeQuotaStore, api_client
+from kubeapi import ApiServerError, KubeQuotaStore, api_client
 from webhook.namespace_quota import sync_quotas
 
 from ..outcome import Outcome, emit

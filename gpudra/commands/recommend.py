@@ -19,8 +19,8 @@ from typing import Any
 import typer
 
 from dra.documents import dump_documents
-from webhook.kube import ApiServerError, api_client
-from webhook.recommend import (
+from kubeapi import ApiServerError, api_client
+from recommender import (
     KubeObjects,
     OwnerResolver,
     PassReport,

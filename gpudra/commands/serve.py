@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Serve /mutate, /validate, /healthz, /readyz and /metrics."""
-        from webhook.policy import shipped_policies_dir
+        from policyengine import shipped_policies_dir
         from webhook.server import ServeSettings
         from webhook.server import serve as run
 

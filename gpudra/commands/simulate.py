@@ -15,6 +15,7 @@ from rich.console import Console
 
 from dra.errors import GpudraError
 
+from ..extras import missing_extra
 from ..options import OptionError, allocator_mode, one_of, strategy_names
 from ..outcome import Outcome, emit
 from ..render.simulation import comparison
@@ -53,6 +54,8 @@ def simulate(
     sample: int = 200,
 ) -> Outcome:
     """Run every strategy, write the report (its path goes to stderr at once), and the table or JSON summary."""
+    if report is not None and (missing := missing_extra("matplotlib", "report", "--report")):
+        return input_error(OptionError(missing))
     from simulator.comparison import DEFAULT_STRATEGIES, SimulationConfig
     from simulator.comparison import simulate as run
     from simulator.scheduling import DEFAULT_PROFILE

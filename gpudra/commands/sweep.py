@@ -9,6 +9,8 @@ from rich.console import Console
 
 from dra.errors import GpudraError
 
+from ..extras import missing_extra
+from ..options import OptionError
 from ..outcome import Outcome, emit
 from ..terminal import progress_bar, styled
 from .simulate import input_error
@@ -19,6 +21,8 @@ def sweep(config: Path) -> Outcome:
     from simulator.sweep import load_sweep, run_sweep
 
     err = Console(stderr=True)
+    if missing := missing_extra("matplotlib", "report", "gpudra sweep's plot"):
+        return input_error(OptionError(missing))
     try:
         grid = load_sweep(config)
         with progress_bar("sweep", err) as bar:

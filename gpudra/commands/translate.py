@@ -1,8 +1,9 @@
 """`gpudra translate FILE` and `gpudra translate -R DIR`: manifests rewritten to DRA with their ResourceClaimTemplates.
 
 FILE may hold Pods, workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, KubeRay, Kubeflow,
-LeaderWorkerSet, JobSet: `webhook.workloads.KNOWN_KINDS`), `List`s and multi-document streams; every object comes
-back in order, each followed by the templates it needs. With `-R`, a directory is rewritten (`webhook.manifest_tree`).
+LeaderWorkerSet, JobSet: `policyengine.workloads.KNOWN_KINDS`), `List`s and multi-document streams; every object
+comes back in order, each followed by the templates it needs. With `-R`, a directory is rewritten
+(`policyengine.manifest_tree`).
 
 Exit codes: 0 translated, 1 a pod template denied (the policy's message on stderr), 2 an unreadable file, an
 object whose pod templates gpudra cannot find (its kind and the paths tried named), or a bad option. Nothing is
@@ -18,8 +19,8 @@ from pathlib import Path
 import typer
 
 from dra.errors import InputError
-from webhook.manifest_tree import translate_tree
-from webhook.workload_translation import TemplateTranslation, translate_documents
+from policyengine.manifest_tree import translate_tree
+from policyengine.workload_translation import TemplateTranslation, translate_documents
 
 from ..options import OptionError, output_format
 from ..outcome import Outcome, emit

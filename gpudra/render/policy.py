@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from webhook.policy import Decision, PolicySet, pod_facts
-from webhook.policy_testing import PolicyTestResult
+from policyengine import Decision, PolicySet, pod_facts
+from policyengine.testing import PolicyTestResult
 
 from .documents import yaml_stream
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from webhook.workload_translation import ObjectTranslation
+from policyengine.workload_translation import ObjectTranslation
 
 __all__ = ["objects_with_templates", "translation_json", "tree_table"]
 

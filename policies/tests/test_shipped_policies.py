@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from webhook.policy import load_policies
-from webhook.policy_testing import find_test_files, run_test_file
+from policyengine import load_policies
+from policyengine.testing import find_test_files, run_test_file
 
 HERE = Path(__file__).resolve().parent
 TEST_FILES = sorted(find_test_files([HERE]))

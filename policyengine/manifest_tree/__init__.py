@@ -4,9 +4,14 @@ replaced atomically and left byte-identical where nothing changes."""
 
 from __future__ import annotations
 
-from webhook.manifest_tree.files import ManifestFile, read_manifest, write_atomically
-from webhook.manifest_tree.kustomization import KUSTOMIZATION_NAMES, add_resource, find_kustomization, listed_resources
-from webhook.manifest_tree.tree import (
+from policyengine.manifest_tree.files import ManifestFile, read_manifest, write_atomically
+from policyengine.manifest_tree.kustomization import (
+    KUSTOMIZATION_NAMES,
+    add_resource,
+    find_kustomization,
+    listed_resources,
+)
+from policyengine.manifest_tree.tree import (
     CLAIMS_SUFFIX,
     EXIT_DENIED,
     EXIT_INPUT,

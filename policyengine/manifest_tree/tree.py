@@ -20,8 +20,8 @@ from typing import Any
 
 from dra.documents import Document, dump_documents, read_documents
 from dra.errors import InputError
-from webhook.policy import PolicySet
-from webhook.workload_translation import ObjectTranslation, namespaces_of, translate_documents
+from policyengine import PolicySet
+from policyengine.workload_translation import ObjectTranslation, namespaces_of, translate_documents
 
 from .files import ManifestFile, read_manifest, write_atomically
 from .kustomization import KUSTOMIZATION_NAMES, add_resource, find_kustomization, lists

@@ -1,6 +1,6 @@
 """The `gpudra` strategy: pods go through the policy engine, and `dra.allocator` places the claims it builds.
 
-Each distinct pod shape is evaluated once by `webhook.policy` (the shipped policies, or `--policies DIR`),
+Each distinct pod shape is evaluated once by `policyengine` (the shipped policies, or `--policies DIR`),
 which returns the DRA claim the webhook would create; a pod they leave alone keeps its legacy request as the
 KEP-5004 claim for `nvidia.com/gpu`, and one they deny is never placed (counted). kube-scheduler places the pods
 (`KubeScheduled`): the allocator (`upstream`, what a stock cluster does, or the `scored` what-if) is the
@@ -106,7 +106,7 @@ class PolicyClaims(KubeScheduled):
         # gpudra's NVLink group attribute on the slices: opt-in, as the NVIDIA driver publishes none.
         self.gpudra_attributes = gpudra_attributes
         self.placer = Placer(cast(Mode, mode), memoize=memoize, gpudra_attributes=gpudra_attributes)
-        from webhook.policy import load_policies, shipped_policies_dir
+        from policyengine import load_policies, shipped_policies_dir
 
         self.policy_dir = Path(policies) if policies else shipped_policies_dir()
         self.policies = load_policies(self.policy_dir)

@@ -14,7 +14,7 @@ from ..cluster import NodeSpec
 from ..workload import SimPod
 
 if TYPE_CHECKING:
-    from webhook.policy import PolicySet
+    from policyengine import PolicySet
 
 __all__ = ["RESOURCE_API", "Admitted", "admit", "device_class_objects", "extended_resource_claim", "node_object"]
 
@@ -97,7 +97,7 @@ def admit(sim: SimPod, policies: PolicySet, name: str, namespace: str) -> Admitt
     """`sim`'s Pod named `name` in `namespace`, translated by `policies` as the webhook
     translates it; None when the policies deny it. The workload owner references go (no owner objects exist here: the
     garbage collector would delete the pods), and the grace period is 0 (no kubelet confirms a graceful delete)."""
-    from webhook.translate import translate
+    from policyengine.translate import translate
 
     source = copy.deepcopy(sim.as_pod())
     meta = source.setdefault("metadata", {})

@@ -28,7 +28,7 @@ from .controlplane import ControlPlane
 from .objects import RESOURCE_API, Admitted, admit, device_class_objects, node_object
 
 if TYPE_CHECKING:
-    from webhook.policy import PolicySet
+    from policyengine import PolicySet
 
 __all__ = ["Bound", "LiveCluster", "RealDecision", "Replayed", "ReplayError", "Snapshot", "Step", "replay"]
 

@@ -71,8 +71,8 @@ def verify_scheduler(
 
     Raises `MissingBinaries` (naming what is missing and how to get it) before anything starts, `InputError` for a
     bad scheduler configuration, `ControlPlaneError` / `ReplayError` when the control plane misbehaves."""
+    from policyengine import load_policies, shipped_policies_dir
     from simulator.scheduling import DEFAULT_PROFILE, load_scheduler_config, node_slices
-    from webhook.policy import load_policies, shipped_policies_dir
 
     if sample < 1:
         raise InputError(f"--sample must be at least 1 (got {sample})")

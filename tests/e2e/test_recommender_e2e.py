@@ -22,12 +22,8 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from tests.controlplane.cluster import ControlPlane
-from tests.controlplane.kube import Kube, wait_for
-from tests.prometheus.fixtures import DcgmDevice, PrometheusServer
-from tests.prometheus.fixtures import prometheus_factory as prometheus_factory  # noqa: F401 (a fixture)
-from webhook.kube import api_client
-from webhook.recommend import (
+from kubeapi import api_client
+from recommender import (
     KubeObjects,
     OwnerResolver,
     PrometheusClient,
@@ -37,6 +33,10 @@ from webhook.recommend import (
     Settings,
     serve_health,
 )
+from tests.controlplane.cluster import ControlPlane
+from tests.controlplane.kube import Kube, wait_for
+from tests.prometheus.fixtures import DcgmDevice, PrometheusServer
+from tests.prometheus.fixtures import prometheus_factory as prometheus_factory  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
 

@@ -28,9 +28,9 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from dra.gpus import device_classes
+from kubeapi import LAST_USED_ANNOTATION
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
-from webhook.kube import LAST_USED_ANNOTATION
 from webhook.namespace_quota import QUOTA_NAME
 from webhook.review import pod_review
 

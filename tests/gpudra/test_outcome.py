@@ -34,6 +34,18 @@ def test_cli_registers_every_command() -> None:
     group = get_command(app)
     assert isinstance(group, typer.core.TyperGroup)
     names = set(group.list_commands(typer.Context(group)))
-    expected = {"allocate", "cel", "certs", "gc", "inventory", "policy", "quota", "recommend", "serve", "simulate", "sweep"}
+    expected = {
+        "allocate",
+        "cel",
+        "certs",
+        "gc",
+        "inventory",
+        "policy",
+        "quota",
+        "recommend",
+        "serve",
+        "simulate",
+        "sweep",
+    }
     expected.add("translate")
     assert names == expected

@@ -1,4 +1,4 @@
-"""`webhook.workloads`: the pod template paths of each known kind, roles, API groups, and template-name prefixes."""
+"""`policyengine.workloads`: the pod template paths of each known kind, roles, API groups and template-name prefixes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,15 @@ from typing import Any
 
 import pytest
 
-from webhook.workload_translation import template_prefix
-from webhook.workloads import KNOWN_KINDS, UnknownWorkload, WorkloadShapeError, dotted, pod_templates, workload_kind
+from policyengine.workload_translation import template_prefix
+from policyengine.workloads import (
+    KNOWN_KINDS,
+    UnknownWorkload,
+    WorkloadShapeError,
+    dotted,
+    pod_templates,
+    workload_kind,
+)
 
 
 def _template(name: str = "c", gpus: int = 1) -> dict[str, Any]:

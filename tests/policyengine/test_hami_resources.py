@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from gpudra.commands.translate import translate_file
-from webhook.pod_shape import check_pod_shape
-from webhook.policy import HAMI_RESOURCES, load_policies, pod_facts
+from policyengine import HAMI_RESOURCES, load_policies, pod_facts
+from policyengine.pod_shape import check_pod_shape
+from policyengine.translate import translate
 from webhook.review import AdmissionDenied
-from webhook.translate import translate
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = load_policies(ROOT / "policies")

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policyengine import load_policies, shipped_policies_dir
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
 from tests.webhook.test_admission_namespaces import _admission
 from webhook.admission import Admission
-from webhook.policy import load_policies, shipped_policies_dir
 from webhook.review import AdmissionDenied, BadReview, parse_review
 
 POLICIES = load_policies(shipped_policies_dir())

@@ -10,7 +10,7 @@ from typing import Any
 
 from dra.cel import RUNTIME_COST_BUDGET
 from dra.cel.cost import MAX_HELD_SIZE
-from webhook.policy import Decision, PolicySet, load_policy_text
+from policyengine import Decision, PolicySet, load_policy_text
 
 # 200 kB: within the API server's 256 KiB limit on a pod's annotations.
 PAD = "x" * 200_000

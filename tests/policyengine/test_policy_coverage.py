@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from gpudra.cli import app
-from webhook.policy import load_policies, shipped_policies_dir, translates_nothing
+from policyengine import load_policies, shipped_policies_dir, translates_nothing
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()

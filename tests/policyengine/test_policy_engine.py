@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from webhook.policy import Decision, PolicySet, load_policies, load_policy_text
+from policyengine import Decision, PolicySet, load_policies, load_policy_text
 
 
 def _set(*documents: str) -> PolicySet:
@@ -328,7 +328,7 @@ def test_claim_model_round_trips_through_dra_model() -> None:
 
 
 def test_right_size_can_leave_out_the_shared_alternative() -> None:
-    from webhook.policy import shipped_policies_dir
+    from policyengine import shipped_policies_dir
 
     text = (
         (shipped_policies_dir() / "right-size.yaml")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from webhook.policy import PolicySet, load_policies, load_policy_text
+from policyengine import PolicySet, load_policies, load_policy_text
 
 BROKEN = """\
 apiVersion: gpudra.io/v1alpha1

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.policy import API_VERSION, load_policies, load_policy_text
+from policyengine import API_VERSION, load_policies, load_policy_text
 
 GOOD = """\
 apiVersion: gpudra.io/v1alpha1
@@ -156,7 +156,7 @@ def test_variable_references_are_checked_at_load_time() -> None:
 
 
 def test_positions_inside_a_literal_block_scalar() -> None:
-    from webhook.policy._yaml import load_located
+    from policyengine._yaml import load_located
 
     [doc] = load_located("a:\n  b: |\n    first line\n      second\n  c: 1\n")
     positions = doc.positions

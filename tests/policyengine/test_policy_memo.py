@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from webhook.policy import PolicySet, load_policies, load_policy_text
-from webhook.policy._deps import ALL_VARIABLES, closure, reads
-from webhook.policy._memo import Plan
+from policyengine import PolicySet, load_policies, load_policy_text
+from policyengine._deps import ALL_VARIABLES, closure, reads
+from policyengine._memo import Plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from policy_eval import generate_pods  # noqa: E402
@@ -160,7 +160,7 @@ def test_memoization_off_evaluates_everything_and_decides_the_same() -> None:
 
 
 def test_memo_tables_are_bounded_in_bytes_not_only_entries() -> None:
-    from webhook.policy._memo import MAX_BYTES, MemoTable, weigh
+    from policyengine._memo import MAX_BYTES, MemoTable, weigh
 
     policies = load_policies()
     for i in range(40):  # 40 distinct pods, each with a 1 MB annotation every pod-level fingerprint holds

@@ -1,4 +1,4 @@
-"""The public face of webhook.policy and webhook.translate: sorted `__all__`, every name present, documented."""
+"""The public face of policyengine and policyengine.translate: sorted `__all__`, every name present, documented."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import inspect
 import pytest
 
 MODULES = [
-    "webhook.policy",
-    "webhook.policy.coverage",
-    "webhook.policy.decision",
-    "webhook.policy.engine",
-    "webhook.policy.facts",
-    "webhook.policy.files",
-    "webhook.policy.inputs",
-    "webhook.policy.loader",
-    "webhook.policy.model",
-    "webhook.policy_testing",
-    "webhook.translate",
+    "policyengine",
+    "policyengine.coverage",
+    "policyengine.decision",
+    "policyengine.engine",
+    "policyengine.facts",
+    "policyengine.files",
+    "policyengine.inputs",
+    "policyengine.loader",
+    "policyengine.model",
+    "policyengine.testing",
+    "policyengine.translate",
 ]
 
 
@@ -41,7 +41,7 @@ def test_all_is_sorted_and_complete(name: str) -> None:
 
 
 def test_the_package_face_reexports_the_engine() -> None:
-    import webhook.policy as policy
-    from webhook.policy import engine, files
+    import policyengine as policy
+    from policyengine import engine, files
 
     assert policy.PolicySet is engine.PolicySet and policy.load_policies is files.load_policies

@@ -8,9 +8,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from gpudra.cli import app
+from policyengine import load_policies
+from policyengine.loader import MAX_POLICY_BYTES
 from tests.dra.test_yamlio import BOMB
-from webhook.policy import load_policies
-from webhook.policy.loader import MAX_POLICY_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 WHOLE_GPU = (ROOT / "policies" / "whole-gpu.yaml").read_text()

@@ -21,7 +21,7 @@ from dra.gpus import (
     node_resource_slices,
     synthetic_node,
 )
-from webhook.policy import load_policies, shipped_policies_dir
+from policyengine import load_policies, shipped_policies_dir
 
 POLICIES = load_policies(shipped_policies_dir())
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dra.sizing import ObservedSizing
-from webhook.policy import load_policies, pod_facts, shipped_policies_dir
+from policyengine import load_policies, pod_facts, shipped_policies_dir
 
 GiB = 2**30
 POLICIES = load_policies(shipped_policies_dir())
@@ -108,7 +108,7 @@ def test_the_chosen_device_always_holds_the_sizing_vram(mib: int) -> None:
 
 
 def test_audit_mode_says_what_observed_usage_would_size_the_pod_to() -> None:
-    from webhook.translate import translate
+    from policyengine.translate import translate
 
     audit_ns = {
         "apiVersion": "v1",

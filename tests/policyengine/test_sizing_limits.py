@@ -14,10 +14,10 @@ from dra.errors import InputError
 from dra.quantity import Quantity
 from dra.sizing import ObservedSizing, resolve_sizing
 from gpudra.render.policy import explanation
+from policyengine import load_policies, pod_facts, shipped_policies_dir
 from tests.webhook.test_admission import RecordingApiServer, review_body
 from tests.webhook.test_admission_namespaces import _admission
 from webhook.admission import Admission
-from webhook.policy import load_policies, pod_facts, shipped_policies_dir
 from webhook.review import AdmissionDenied, parse_review
 
 POLICIES = load_policies(shipped_policies_dir())

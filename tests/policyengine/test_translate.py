@@ -12,8 +12,8 @@ import jsonpatch
 import pytest
 import yaml
 
-from webhook.policy import Decision, load_policies
-from webhook.translate import (
+from policyengine import Decision, load_policies
+from policyengine.translate import (
     POLICY_ANNOTATION,
     TRANSLATED_ANNOTATION,
     WOULD_TRANSLATE_ANNOTATION,

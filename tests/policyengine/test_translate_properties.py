@@ -13,8 +13,8 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from webhook.policy import is_legacy_resource, load_policies
-from webhook.translate import translate
+from policyengine import is_legacy_resource, load_policies
+from policyengine.translate import translate
 
 POLICIES = load_policies()
 NAMES = ["main", "worker", "sidecar", "init", "a", "b-2", "x0"]

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.recommend import AnswerError, read_answer
+from recommender import AnswerError, read_answer
 
 _times = st.one_of(st.integers(0, 2_000_000_000), st.floats(0, 2e9, allow_nan=False))
 _values = st.one_of(

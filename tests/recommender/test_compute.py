@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.recommend import (
+from recommender import (
     ContainerUsage,
     Settings,
     fitting_device,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.recommend import DeviceSeries, OwnerResolver, Rejected, fb_selector, invalid_name, series_identity
+from recommender import DeviceSeries, OwnerResolver, Rejected, fb_selector, invalid_name, series_identity
 
 GOOD = {"namespace": "team-a", "pod": "embed-6d9f7-abcde", "container": "server", "UUID": "GPU-1"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dra.sizing import pod_owner
-from webhook.recommend import OwnerResolver
+from recommender import OwnerResolver
 
 
 def _ref(kind: str, name: str, api: str) -> dict[str, Any]:

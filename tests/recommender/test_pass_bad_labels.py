@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from webhook.recommend import OwnerResolver, PrometheusClient, Recommender, RecommenderConfig
+from recommender import OwnerResolver, PrometheusClient, Recommender, RecommenderConfig
 
 from .conftest import Loopback, Respond, send
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from webhook.recommend import PrometheusClient, PrometheusError
-from webhook.recommend.prometheus import MAX_REDIRECTS
+from recommender import PrometheusClient, PrometheusError
+from recommender.prometheus import MAX_REDIRECTS
 
 from .conftest import Loopback, Respond, send
 

@@ -14,9 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.prometheus.fixtures import DcgmDevice, PrometheusServer
-from tests.prometheus.fixtures import prometheus_factory as prometheus_factory  # noqa: F401 (a fixture)
-from webhook.recommend import (
+from recommender import (
     OwnerResolver,
     PrometheusClient,
     PrometheusError,
@@ -24,6 +22,8 @@ from webhook.recommend import (
     RecommenderConfig,
     fb_selector,
 )
+from tests.prometheus.fixtures import DcgmDevice, PrometheusServer
+from tests.prometheus.fixtures import prometheus_factory as prometheus_factory  # noqa: F401 (a fixture)
 
 
 def test_query_range_over_backfilled_dcgm_series(prometheus_factory: Callable[..., PrometheusServer]) -> None:  # noqa: F811

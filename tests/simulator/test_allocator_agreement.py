@@ -6,12 +6,12 @@ from typing import Any
 
 from dra.allocator import FeatureSet, allocate
 from dra.gpus import catalog, device_classes, node_resource_slices, synthetic_node
+from policyengine import load_policies
 from simulator.cluster import ClusterSpec, NodeSpec, mig_profile, resolve_gpu
 from simulator.engine import run
 from simulator.kpis import summarize
 from simulator.strategies import make_strategy
 from simulator.workload import SimPod, legacy_pod
-from webhook.policy import load_policies
 
 VRAM = 3072
 

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from dra.errors import InputError
 from dra.sizing import pod_owner
 from gpudra.cli import app
+from recommender import Settings, vram_for
 from simulator.comparison import OBSERVED_RUN, SimulationConfig, simulate
 from simulator.html_report import write_report
 from simulator.sizing import (
@@ -28,7 +29,6 @@ from simulator.sizing import (
 )
 from simulator.traces import GeneratorConfig, generate
 from simulator.workload import generated_owner, legacy_pod
-from webhook.recommend import Settings, vram_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DUMP = FIXTURES / "dcgm_fb_used_7d.json"

@@ -1,4 +1,4 @@
-"""`--sizing observed:FILE` reads a dump's series labels with the recommender's reader (webhook.recommend's
+"""`--sizing observed:FILE` reads a dump's series labels with the recommender's reader (recommender's
 `series_identity`): the same fallbacks, the same refusals."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from dra.errors import InputError
+from recommender import DeviceSeries, series_identity
 from simulator.sizing import parse_prometheus_dump
-from webhook.recommend import DeviceSeries, series_identity
 
 MIB = 2**20
 SAMPLES = [[1_700_000_000 + 30 * i, "4096"] for i in range(120)]

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpudra.cli import app
+from policyengine import load_policies
 from simulator.scheduling import Decision
 from simulator.traces import GeneratorConfig, generate
 from simulator.verify import COMPONENTS, KUBERNETES_VERSION, MissingBinaries, find_components
@@ -18,7 +19,6 @@ from simulator.verify.objects import Admitted, admit, device_class_objects, exte
 from simulator.verify.replay import RealDecision, Step
 from simulator.workload import SimPod, legacy_pod
 from tests.controlplane import sourcehash
-from webhook.policy import load_policies
 
 
 def _bin_dir(directory: Path, names: tuple[str, ...]) -> Path:

@@ -16,10 +16,10 @@ import jsonpatch
 import pytest
 import yaml
 
+from kubeapi import ApiServerError, NamespaceCache, TemplateResult
+from policyengine import PolicySet, load_policies, shipped_policies_dir
 from webhook.admission import Admission
-from webhook.kube import ApiServerError, NamespaceCache, TemplateResult
 from webhook.metrics import WebhookMetrics
-from webhook.policy import PolicySet, load_policies, shipped_policies_dir
 from webhook.policy_store import PolicyStore
 from webhook.review import AdmissionDenied, BadReview, parse_review, pod_review
 

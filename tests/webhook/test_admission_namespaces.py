@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from kubeapi import NamespaceCache
+from policyengine import PolicySet, load_policies, shipped_policies_dir
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
 from webhook.admission import Admission
-from webhook.kube import NamespaceCache
 from webhook.metrics import WebhookMetrics
-from webhook.policy import PolicySet, load_policies, shipped_policies_dir
 from webhook.policy_store import PolicyStore
 from webhook.review import BadReview, parse_review
 

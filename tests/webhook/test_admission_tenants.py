@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from kubeapi import NamespaceCache
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
 from tests.webhook.test_admission_namespaces import _admission
 from tests.webhook.test_dra_demand import Claims, _dra_pod, _exactly, _spec
 from webhook.dra_demand import claim_demand
-from webhook.kube import NamespaceCache
 from webhook.review import AdmissionDenied, parse_review
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from policyengine import shipped_policies_dir
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
-from webhook.policy import shipped_policies_dir
 from webhook.server import ServeSettings, build_app
 from webhook.tls import write_dev_certificates
 

@@ -14,12 +14,12 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from policyengine import load_policies, shipped_policies_dir
 from tests.webhook.test_admission import example, review_body
 from webhook.admission import Admission
 from webhook.app import create_app
 from webhook.body import BodyBudget
 from webhook.metrics import WebhookMetrics
-from webhook.policy import load_policies, shipped_policies_dir
 from webhook.policy_store import PolicyStore
 from webhook.review import ReviewRequest
 

@@ -17,9 +17,9 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from policyengine import shipped_policies_dir
 from tests.webhook.test_admission import example, review_body
 from tests.webhook.test_serve_https import free_port
-from webhook.policy import shipped_policies_dir
 from webhook.tls import issue_certificate, new_ca, write_dev_certificates
 
 DAY = dt.timedelta(days=1)

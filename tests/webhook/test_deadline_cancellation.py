@@ -14,8 +14,8 @@ import pytest
 
 from dra.cancellation import Deadline, EvaluationCancelled, check_deadline, deadline_scope
 from dra.cel import Environment, EvaluationBudget
+from policyengine import PolicySet, load_policy_text
 from webhook.deadline import DeadlineExceeded, DecisionPool
-from webhook.policy import PolicySet, load_policy_text
 
 # Ten variables of about 960,000 cost units each: every one within the per-call limit (1,000,000) and all within the
 # review's budget (10,000,000), so only the deadline can stop it (it runs for about a second on an idle machine).

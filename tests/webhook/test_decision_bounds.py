@@ -11,14 +11,14 @@ from typing import Any
 import httpx
 import pytest
 
+from kubeapi import NamespaceCache
+from policyengine import PolicySet, load_policies, shipped_policies_dir
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
 from webhook.admission import Admission
 from webhook.app import create_app
 from webhook.deadline import DeadlineExceeded, DecisionPool
 from webhook.decision_cache import DecisionCache
-from webhook.kube import NamespaceCache
 from webhook.metrics import WebhookMetrics
-from webhook.policy import PolicySet, load_policies, shipped_policies_dir
 from webhook.policy_store import PolicyStore
 from webhook.review import ReviewRequest, allowed_response, parse_review
 

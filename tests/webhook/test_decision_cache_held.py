@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kubeapi import NamespaceCache
+from policyengine import PolicySet, load_policies
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
 from webhook.admission import Admission
-from webhook.kube import NamespaceCache
 from webhook.metrics import WebhookMetrics
-from webhook.policy import PolicySet, load_policies
 from webhook.policy_store import PolicyStore
 from webhook.review import parse_review
 

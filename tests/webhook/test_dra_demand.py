@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
+from kubeapi import ApiServerError
+from policyengine.pod_shape import MAX_DEVICES_PER_CLAIM
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
 from tests.webhook.test_admission_namespaces import _admission
 from webhook.admission import Admission
 from webhook.dra_demand import claimed_gpu_devices, spec_gpu_devices
-from webhook.kube import ApiServerError
-from webhook.pod_shape import MAX_DEVICES_PER_CLAIM
 from webhook.review import AdmissionDenied, parse_review
 
 

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policyengine import shipped_policies_dir
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
-from webhook.policy import shipped_policies_dir
 from webhook.server import ServeSettings, build_app
 
 # Besides arbitrary values, the ones that broke gpudra before (empty or invalid names, huge or odd quantities).

@@ -1,4 +1,4 @@
-"""`webhook.kube.KubeSideEffects` against a stalled API server: every call ends within its timeout, once.
+"""`kubeapi.KubeSideEffects` against a stalled API server: every call ends within its timeout, once.
 
 The stand-in completes TLS handshakes and then never answers, as a SIGSTOPped kube-apiserver behaves once the
 kernel has accepted the connection. urllib3 used to retry a timed-out GET three more times (its default Retry(3)),
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from webhook.kube import ApiServerError, KubeSideEffects
+from kubeapi import ApiServerError, KubeSideEffects
 from webhook.tls import write_dev_certificates
 
 TIMEOUT = 0.5

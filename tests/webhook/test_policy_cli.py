@@ -137,14 +137,14 @@ def test_the_shipped_policies_are_installed_with_the_package(tmp_path: Path) -> 
         check=True,
         capture_output=True,
     )
-    assert sorted(p.name for p in (target / "webhook" / "policy" / "policies").glob("*.yaml")) == [
+    assert sorted(p.name for p in (target / "policyengine" / "policies").glob("*.yaml")) == [
         "guardrails.yaml",
         "multi-gpu.yaml",
         "right-size.yaml",
         "whole-gpu.yaml",
     ]
     check = (
-        "import webhook.policy as p, webhook.policy_testing as t;"
+        "import policyengine as p, policyengine.testing as t;"
         "s = p.load_policies(); assert not s.errors, s.errors; print(p.__file__, len(s.policies),"
         " all(r.passed for r in t.run_tests()))"
     )
@@ -152,4 +152,4 @@ def test_the_shipped_policies_are_installed_with_the_package(tmp_path: Path) -> 
         [sys.executable, "-c", check], cwd=tmp_path, env={"PYTHONPATH": str(target)}, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == [str(target / "webhook" / "policy" / "__init__.py"), "4", "True"]
+    assert out.stdout.split() == [str(target / "policyengine" / "__init__.py"), "4", "True"]

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from policyengine import PolicySet, load_policies, shipped_policies_dir
 from tests.dra.test_yamlio import BOMB
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
 from webhook.app import create_app
 from webhook.metrics import WebhookMetrics
-from webhook.policy import PolicySet, load_policies, shipped_policies_dir
 from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
 from webhook.server import ServeSettings, build_app

@@ -76,7 +76,7 @@ def test_initial_broken_set_fails_loudly(tmp_path: Path) -> None:
 def test_an_empty_policy_set_is_refused_at_start_and_at_reload(tmp_path: Path) -> None:
     import shutil
 
-    from webhook.policy import PolicySet, load_policies, shipped_policies_dir
+    from policyengine import PolicySet, load_policies, shipped_policies_dir
     from webhook.server import refuse_empty
 
     empty = tmp_path / "empty"

@@ -21,8 +21,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from policyengine import shipped_policies_dir
 from tests.webhook.test_admission import example, review_body
-from webhook.policy import shipped_policies_dir
 from webhook.tls import issue_certificate, write_dev_certificates
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
+from policyengine import PolicySet, load_policies, shipped_policies_dir
 from webhook.admission import Admission
 from webhook.metrics import WebhookMetrics
-from webhook.policy import PolicySet, load_policies, shipped_policies_dir
 from webhook.policy_store import PolicyStore
 from webhook.review import parse_review, pod_review
 from webhook.sizing_cache import (

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpudra.cli import app
-from webhook.kube import LAST_USED_ANNOTATION, ApiServerError
+from kubeapi import LAST_USED_ANNOTATION, ApiServerError
 from webhook.template_gc import MANAGED_SELECTOR, collect, run_forever, unused_templates
 
 NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC)
