@@ -25,7 +25,7 @@ from .selection import Maxima, Raw, normalised_extra, normalised_totals, num_fea
 __all__ = ["Candidates", "ClassFit", "Scored", "choose", "scored_classes"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built once per (class, pod shape) on the engine's hot path
 class ClassFit:
     """A class that passes every filter for a pod shape: the devices it gets there and its raw scores."""
 
