@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from dra.durations import format_go_duration
 from dra.errors import InputError
 from dra.sizing import (
     MAX_MEMORY_BYTES,
@@ -59,15 +60,6 @@ _MiB = 2**20
 NO_SIZING = SizingDecision(None, "default", reason="no legacy GPU request: not sized")
 
 
-def _duration(seconds: int) -> str:
-    """Seconds as a Go / CEL duration string (`168h`, `1h30m`, `45s`); '' for none."""
-    if seconds <= 0:
-        return ""
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return "".join(f"{v}{u}" for v, u in ((hours, "h"), (minutes, "m"), (secs, "s")) if v)
-
-
 def _mib(value: int) -> int:
     return -(-value // _MiB)
 
@@ -83,7 +75,7 @@ def sizing_cel(sizing: SizingDecision) -> dict[str, Any]:
         "vramBytes": vram * _MiB,
         "source": sizing.source,
         "samples": sizing.samples,
-        "window": _duration(sizing.window_seconds),
+        "window": format_go_duration(sizing.window_seconds) if sizing.window_seconds > 0 else "",
         "reason": sizing.reason,
         "minDeviceMemory": f"{min_device}Mi" if min_device else "",
         "minDeviceMemoryBytes": min_device * _MiB,

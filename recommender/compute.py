@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from dra.durations import format_go_duration, parse_go_duration
 from dra.gpus import GPUModel, find
 
 from .dcgm import MIB
@@ -42,7 +43,6 @@ __all__ = [
     "Skipped",
     "fitting_device",
     "format_bytes",
-    "go_duration",
     "parse_duration",
     "parse_statistic",
     "peak_of",
@@ -52,8 +52,6 @@ __all__ = [
 ]
 
 _STATISTIC = re.compile(r"^(max|p([0-9]{1,2}(?:\.[0-9]+)?))$")
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)")
-_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_statistic(text: str) -> float | None:
@@ -70,27 +68,15 @@ def parse_statistic(text: str) -> float | None:
 
 
 def parse_duration(text: str) -> float:
-    """Seconds of a Prometheus-style duration (`168h`, `7d`, `5m`, `1h30m`); ValueError when it is not one."""
-    text = text.strip()
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or not text or total <= 0:
-        raise ValueError(f"duration {text!r}: expected e.g. 168h, 7d, 5m, 1h30m")
-    return total
-
-
-def go_duration(seconds: float) -> str:
-    """As Go prints a whole-second duration's hours (the CRD's `window` pattern): 604800 -> 168h, 300 -> 5m."""
-    s = int(round(seconds))
-    if s % 3600 == 0:
-        return f"{s // 3600}h"
-    if s % 60 == 0:
-        return f"{s // 60}m"
-    return f"{s}s"
+    """Seconds of a positive duration flag (`--window`, `--step`, `--interval`): Go syntax (`168h`, `1h30m`, `5m`)
+    plus Prometheus's `d` and `w` (`7d`), which these flags have always documented; ValueError otherwise."""
+    try:
+        seconds = parse_go_duration(text.strip(), prometheus_units=True)
+    except ValueError as exc:
+        raise ValueError(f"duration {text!r}: expected e.g. 168h, 7d, 5m, 1h30m ({exc})") from None
+    if seconds <= 0:
+        raise ValueError(f"duration {text!r}: must be positive (e.g. 168h, 7d, 5m, 1h30m)")
+    return seconds
 
 
 def format_bytes(n: int) -> str:
@@ -206,7 +192,7 @@ class ContainerRecommendation:
             "vram": format_bytes(self.vram_bytes),
             "peak": format_bytes(self.peak_bytes),
             "samples": self.samples,
-            "window": go_duration(self.window_seconds),
+            "window": format_go_duration(self.window_seconds),
             "pressure": self.pressure,
             "statistic": self.statistic,
             "source": "observed",

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from dra.durations import format_go_duration
 from dra.errors import InputError
 from dra.sizing import ObservedSizing, pod_owner
 from dra.sizing.recommendations import parse_recommendation
@@ -55,7 +56,6 @@ from recommender import (
     Rejected,
     Settings,
     capped_to_device,
-    go_duration,
     peak_of,
     read_answer,
     series_identity,
@@ -242,13 +242,14 @@ def dump_lookup(answer: Answer, path: str, settings: Settings | None = None) -> 
         peak = math.ceil(peak_of(samples, settings.quantile) * MIB)
         stamps = np.concatenate([np.frombuffer(p, dtype=np.float64) for p in times[key]])
         window = int(stamps.max() - stamps.min())
+        span = format_go_duration(window) if window else "one instant"
         lookup.entries.setdefault((namespace, kind, owner), {})[container] = ObservedSizing(
             vram_bytes=capped_to_device(vram_for(peak, settings.headroom), peak, models[key]),
             peak_bytes=peak,
             samples=len(samples),
             window_seconds=window,
             updated="",
-            source_ref=f"{path} ({kind} {namespace}/{owner}, {go_duration(window) if window else 'one instant'})",
+            source_ref=f"{path} ({kind} {namespace}/{owner}, {span})",
         )
     return lookup
 

@@ -10,6 +10,7 @@ import datetime as _dt
 import re
 from typing import Any, ClassVar, Final
 
+from dra.durations import DurationOverflowError, parse_go_duration_nanos
 from dra.errors import CelRuntimeError
 
 __all__ = [
@@ -106,17 +107,6 @@ class Optional:
 Optional.NONE = Optional(None, False)
 
 
-_DUR_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_NANOS: Final = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,
-    "μs": 1_000,
-    "ms": 1_000_000,
-    "s": _NANOS,
-    "m": 60 * _NANOS,
-    "h": 3600 * _NANOS,
-}
 # cel-go holds durations as Go time.Duration: int64 nanoseconds (about ±292 years).
 _DUR_MAX_NANOS: Final = 2**63 - 1
 
@@ -134,27 +124,13 @@ class Duration:
 
     @classmethod
     def parse(cls, text: str) -> Duration:
-        """Go `time.ParseDuration` syntax: `1h2m3.5s`, `-1.5h`, `0`."""
-        s = text
-        sign = 1
-        if s[:1] in "+-" and s:
-            sign = -1 if s[0] == "-" else 1
-            s = s[1:]
-        if s == "0":
-            return cls(0)
-        if not s:
-            raise CelRuntimeError(f'invalid duration "{text}"')
-        pos = 0
-        total = 0
-        from fractions import Fraction
-
-        while pos < len(s):
-            m = _DUR_PART.match(s, pos)
-            if m is None:
-                raise CelRuntimeError(f'invalid duration "{text}"')
-            total += int(Fraction(m.group(1)) * _UNIT_NANOS[m.group(2)])
-            pos = m.end()
-        return cls(sign * total)
+        """Go `time.ParseDuration` syntax: `1h2m3.5s`, `-1.5h`, `0` (cel-go calls it)."""
+        try:
+            return cls(parse_go_duration_nanos(text))
+        except DurationOverflowError:
+            raise CelRuntimeError("duration out of range") from None
+        except ValueError:
+            raise CelRuntimeError(f'invalid duration "{text}"') from None
 
     def __eq__(self, other: object) -> bool:
         return type(other) is Duration and other.nanos == self.nanos

@@ -74,7 +74,9 @@ def _container(entry: Any, ref: str, updated: str) -> tuple[str, ObservedSizing]
     try:
         window = parse_go_duration(entry["window"])
     except ValueError as exc:
-        raise _Bad("bad_window", f"container {name!r}: {exc}") from exc
+        raise _Bad("bad_window", f"container {name!r}: window {exc}") from exc
+    if window < 0:
+        raise _Bad("bad_window", f"container {name!r}: window {entry['window']!r} is negative")
     pressure = entry.get("pressure", False)
     if not isinstance(pressure, bool):
         raise _Bad("malformed", f"container {name!r}: pressure {pressure!r} is not a boolean")

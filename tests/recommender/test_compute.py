@@ -114,8 +114,18 @@ def test_headroom_never_rules_out_the_gpu_the_pods_ran_on() -> None:
     assert r.device == "whole NVIDIA H100 80GB HBM3"
 
 
+def test_the_window_prints_as_the_policy_facts_and_the_crd_read_it() -> None:
+    usage = ContainerUsage()
+    usage.add(np.full(200, 1000.0), pod="p")
+    r = recommend("c", usage, Settings(window_seconds=5400))
+    assert not isinstance(r, str)
+    assert r.status_entry()["window"] == "1h30m"  # once "90m" here while the policy facts said "1h30m"
+    assert parse_duration(str(r.status_entry()["window"])) == 5400
+
+
 def test_parsing() -> None:
-    assert parse_duration("168h") == parse_duration("7d") == 604800
+    assert parse_duration("168h") == parse_duration("7d") == parse_duration("1w") == 604800
+    assert parse_duration(" 1.5h ") == parse_duration("+90m") == 5400
     assert parse_duration("1h30m") == 5400 and parse_duration("30s") == 30
     for bad in ("", "7", "h", "1h 30m", "-1h", "0s"):
         with pytest.raises(ValueError):

@@ -64,7 +64,7 @@ def test_go_durations() -> None:
     assert parse_go_duration("1h30m") == 5400
     assert parse_go_duration("1.5s") == 1.5
     assert parse_go_duration("250ms") == 0.25
-    for bad in ("", "7d", "h", "10", "1h 30m", "-1h"):
+    for bad in ("", "7d", "h", "10", "1h 30m"):
         with pytest.raises(ValueError, match="not a Go duration"):
             parse_go_duration(bad)
 
@@ -103,6 +103,7 @@ def test_decimal_and_fractional_quantities_round_up_to_bytes() -> None:
         ({"name": "main", "vram": "6Gi", "peak": "5Gi", "samples": -3, "window": "1h"}, "bad_samples"),
         ({"name": "main", "vram": "6Gi", "peak": "5Gi", "samples": True, "window": "1h"}, "bad_samples"),
         ({"name": "main", "vram": "6Gi", "peak": "5Gi", "samples": 1, "window": "7d"}, "bad_window"),
+        ({"name": "main", "vram": "6Gi", "peak": "5Gi", "samples": 1, "window": "-1h"}, "bad_window"),
         ({"name": "main", "vram": "6Gi", "peak": "5Gi", "samples": 1}, "missing_field"),
         ({"vram": "6Gi", "peak": "5Gi", "samples": 1, "window": "1h"}, "missing_field"),
         ("main", "malformed"),

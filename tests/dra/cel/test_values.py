@@ -25,6 +25,8 @@ def test_uint_is_distinct_but_numeric() -> None:
         ("1ms", 1_000_000, "0.001s"),
         ("0", 0, "0s"),
         ("2us", 2000, "0.000002s"),
+        ("0.3333333333333333333h", 1_200_000_000_000, "1200s"),  # Go's float64 fraction, as cel-go reads it
+        ("+1μs", 1000, "0.000001s"),
     ],
 )
 def test_duration_parse_and_print(text: str, nanos: int, canonical: str) -> None:
