@@ -32,7 +32,7 @@ from dra.gpus.driver_versions import (
 )
 from dra.gpus.mig import MigProfile
 from dra.gpus.topology import NVLINK_GROUP_ATTRIBUTE
-from dra.model import KINDS, K8sModel, ResourceSlice
+from dra.model import KINDS, LIMITS, LIMITS_1_34, K8sModel, ResourceSlice
 from dra.quantity import Quantity
 
 __all__ = [
@@ -58,17 +58,18 @@ MigMode = Literal["none", "static", "dynamic"]
 API_VERSION = "resource.k8s.io/v1"
 
 
-# Validation limits of resource.k8s.io/v1 (types.go; ../shared/reference/dra.md §1.4, §1.6).
-MAX_DEVICES = 128
-MAX_DEVICES_WITH_COUNTERS_135 = 64
-MAX_ATTRIBUTES_AND_CAPACITIES = 32
-MAX_COUNTERS_PER_SLICE_134 = 32
-MAX_DEVICE_COUNTER_ENTRIES_134 = 1024
-MAX_COUNTER_SETS_PER_SLICE_135 = 8
-MAX_COUNTERS_PER_SET = 32
-MAX_CONSUMPTIONS_PER_DEVICE_135 = 2
-MAX_COUNTERS_PER_CONSUMPTION = 32
-MAX_ATTRIBUTE_STRING = 64
+# The API server's limits (dra.model.LIMITS; 1.34's counter limits in LIMITS_1_34).
+MAX_DEVICES = LIMITS["ResourceSliceMaxDevices"]
+MAX_DEVICES_WITH_COUNTERS_135 = LIMITS["ResourceSliceMaxDevicesWithAdvancedFeatures"]
+MAX_ATTRIBUTES_AND_CAPACITIES = LIMITS["ResourceSliceMaxAttributesAndCapacitiesPerDevice"]
+MAX_COUNTERS_PER_SLICE_134 = LIMITS_1_34["ResourceSliceMaxSharedCounters"]
+MAX_COUNTERS_PER_DEVICE_134 = LIMITS_1_34["ResourceSliceMaxCountersPerDevice"]
+MAX_DEVICE_COUNTER_ENTRIES_134 = LIMITS_1_34["ResourceSliceMaxDeviceCountersPerSlice"]
+MAX_COUNTER_SETS_PER_SLICE_135 = LIMITS["ResourceSliceMaxCounterSets"]
+MAX_COUNTERS_PER_SET = LIMITS["ResourceSliceMaxCountersPerCounterSet"]
+MAX_CONSUMPTIONS_PER_DEVICE_135 = LIMITS["ResourceSliceMaxDeviceCounterConsumptionsPerDevice"]
+MAX_COUNTERS_PER_CONSUMPTION = LIMITS["ResourceSliceMaxCountersPerDeviceCounterConsumption"]
+MAX_ATTRIBUTE_STRING = LIMITS["DeviceAttributeMaxValueLength"]
 
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)")
 
@@ -553,10 +554,19 @@ def slice_limit_errors(slices: Iterable[Mapping[str, Any]], k8s_version: str = "
                     errors.append(f"{path}.attributes[{name}]: longer than {MAX_ATTRIBUTE_STRING} characters")
             consumes = d.get("consumesCounters") or []
             if v135 and len(consumes) > MAX_CONSUMPTIONS_PER_DEVICE_135:
-                errors.append(f"{path}.consumesCounters: {len(consumes)} entries, at most 2")
+                errors.append(
+                    f"{path}.consumesCounters: {len(consumes)} entries, at most {MAX_CONSUMPTIONS_PER_DEVICE_135}"
+                )
             per_device = sum(len(c["counters"]) for c in consumes)
-            if per_device > MAX_COUNTERS_PER_CONSUMPTION:
-                errors.append(f"{path}.consumesCounters: {per_device} counters, at most 32")
+            if v135:  # 1.35 counts per consumption, 1.34 per device
+                for j, c in enumerate(consumes):
+                    if len(c["counters"]) > MAX_COUNTERS_PER_CONSUMPTION:
+                        errors.append(
+                            f"{path}.consumesCounters[{j}].counters: {len(c['counters'])} counters, "
+                            f"at most {MAX_COUNTERS_PER_CONSUMPTION}"
+                        )
+            elif per_device > MAX_COUNTERS_PER_DEVICE_134:
+                errors.append(f"{path}.consumesCounters: {per_device} counters, at most {MAX_COUNTERS_PER_DEVICE_134}")
             entries += per_device
         if not v135 and entries > MAX_DEVICE_COUNTER_ENTRIES_134:
             errors.append(f"{where}: {entries} device counter entries, at most {MAX_DEVICE_COUNTER_ENTRIES_134}")

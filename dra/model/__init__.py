@@ -40,6 +40,7 @@ from dra.model.conversion import (
     to_v1,
 )
 from dra.model.deviceclass import DeviceClass, DeviceClassConfiguration, DeviceClassSpec
+from dra.model.limits import LIMITS, LIMITS_1_34
 from dra.model.meta import (
     Condition,
     NodeSelector,
@@ -114,6 +115,8 @@ __all__ = [
     "ExactDeviceRequest",
     "K8sModel",
     "KINDS",
+    "LIMITS",
+    "LIMITS_1_34",
     "NetworkDeviceData",
     "NodeAllocatableMapping",
     "NodeAllocatableOverhead",

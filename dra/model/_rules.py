@@ -16,43 +16,9 @@ from dra.model._corevalidation import (
     validate_label_value,
 )
 from dra.model._fields import Errors, Path
+from dra.model.limits import LIMITS
 from dra.model.selector import DeviceSelector, DeviceToleration, OpaqueDeviceConfiguration
 
-# Constants of k8s.io/api/resource/v1 types.go.
-LIMITS = {
-    "DeviceRequestsMaxSize": 32,
-    "DeviceConstraintsMaxSize": 32,
-    "DeviceConfigMaxSize": 32,
-    "DeviceSelectorsMaxSize": 32,
-    "FirstAvailableDeviceRequestMaxSize": 8,
-    "DeviceTolerationsMaxLength": 16,
-    "AllocationResultsMaxSize": 32,
-    "ResourceClaimReservedForMaxSize": 256,
-    "ResourceSliceMaxDevices": 128,
-    "ResourceSliceMaxDevicesWithAdvancedFeatures": 64,
-    "ResourceSliceMaxCounterSets": 8,
-    "ResourceSliceMaxCountersPerCounterSet": 32,
-    "ResourceSliceMaxDeviceCounterConsumptionsPerDevice": 2,
-    "ResourceSliceMaxCountersPerDeviceCounterConsumption": 32,
-    "ResourceSliceMaxAttributesAndCapacitiesPerDevice": 32,
-    "ResourceSliceMaxAttributeValuesPerDevice": 48,
-    "DeviceTaintsMaxLength": 16,
-    "BindingConditionsMaxSize": 4,
-    "BindingFailureConditionsMaxSize": 4,
-    "DeviceAttributeMaxValueLength": 64,
-    "DeviceMaxDomainLength": 63,
-    "DeviceMaxIDLength": 32,
-    "DriverNameMaxLength": 63,
-    "PoolNameMaxLength": 253,
-    "CELSelectorExpressionMaxLength": 10 * 1024,
-    "OpaqueParametersMaxLength": 10 * 1024,
-    "CapacityRequestPolicyDiscreteMaxOptions": 10,
-    "AllocatedDeviceStatusMaxConditions": 8,
-    "AllocatedDeviceStatusDataMaxLength": 10 * 1024,
-    "NetworkDeviceDataInterfaceNameMaxLength": 256,
-    "NetworkDeviceDataHardwareAddressMaxLength": 128,
-    "NetworkDeviceDataMaxIPs": 16,
-}
 _L = LIMITS
 _TAINT_EFFECTS = ["NoExecute", "NoSchedule", "None"]
 _TOLERATION_OPERATORS = ["Equal", "Exists"]

@@ -23,7 +23,6 @@ from dra.model._corevalidation import (
 from dra.model._fields import Errors, Path
 from dra.model._rules import (
     _L,
-    LIMITS,
     _opaque,
     _selectors,
     _slice,
@@ -35,6 +34,7 @@ from dra.model.claim import (
     ResourceClaimTemplate,
 )
 from dra.model.deviceclass import DeviceClass
+from dra.model.limits import LIMITS
 from dra.model.pod import Pod
 from dra.model.slice import (
     Device,

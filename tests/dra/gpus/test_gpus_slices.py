@@ -450,3 +450,19 @@ def test_addressing_mode_is_published_by_25_12_when_nvml_reports_one() -> None:
     assert "addressingMode" not in old["attributes"]
     (plain,) = devices(node_resource_slices(node))
     assert "addressingMode" not in plain["attributes"]
+
+
+def test_counter_limits_per_consumption_in_135_per_device_in_134() -> None:
+    """1.35 bounds each consumesCounters entry (ResourceSliceMaxCountersPerDeviceCounterConsumption), 1.34 a device's
+    total (ResourceSliceMaxCountersPerDevice): two entries of 20 counters are valid in 1.35 only."""
+    node = synthetic_node(A100, "dgx", 1)
+    slices = node_resource_slices(node, mig_mode="dynamic", k8s_version="1.35")
+    device = next(d for d in devices(slices) if d.get("consumesCounters"))
+    counters = {f"c{i}": {"value": "1"} for i in range(20)}
+    device["consumesCounters"] = [{"counterSet": "a", "counters": counters}, {"counterSet": "b", "counters": counters}]
+    assert not any("consumesCounters" in e for e in slice_limit_errors(slices, "1.35"))
+    assert any(e.endswith(".consumesCounters: 40 counters, at most 32") for e in slice_limit_errors(slices, "1.34"))
+    device["consumesCounters"][1]["counters"] = {f"c{i}": {"value": "1"} for i in range(33)}
+    assert any(
+        e.endswith(".consumesCounters[1].counters: 33 counters, at most 32") for e in slice_limit_errors(slices, "1.35")
+    )
