@@ -45,6 +45,7 @@ from dra.errors import InputError, UnknownName
 from dra.gpus import catalog
 from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu, mig_uuid
 from dra.gpus.mig import MigGeometry, MigProfile, Placement
+from dra.yamlio import load_yaml
 
 __all__ = [
     "DeviceId",
@@ -174,44 +175,42 @@ class _Seq(list[Any]):
     item_lines: list[int]
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader keeping lines and rejecting duplicate keys."""
-
-
-def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
-    loader.flatten_mapping(node)
-    result = _Map()
-    result.line = node.start_mark.line + 1
-    result.key_lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in result:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        result[key] = loader.construct_object(value_node, deep=True)
-        result.key_lines[key] = key_node.start_mark.line + 1
-    return result
-
-
-def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
-    result = _Seq(loader.construct_object(child, deep=True) for child in node.value)
-    result.line = node.start_mark.line + 1
-    result.item_lines = [child.start_mark.line + 1 for child in node.value]
-    return result
-
-
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
-
-
 def _load_yaml(text: str, source: str) -> Any:
-    try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
+    """The one document of `text` as dra.yamlio reads every input (duplicate keys, aliases and size bounded), its
+    mappings and sequences knowing their lines."""
+    documents = list(load_yaml(text, source))
+    if len(documents) > 1:
         raise InputError(
-            f"invalid YAML: {problem}", source=source, line=None if mark is None else mark.line + 1
-        ) from None
+            "invalid YAML: expected a single document in the stream",
+            source=source,
+            line=documents[1][1].start_mark.line + 1,
+        )
+    if not documents:
+        return None
+    data, node = documents[0]
+    try:
+        return _with_lines(data, node)
+    except RecursionError:
+        raise InputError("invalid YAML: nested too deeply", source=source) from None
+
+
+def _with_lines(data: Any, node: yaml.Node) -> Any:
+    """`data` with each mapping a `_Map` and each sequence a `_Seq`, lines taken from `node` (the node it was
+    constructed from: yamlio's mappings keep the node's key order, merge keys flattened, and refuse duplicates)."""
+    if isinstance(data, dict) and isinstance(node, yaml.MappingNode):
+        mapping = _Map()
+        mapping.line = node.start_mark.line + 1
+        mapping.key_lines = {}
+        for (key, value), (key_node, value_node) in zip(data.items(), node.value, strict=True):
+            mapping[key] = _with_lines(value, value_node)
+            mapping.key_lines[key] = key_node.start_mark.line + 1
+        return mapping
+    if isinstance(data, list) and isinstance(node, yaml.SequenceNode):
+        sequence = _Seq(_with_lines(item, child) for item, child in zip(data, node.value, strict=True))
+        sequence.line = node.start_mark.line + 1
+        sequence.item_lines = [child.start_mark.line + 1 for child in node.value]
+        return sequence
+    return data
 
 
 def _line(container: Any, key: Any, default: int | None) -> int | None:

@@ -18,16 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dra.documents import Document, dump_documents, read_documents
 from dra.errors import InputError
+from dra.yamlio import load_yaml
 
 __all__ = ["ManifestFile", "read_manifest", "write_atomically"]
 
 _MARKER = re.compile(r"---(?:[ \t\r]|$)")
 _HEADER = re.compile(r"(?:\s*|\s*#.*|---\s*(?:#.*)?)")
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -104,8 +102,8 @@ class ManifestFile:
 
     def _rendered(self, chunk: _Chunk, results: list[dict[str, Any]]) -> str:
         try:
-            (raw,) = [d for d in yaml.load_all(chunk.text, Loader=_Loader) if d is not None]
-        except (ValueError, yaml.YAMLError):
+            (raw,) = [d for d, _ in load_yaml(chunk.text) if d is not None]
+        except (ValueError, InputError):
             raise self._layout_error(chunk) from None
         header: list[str] = []
         for line in _lines(chunk.text):

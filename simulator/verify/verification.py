@@ -9,9 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dra.errors import InputError
+from dra.yamlio import load_yaml, read_source
 
 from ..cluster import ClusterSpec, NodeSpec, default_cluster
 from ..cluster_sources import load_cluster
@@ -46,13 +45,11 @@ def verification_inputs(
 
 def _read_config(path: Path) -> dict[str, Any]:
     """The KubeSchedulerConfiguration as YAML, for the real scheduler (the model reads the same file itself)."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read the scheduler configuration: {exc}", source=str(path)) from exc
-    if not isinstance(data, dict):
-        raise InputError("a KubeSchedulerConfiguration must be a mapping", source=str(path), line=1)
-    return data
+    text, name = read_source(path)
+    documents = [data for data, _ in load_yaml(text, name)]
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise InputError("a KubeSchedulerConfiguration must be one mapping", source=name, line=1)
+    return documents[0]
 
 
 def verify_scheduler(

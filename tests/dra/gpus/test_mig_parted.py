@@ -281,7 +281,7 @@ BAD_CONFIGS = [
     ),
     (
         "version: v1\nmig-configs:\n  a: [{devices: all, mig-enabled: false}]\n  a: []\n",
-        r"x.yaml:4: invalid YAML: duplicate key",
+        r"x.yaml:4: invalid YAML: found duplicate key .a.",
     ),
     ("- just a list\n", "must be a mapping"),
 ]
@@ -421,3 +421,30 @@ def test_accepted_layouts_never_share_a_memory_slice(geometry: Any, picks: list[
     assert all(pl.start in pl.profile.starts for pl in layout)
     assert geometry.layout_errors(layout) == []
     assert sorted(pl.profile.name for pl in layout) == sorted(p for p, n in counts.items() for _ in range(n))
+
+
+def test_read_by_the_one_strict_yaml_reader() -> None:
+    """Timestamps stay text (a config named by date is that name), alias expansion is bounded, one document only,
+    and lines survive anchors and merge keys."""
+    dated = parse_mig_parted("version: v1\nmig-configs:\n  2024-01-01:\n    - devices: all\n      mig-enabled: false\n")
+    assert dated.names() == ["2024-01-01"]
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in zip("abcdef", "bcdefg", strict=True)
+    )
+    with pytest.raises(InputError, match="aliases expand to more than"):
+        parse_mig_parted(bomb, "x.yaml")
+    with pytest.raises(InputError, match=r"x.yaml:3: invalid YAML: expected a single document"):
+        parse_mig_parted("version: v1\n---\nversion: v1\n", "x.yaml")
+    shared = (
+        "version: v1\n"
+        "mig-configs:\n"
+        "  ok:\n"
+        "    - <<: &base {devices: all, mig-enabled: true}\n"
+        "      mig-devices: {}\n"
+        "  bad:\n"
+        "    - <<: *base\n"
+        "      mig-devices: {1g.5gb: many}\n"
+    )
+    assert parse_mig_parted(shared.replace("many", "7")).names() == ["bad", "ok"]
+    with pytest.raises(InputError, match=r"x.yaml:8: .*integer"):
+        parse_mig_parted(shared, "x.yaml")
