@@ -18,10 +18,11 @@ from typing import Any, Literal, NamedTuple
 import yaml
 
 from dra.errors import InputError, ModelValidationError
-from dra.model import KINDS, K8sModel
+from dra.model import KINDS, K8sModel, parse_strict
 from dra.yamlio import Source, libyaml_available, load_yaml, read_source
 
 __all__ = [
+    "DRA_GROUP",
     "Document",
     "dump_documents",
     "libyaml_available",
@@ -205,8 +206,23 @@ def load_documents(source: Source) -> list[dict[str, Any]]:
 
 Others = Literal["keep", "skip", "error"]
 
+DRA_GROUP = "resource.k8s.io"
+# Kinds of the resource.k8s.io group that dra.model does not model: read as other kinds are (`others`). Any other
+# kind of the group (v1alpha2's ResourceClass, a typo) is an error in strict mode, never silently skipped.
+_UNMODELLED_DRA_KINDS = frozenset({"DeviceTaintRule"})
 
-def _typed(doc: Document, kinds: frozenset[str] | None, others: Others, validate: bool) -> K8sModel | dict[str, Any]:
+
+def _label(doc: Document) -> str:
+    kind = doc.data.get("kind")
+    meta = doc.data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return f"{kind} {name!r}" if isinstance(name, str) and name else str(kind)
+
+
+def _typed(
+    doc: Document, kinds: frozenset[str] | None, others: Others, validate: bool, notes: list[str] | None
+) -> K8sModel | dict[str, Any]:
+    """`notes` is None for the lenient read (`from_k8s`), the list strict reads append conversion notes to."""
     kind = doc.data.get("kind")
     if not isinstance(kind, str) or not kind:
         raise InputError("object has no kind", source=doc.source, line=doc.line)
@@ -215,20 +231,30 @@ def _typed(doc: Document, kinds: frozenset[str] | None, others: Others, validate
         raise InputError(f"expected {expected}, got kind {kind!r}", source=doc.source, line=doc.line)
     model = KINDS.get(kind)
     if model is None:
-        if others == "error":
+        version = doc.data.get("apiVersion")
+        in_group = isinstance(version, str) and version.startswith(DRA_GROUP + "/")
+        if others == "error" or (notes is not None and in_group and kind not in _UNMODELLED_DRA_KINDS):
             raise InputError(
-                f"unsupported kind {kind!r} (expected one of {', '.join(KINDS)})", source=doc.source, line=doc.line
-            )
+                f"unsupported kind {kind!r}" + (f" of {version}" if in_group else "")
+                + f" (gpudra reads {', '.join(sorted(KINDS))})",
+                source=doc.source,
+                line=doc.line,
+            )  # fmt: skip
         return doc.data
     try:
-        obj = model.from_k8s(doc.data)
+        if notes is None:
+            obj = model.from_k8s(doc.data)
+        else:
+            obj, converted = parse_strict(doc.data)
+            if converted.converted:
+                notes.append(
+                    f"note: {doc.source}:{doc.line}: {_label(doc)} is {converted.source_version}; "
+                    f"converted to {DRA_GROUP}/v1 as the API server converts it"
+                )
         if validate:
             obj.validate_k8s()
     except ModelValidationError as err:
-        name = (doc.data.get("metadata") or {}).get("name") if isinstance(doc.data.get("metadata"), dict) else None
-        label = f"{kind} {name!r}" if name else kind
-        problems = "; ".join(f"{path}: {message}" for path, message in err.errors)
-        raise InputError(f"invalid {label}: {problems}", source=doc.source, line=doc.line) from None
+        raise InputError(f"invalid {_label(doc)}: {err}", source=doc.source, line=doc.line) from None
     return obj
 
 
@@ -237,17 +263,24 @@ def load_objects(
     kinds: Iterable[str] | None = None,
     others: Others = "keep",
     validate: bool = False,
+    strict: bool = False,
+    notes: list[str] | None = None,
 ) -> list[K8sModel | dict[str, Any]]:
     """Objects from one or more sources, DRA kinds as typed models (`dra.model.KINDS`), in order.
 
     `kinds` restricts what may appear (anything else is an `InputError`); objects of other kinds are kept as dicts
     (`others="keep"`), dropped (`"skip"`) or rejected (`"error"`). `validate=True` also applies `validate_k8s()`.
+    `strict=True` reads DRA objects as the API server does with `fieldValidation=Strict` (`dra.model.parse_strict`):
+    an unknown field is an error naming its path, so is an apiVersion other than resource.k8s.io/v1, v1beta2 or
+    v1beta1, or a resource.k8s.io kind gpudra does not know; v1beta1/v1beta2 objects are converted to v1 as the API
+    server converts them, with a note for each appended to `notes`.
     """
     wanted = frozenset(kinds) if kinds is not None else None
+    strict_notes = (notes if notes is not None else []) if strict else None
     found: list[K8sModel | dict[str, Any]] = []
     for source in sources:
         for doc in read_documents(source):
-            obj = _typed(doc, wanted, others, validate)
+            obj = _typed(doc, wanted, others, validate, strict_notes)
             if isinstance(obj, dict) and obj is doc.data and others == "skip":
                 continue
             found.append(obj)

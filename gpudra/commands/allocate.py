@@ -22,9 +22,9 @@ import typer
 import yaml
 
 from dra.allocator import AllocationError, Allocator, FeatureSet, Unsatisfiable
-from dra.documents import Document, load_documents, read_documents
-from dra.errors import GpudraError, InputError, ModelValidationError
-from dra.model import parse_strict
+from dra.documents import load_documents, load_objects
+from dra.errors import GpudraError, InputError
+from dra.model import KINDS
 
 from ..options import AllocatorMode, OptionError, allocator_mode
 from ..outcome import Outcome, emit
@@ -33,55 +33,19 @@ EXIT_UNSATISFIABLE = 1
 EXIT_ERROR = 2
 
 
-GROUP = "resource.k8s.io"
-# resource.k8s.io kinds that are read (strictly); the allocator has no use for DeviceTaintRules, which are skipped.
-_DRA_KINDS = frozenset(("ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"))
-_SKIPPED_DRA_KINDS = frozenset(("DeviceTaintRule",))
-
-
 def load_kind(paths: Sequence[Path], *kinds: str) -> list[dict[str, Any]]:
     """Every object of the given kinds in the files, in file order."""
     return [doc for path in paths for doc in load_documents(path) if doc.get("kind") in kinds]
 
 
-def _label(doc: Document) -> str:
-    kind = doc.data.get("kind")
-    meta = doc.data.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    return f"{kind} {name!r}" if isinstance(name, str) and name else str(kind)
-
-
 def load_dra(paths: Sequence[Path], kinds: Sequence[str], notes: list[str]) -> list[dict[str, Any]]:
-    """The DRA objects of `kinds` in the files, strictly parsed and in their resource.k8s.io/v1 form.
-
-    Raises `InputError` (file, line, object, field) for an unsupported apiVersion or kind of the resource.k8s.io
-    group, an unknown field or a malformed value; appends a note for each object converted from v1beta1/v1beta2.
-    """
-    found: list[dict[str, Any]] = []
-    for path in paths:
-        for doc in read_documents(path):
-            kind = doc.data.get("kind")
-            version = doc.data.get("apiVersion")
-            in_group = isinstance(version, str) and version.startswith(GROUP + "/")
-            if in_group and kind not in _DRA_KINDS and kind not in _SKIPPED_DRA_KINDS:
-                raise InputError(
-                    f"unsupported kind {kind!r} of {version} (gpudra reads {', '.join(sorted(_DRA_KINDS))})",
-                    source=doc.source,
-                    line=doc.line,
-                )
-            if kind not in kinds:
-                continue
-            try:
-                _, converted = parse_strict(doc.data, kinds)
-            except ModelValidationError as err:
-                raise InputError(f"invalid {_label(doc)}: {err}", source=doc.source, line=doc.line) from None
-            if converted.converted:
-                notes.append(
-                    f"note: {doc.source}:{doc.line}: {_label(doc)} is {converted.source_version}; "
-                    f"converted to {GROUP}/v1 as the API server converts it"
-                )
-            found.append(converted.data)
-    return found
+    """The DRA objects of `kinds` in the files, in their resource.k8s.io/v1 form, read strictly by
+    `dra.documents.load_objects` (`InputError` naming file, line, object and field; a note per converted object).
+    Objects of other kinds are skipped (the allocator has no use for DeviceTaintRules)."""
+    models = tuple(KINDS[kind] for kind in kinds)
+    return [
+        obj.to_k8s() for obj in load_objects(*paths, others="skip", strict=True, notes=notes) if isinstance(obj, models)
+    ]
 
 
 def _node(name: str | None, node_file: Path | None, slices: list[dict[str, Any]]) -> dict[str, Any]:

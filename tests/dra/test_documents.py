@@ -184,3 +184,40 @@ def test_deep_nesting_is_an_input_error() -> None:
     assert depth == 150
     with pytest.raises(InputError, match="nested too deeply"):
         read_documents('{"a": ' + "[" * 30000 + "]" * 30000 + "}")
+
+
+CLAIM_V1BETA1 = """\
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: old}
+spec:
+  devices:
+    requests: [{name: gpu, deviceClassName: gpu.nvidia.com, count: 2}]
+"""
+
+
+def test_strict_reads_as_the_api_server_with_field_validation_strict() -> None:
+    """The CLI's loader: unknown fields and unknown resource.k8s.io kinds are errors naming file and line, older
+    versions are converted with a note, kinds gpudra does not model follow `others`; the lenient read keeps all."""
+    notes: list[str] = []
+    (claim,) = load_objects(CLAIM_V1BETA1, strict=True, notes=notes)
+    assert isinstance(claim, ResourceClaim)
+    assert claim.to_k8s()["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
+    assert notes == [
+        "note: <string>:1: ResourceClaim 'old' is resource.k8s.io/v1beta1; "
+        "converted to resource.k8s.io/v1 as the API server converts it"
+    ]
+    misspelled = STREAM.replace("allNodes: true", "allNodes: true\n    alNodes: true")
+    assert len(load_objects(misspelled)) == 3
+    with pytest.raises(InputError) as info:
+        load_objects(misspelled, strict=True)
+    assert (info.value.line, info.value.message) == (
+        11,
+        "invalid ResourceSlice 's1': strict decoding error: unknown field \"spec.alNodes\"",
+    )
+    taint_rule = "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata: {name: t}\n"
+    assert load_objects(STREAM + "---\n" + taint_rule, strict=True, others="skip")[-1].metadata.name == "s1"  # type: ignore[union-attr]
+    resource_class = "apiVersion: resource.k8s.io/v1alpha2\nkind: ResourceClass\nmetadata: {name: gpu}\n"
+    with pytest.raises(InputError, match=r"<string>:1: unsupported kind 'ResourceClass' of resource.k8s.io/v1alpha2"):
+        load_objects(resource_class, strict=True, others="skip")
+    assert load_objects(resource_class, others="skip") == []
