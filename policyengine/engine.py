@@ -297,6 +297,9 @@ class PolicySet:
                 self._apply(policy, mode, base, pod, facts, token, state, pod_memo)
             except Failed as failed:
                 self._failed(policy, mode, failed.error, state)
+        # What sizing could not read (an expansion or script cut at its budget) is said whatever the mode, so an
+        # enforced claim sized from a partial read is never silent.
+        state.warnings.extend(facts.warnings)
         decided = self._decide(state, ns_name)
         return dataclasses.replace(
             decided, sizing=_sizing_notes(facts), sizing_source=facts.sizing.source, held_bytes=_held_bytes(decided)

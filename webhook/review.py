@@ -187,6 +187,31 @@ def pod_review(
     return json.dumps({"apiVersion": API_VERSION, "kind": "AdmissionReview", "request": request}).encode()
 
 
+# kube-apiserver may cut a webhook warning past 256 characters and drops those past 4,096 in all
+# (admission/v1 AdmissionResponse.warnings doc): trim here, so what reaches the user ends as we wrote it.
+MAX_WARNING_CHARS = 256
+MAX_WARNINGS_TOTAL_CHARS = 4096
+
+
+def bounded_warnings(warnings: list[str]) -> list[str]:
+    """`warnings` each cut to MAX_WARNING_CHARS (with an ellipsis) and, in order, as many as fit in
+    MAX_WARNINGS_TOTAL_CHARS; duplicates said once."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    total = 0
+    for warning in warnings:
+        if len(warning) > MAX_WARNING_CHARS:
+            warning = warning[: MAX_WARNING_CHARS - 1] + "\u2026"
+        if warning in seen:
+            continue
+        if total + len(warning) > MAX_WARNINGS_TOTAL_CHARS:
+            break
+        seen.add(warning)
+        kept.append(warning)
+        total += len(warning)
+    return kept
+
+
 def allowed_response(
     uid: str,
     *,
@@ -200,7 +225,7 @@ def allowed_response(
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
     if warnings:
-        response["warnings"] = list(warnings)
+        response["warnings"] = bounded_warnings(warnings)
     if audit_annotations:
         response["auditAnnotations"] = dict(audit_annotations)
     return _envelope(response)
@@ -213,5 +238,5 @@ def denied_response(uid: str, denial: AdmissionDenied) -> dict[str, Any]:
         "status": {"code": denial.code, "message": denial.message, "reason": denial.reason},
     }
     if denial.warnings:
-        response["warnings"] = list(denial.warnings)
+        response["warnings"] = bounded_warnings(denial.warnings)
     return _envelope(response)
