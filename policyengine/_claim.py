@@ -208,19 +208,34 @@ def build_request(
 
 _VALIDATED: dict[str, tuple[str, ...]] = {}
 _VALIDATED_MAX = 4096
+# Keys are the claims' reprs, which carry strings a pod's creator chose (annotations read into selectors): the memo is
+# bounded in characters too, and a claim too large to be worth remembering is validated each time.
+_VALIDATED_MAX_CHARS = 4 * 2**20
+_VALIDATED_MAX_KEY_CHARS = 64 * 2**10
+_validated_chars = 0
 
 
 def validate_claim(claim: Mapping[str, Any]) -> list[str]:
     """Problems Kubernetes would report for this ResourceClaimSpec (empty when it is valid); memoized."""
+    global _validated_chars
     # repr, not canonical JSON: several times cheaper, and equal reprs mean equal JSON data (the claim is built
     # from CEL results converted to JSON); a claim spelled in another key order only misses the memo.
     key = repr(claim)
     found = _VALIDATED.get(key)
     if found is None:
-        if len(_VALIDATED) >= _VALIDATED_MAX:
-            _VALIDATED.clear()
-        found = _VALIDATED[key] = tuple(_validate_claim(claim))
+        found = tuple(_validate_claim(claim))
+        if len(key) <= _VALIDATED_MAX_KEY_CHARS:
+            if len(_VALIDATED) >= _VALIDATED_MAX or _validated_chars + len(key) > _VALIDATED_MAX_CHARS:
+                _VALIDATED.clear()
+                _validated_chars = 0
+            _VALIDATED[key] = found
+            _validated_chars += len(key)
     return list(found)
+
+
+def validated_memo_chars() -> int:
+    """Characters of claim text the validation memo holds now (bounded by `_VALIDATED_MAX_CHARS`)."""
+    return _validated_chars
 
 
 def _validate_claim(claim: Mapping[str, Any]) -> list[str]:

@@ -450,8 +450,12 @@ class Regex:
     """An RE2 pattern with a bounded memo of `matches` answers: selectors test the same attribute strings
     (product names, profiles) on many devices, and one RE2 call through pybind costs ~10 µs."""
 
-    __slots__ = ("pattern", "compiled", "_low", "_memo")
+    __slots__ = ("pattern", "compiled", "_low", "_memo", "_memo_chars")
     _MEMO_SIZE: Final = 4096
+    # The texts tested may be a pod's strings: the memo keeps short ones only, within a character budget, so the
+    # patterns cached below hold at most _REGEX_CACHE_SIZE * (_MEMO_CHARS + overhead) whatever the pods carried.
+    _MEMO_CHARS: Final = 32 * 1024
+    _MEMO_TEXT_CHARS: Final = 256
 
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
@@ -462,6 +466,7 @@ class Regex:
         low = getattr(self.compiled, "_regexp", None)
         self._low = low if low is not None and hasattr(low, "Match") else None
         self._memo: dict[str, bool] = {}
+        self._memo_chars = 0
 
     def matches(self, text: str) -> bool:
         found = self._memo.get(text)
@@ -471,10 +476,18 @@ class Regex:
                 found = self._low.Match(_UNANCHORED, data, 0, len(data))[0][0] != -1
             else:
                 found = self.compiled.search(text) is not None
-            if len(self._memo) >= self._MEMO_SIZE:
-                self._memo.clear()
-            self._memo[text] = found
+            if len(text) <= self._MEMO_TEXT_CHARS:
+                if len(self._memo) >= self._MEMO_SIZE or self._memo_chars + len(text) > self._MEMO_CHARS:
+                    self._memo.clear()
+                    self._memo_chars = 0
+                self._memo[text] = found
+                self._memo_chars += len(text)
         return found
+
+    @property
+    def memo_chars(self) -> int:
+        """Characters of tested text the memo holds now."""
+        return self._memo_chars
 
 
 try:
@@ -485,17 +498,30 @@ except (ImportError, AttributeError):  # pragma: no cover - other re2 builds use
     _UNANCHORED = None
 
 _REGEX_CACHE: dict[str, Regex] = {}
+_REGEX_CACHE_SIZE: Final = 256
+_REGEX_CACHE_PATTERN_CHARS: Final = 1024 * 1024
+_regex_cache_chars = 0
 
 
 def compile_regex(pattern: str) -> Regex:
-    """An RE2 regex, cached; invalid patterns raise `CelRuntimeError` as cel-go's `matches` does."""
+    """An RE2 regex, cached (within a count and a budget of pattern characters); invalid patterns raise
+    `CelRuntimeError` as cel-go's `matches` does."""
+    global _regex_cache_chars
     r = _REGEX_CACHE.get(pattern)
     if r is None:
         r = Regex(pattern)
-        if len(_REGEX_CACHE) > 1024:
+        if len(_REGEX_CACHE) >= _REGEX_CACHE_SIZE or _regex_cache_chars + len(pattern) > _REGEX_CACHE_PATTERN_CHARS:
             _REGEX_CACHE.clear()
-        _REGEX_CACHE[pattern] = r
+            _regex_cache_chars = 0
+        if len(pattern) <= _REGEX_CACHE_PATTERN_CHARS:
+            _REGEX_CACHE[pattern] = r
+            _regex_cache_chars += len(pattern)
     return r
+
+
+def regex_cache_chars() -> int:
+    """Characters held by the compiled-pattern cache and the memos of its patterns."""
+    return _regex_cache_chars + sum(r.memo_chars for r in list(_REGEX_CACHE.values()))
 
 
 _both("matches", str, str)(lambda s, p: compile_regex(p).matches(s))
