@@ -20,13 +20,15 @@ from .filters import (
     tolerates_hard_taints,
 )
 from .profile import AFFINITY, BALANCED, DEFAULT_RESOURCES, FIT, TAINTS, Profile
-from .scores import balanced_allocation, go_div, least_allocated, most_allocated, requested_to_capacity_ratio
+from .scores import balanced_allocation, least_allocated, most_allocated, requested_to_capacity_ratio
 
 __all__ = [
     "DEFAULT_CPU_MILLI",
     "DEFAULT_MEMORY_MIB",
+    "LocalParts",
     "LocalScorer",
     "base_scores",
+    "cpu_memory_parts",
     "cpu_memory_scorer",
     "fast_path",
     "passes_pod_filters",
@@ -83,19 +85,23 @@ def _share(requested: int, capacity: int, most: bool) -> int:
 
 
 LocalScorer = Callable[[int, int, int, int, int, int], dict[str, int]]
+LocalParts = Callable[[int, int, int, int, int, int], tuple[int | None, int | None]]
 
 
-def cpu_memory_scorer(profile: Profile) -> LocalScorer:
-    """`base_scores` for the usual resources (cpu and memory, LeastAllocated or MostAllocated) as a function of
-    (allocatable CPU, memory, free CPU, memory, the pod's CPU, memory): the integer arithmetic of
-    `scores.least_allocated` / `most_allocated` and `scores.balanced_allocation`, unrolled for two resources."""
+def cpu_memory_parts(profile: Profile) -> LocalParts:
+    """The weighted NodeResourcesFit and BalancedAllocation scores (None where the plugin does not score) for the
+    usual resources (cpu and memory, LeastAllocated or MostAllocated) as a function of (allocatable CPU, memory,
+    free CPU, memory, the pod's CPU, memory): the integer arithmetic of `scores.least_allocated` /
+    `most_allocated` and `scores.balanced_allocation`, unrolled for two resources (the engine's hot path)."""
     fit_weight, balanced_weight = profile.weight(FIT), profile.weight(BALANCED)
     (_, w_cpu), (_, w_mem) = profile.fit.resources
     most = profile.fit.type == "MostAllocated"
 
-    def scores(cap_cpu: int, cap_mem: int, free_cpu: int, free_mem: int, cpu: int, mem: int) -> dict[str, int]:
+    def parts(
+        cap_cpu: int, cap_mem: int, free_cpu: int, free_mem: int, cpu: int, mem: int
+    ) -> tuple[int | None, int | None]:
         used_cpu, used_mem = cap_cpu - free_cpu, cap_mem - free_mem
-        out: dict[str, int] = {}
+        fit = balanced = None
         if fit_weight:
             score = total = 0
             if cap_cpu:
@@ -104,16 +110,36 @@ def cpu_memory_scorer(profile: Profile) -> LocalScorer:
             if cap_mem:
                 score += _share(used_mem + (mem or DEFAULT_MEMORY_MIB), cap_mem, most) * w_mem
                 total += w_mem
-            out[FIT] = fit_weight * (score // total if total else 0)
+            fit = fit_weight * (score // total if total else 0)
         if balanced_weight and (cpu or mem):
             if cap_cpu and cap_mem:
-                with_pod = int(
-                    (1 - abs(min(1.0, (used_cpu + cpu) / cap_cpu) - min(1.0, (used_mem + mem) / cap_mem)) / 2) * 100
-                )
-                without = int((1 - abs(min(1.0, used_cpu / cap_cpu) - min(1.0, used_mem / cap_mem)) / 2) * 100)
-                out[BALANCED] = balanced_weight * (50 + go_div(50 + with_pod - without, 2))
+                # math.Min(1, requested/allocatable) per resource, written out: this runs per class and pod shape
+                f_cpu, f_mem = (used_cpu + cpu) / cap_cpu, (used_mem + mem) / cap_mem
+                f_cpu, f_mem = (1.0 if f_cpu > 1.0 else f_cpu), (1.0 if f_mem > 1.0 else f_mem)
+                with_pod = int((1 - abs(f_cpu - f_mem) / 2) * 100)
+                f_cpu, f_mem = used_cpu / cap_cpu, used_mem / cap_mem
+                f_cpu, f_mem = (1.0 if f_cpu > 1.0 else f_cpu), (1.0 if f_mem > 1.0 else f_mem)
+                without = int((1 - abs(f_cpu - f_mem) / 2) * 100)
+                diff = 50 + with_pod - without
+                balanced = balanced_weight * (50 + (diff // 2 if diff >= 0 else -(-diff // 2)))  # Go's int64 `/`
             else:
-                out[BALANCED] = balanced_weight * 75  # one resource or none: both balances are 100, 50 + (50 + 0) / 2
+                balanced = balanced_weight * 75  # one resource or none: both balances are 100, 50 + (50 + 0) / 2
+        return fit, balanced
+
+    return parts
+
+
+def cpu_memory_scorer(profile: Profile) -> LocalScorer:
+    """`base_scores` for the usual resources, by plugin name (`cpu_memory_parts`)."""
+    parts = cpu_memory_parts(profile)
+
+    def scores(cap_cpu: int, cap_mem: int, free_cpu: int, free_mem: int, cpu: int, mem: int) -> dict[str, int]:
+        fit, balanced = parts(cap_cpu, cap_mem, free_cpu, free_mem, cpu, mem)
+        out: dict[str, int] = {}
+        if fit is not None:
+            out[FIT] = fit
+        if balanced is not None:
+            out[BALANCED] = balanced
         return out
 
     return scores

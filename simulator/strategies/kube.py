@@ -26,7 +26,7 @@ from ..scheduling import (
     passes_pod_filters,
     pod_raw,
 )
-from ..scheduling.plugins import LocalScorer, cpu_memory_scorer, fast_path
+from ..scheduling.plugins import LocalParts, cpu_memory_parts, fast_path
 from ..scheduling.profile import AFFINITY, FIT, TAINTS
 from ..state import ClusterState, Part
 from ..workload import SimPod
@@ -69,7 +69,7 @@ class KubeScheduled(Strategy):
         self.rng = random.Random(seed)
         self._candidates: dict[int, Candidates] = {}
         # the node-local scores without a detour (None: `node_local_score`, e.g. a what-if score or other resources)
-        self._scorer: LocalScorer | None = cpu_memory_scorer(profile) if fast_path(profile) else None
+        self._scorer: LocalParts | None = cpu_memory_parts(profile) if fast_path(profile) else None
 
     @classmethod
     def runs(cls, settings: RunSettings) -> list[Strategy]:
@@ -119,14 +119,15 @@ class KubeScheduled(Strategy):
         found = self.devices(state, cid, demand)
         if found is None:
             return None
-        scores: Mapping[str, int]
-        if self._scorer is not None:
-            scores = self._scorer(spec.cpu_milli, spec.memory_mib, node.free_cpu, node.free_mem, demand.cpu, demand.mem)
-        else:
-            scores = self.node_local_score(state, cid, demand, pod)
-        local = (sum(scores.values()), tuple(scores.items()))
         raw = (found[2], *pod_raw(profile, node, pod)) if constrained and self._needs_raw else (found[2], 0, 0)
-        return ClassFit(found[0], found[1], local[0], raw, local[1])
+        if self._scorer is not None:
+            # the total only: the per-plugin parts are for `simulator.scheduling.decide`, which scores on its own
+            fit, balanced = self._scorer(
+                spec.cpu_milli, spec.memory_mib, node.free_cpu, node.free_mem, demand.cpu, demand.mem
+            )
+            return ClassFit(found[0], found[1], (fit or 0) + (balanced or 0), raw)
+        scores = self.node_local_score(state, cid, demand, pod)
+        return ClassFit(found[0], found[1], sum(scores.values()), raw, tuple(scores.items()))
 
     def candidates_of(self, state: ClusterState, pod: SimPod) -> Candidates | None:
         """The classes that pass the filters for `pod`'s shape, brought up to date with the classes born since."""
