@@ -247,6 +247,9 @@ class Replayed(Generic[T]):
     denied: int
     departures: int
     model_seconds: float
+    # GPU pods: simulated seconds from arrival to the real scheduler's binding (or to the last event, for pods the
+    # replay still held when the arrivals ran out), with their GPUs per pod
+    waits: tuple[tuple[int, float, bool], ...] = ()
 
 
 @dataclass(slots=True)
@@ -264,6 +267,8 @@ class _Replay(Generic[T]):
     departures: int = 0
     model_seconds: float = 0.0
     seq: int = 0
+    now: float = 0.0
+    waits: list[tuple[int, float, bool]] = field(default_factory=list)  # (GPUs, seconds pending, placed)
 
     def push(self, when: float, kind: int, payload: Any) -> None:
         self.seq += 1
@@ -293,6 +298,8 @@ class _Replay(Generic[T]):
             self.live.remove(name, [])
             return False
         self.bound[name] = (self.live.bound(name), sim)
+        if sim.is_gpu:
+            self.waits.append((sim.num_gpu, now - sim.arrival, True))
         if sim.duration is not None:
             self.push(now + sim.duration, DEPART, name)
         return True
@@ -318,6 +325,7 @@ class _Replay(Generic[T]):
         arrived = 0
         while self.events and arrived < len(pods):
             now, kind, _, payload = heapq.heappop(self.events)
+            self.now = now
             if kind == DEPART:
                 self.depart(payload)
                 if self.queue:
@@ -328,6 +336,7 @@ class _Replay(Generic[T]):
                 self.queue.append(payload)
             if self.progress is not None:
                 self.progress(arrived, len(pods))
+        self.waits.extend((sim.num_gpu, self.now - sim.arrival, False) for sim in self.queue if sim.is_gpu)
 
 
 def replay(
@@ -347,7 +356,7 @@ def replay(
         live.install(spec, slices_of)
         run: _Replay[T] = _Replay(live, policies, ask, progress)
         run.run(sorted(pods, key=lambda p: p.arrival))
-        return Replayed(run.steps, run.denied, run.departures, run.model_seconds)
+        return Replayed(run.steps, run.denied, run.departures, run.model_seconds, tuple(run.waits))
     except ApiError as exc:
         raise ReplayError(f"{exc}\n{cp.logs(20)}") from exc
     finally:

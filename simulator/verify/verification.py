@@ -23,7 +23,7 @@ from .compare import ALLOCATOR_MODE, model_ask, tally
 from .controlplane import ControlPlane
 from .replay import replay
 
-__all__ = ["verification_inputs", "verify_scheduler"]
+__all__ = ["real_pending_by_gpus", "verification_inputs", "verify_scheduler"]
 
 
 def verification_inputs(
@@ -50,6 +50,16 @@ def _read_config(path: Path) -> dict[str, Any]:
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise InputError("a KubeSchedulerConfiguration must be one mapping", source=name, line=1)
     return documents[0]
+
+
+def real_pending_by_gpus(waits: tuple[tuple[int, float, bool], ...]) -> dict[str, float]:
+    """GPUs per pod (as text, ascending) -> the mean simulated seconds its pods waited for the real scheduler in the
+    replay (the replay's own retry order; pods still held at the end count the time they waited), as
+    `strategies[*].pending_by_gpus` is for the model's run."""
+    by: dict[int, list[float]] = {}
+    for gpus, seconds, _ in waits:
+        by.setdefault(gpus, []).append(seconds)
+    return {str(g): round(sum(w) / len(w), 3) for g, w in sorted(by.items())}
 
 
 def verify_scheduler(
@@ -108,6 +118,8 @@ def verify_scheduler(
         "bound_by_policy": dict(Counter(real.admitted.policy for real in bound).most_common()),
         "bound_by_pool": dict(Counter(pools.get(str(real.node), "?") for real in bound).most_common()),
         "bound_multi_device": sum(1 for real in bound if len(real.devices) >= 2),
+        "pending_by_gpus": real_pending_by_gpus(replayed.waits),
+        "gpu_pods_still_pending": sum(1 for _, _, placed in replayed.waits if not placed),
         "scheduler_config": None if scheduler_config is None else str(scheduler_config),
         "allocator_mode": ALLOCATOR_MODE,
         "model_seconds": round(replayed.model_seconds, 1),

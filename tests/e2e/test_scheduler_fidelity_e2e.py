@@ -66,6 +66,8 @@ def test_real_scheduler_decisions_match_the_simulator() -> None:
     assert {"right-size", "multi-gpu", "whole-gpu"} <= set(found["bound_by_policy"]), shown
     assert set(found["bound_by_pool"]) == {"hgx", "a100", "l40s"}, shown  # dynamic MIG, static MIG, whole GPUs
     assert found["bound_multi_device"] >= 20, shown
+    # the real scheduler's waits, per GPUs per pod: every size the sample placed, unschedulable ones waited
+    assert set(found["pending_by_gpus"]) >= {"1", "8"} and max(found["pending_by_gpus"].values()) > 0, shown
     # the figures
     assert found["feasibility_agreement"] == 1.0, shown
     assert found["node_in_top_set"] >= 0.99, shown

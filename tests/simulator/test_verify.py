@@ -177,3 +177,11 @@ def test_the_tally_counts_feasibility_over_every_decision_and_the_rest_over_boun
     assert figures["feasibility_agreement"] == round(2 / 3, 4)
     assert (figures["node_in_top_set"], figures["same_devices"], figures["tied_decisions"]) == (1.0, 0.5, 1.0)
     assert figures["causes"] == {"real scheduler found no node": 1, "devices differ": 1}
+
+
+def test_real_pending_by_gpus_counts_pods_still_held_at_the_end() -> None:
+    from simulator.verify.verification import real_pending_by_gpus
+
+    waits = ((8, 100.0, True), (8, 300.0, False), (1, 0.0, True), (1, 10.0, True))
+    assert real_pending_by_gpus(waits) == {"1": 5.0, "8": 200.0}
+    assert real_pending_by_gpus(()) == {}
