@@ -56,8 +56,11 @@ def node(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
 
 
-def h100_slices(name: str, mig_mode: str = "none") -> list[dict[str, Any]]:
-    return node_resource_slices(synthetic_node(get("H100-SXM5-80GB"), name, 8), mig_mode=mig_mode)  # type: ignore[arg-type]
+def h100_slices(name: str, mig_mode: str = "none", *, gpudra_attributes: bool = False) -> list[dict[str, Any]]:
+    """An HGX H100 node's slices as the driver publishes them; `gpudra_attributes` adds gpudra's own
+    `gpu.gpudra.io/nvlinkGroup` (`gpudra inventory --gpudra-attributes`), which the driver does not publish."""
+    node = synthetic_node(get("H100-SXM5-80GB"), name, 8)
+    return node_resource_slices(node, mig_mode=mig_mode, gpudra_attributes=gpudra_attributes)  # type: ignore[arg-type]
 
 
 def pathological() -> dict[str, Any]:
@@ -120,7 +123,8 @@ def scenarios() -> dict[str, dict[str, Any]]:
             "node": node("node-0500"),
         },
         "dynamic_mig_8gpu": {"slices": dyn, "claims": [mig_claim], "node": node("node-0")},
-        "tp8": {"slices": one, "claims": [tp8], "node": node("node-0")},
+        # the NVLink constraint needs gpudra's attribute: opted in here, as a cluster running gpudra's inventory has it
+        "tp8": {"slices": h100_slices("node-0", gpudra_attributes=True), "claims": [tp8], "node": node("node-0")},
         "pathological": pathological(),
     }
 
