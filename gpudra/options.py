@@ -4,11 +4,13 @@ strategy lists and `--var NAME=JSON`. Each check returns the typed value or rais
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from dra.cel import from_json
 from dra.errors import InputError
-from dra.gpus import MigMode
+
+if TYPE_CHECKING:  # the type only: dra.gpus brings the Kubernetes object model, which `gpudra cel` never needs
+    from dra.gpus import MigMode
 
 __all__ = [
     "ALLOCATOR_MODES",

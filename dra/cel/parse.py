@@ -6,11 +6,15 @@ the source line with a caret under the place.
 
 from __future__ import annotations
 
+import os
+import stat
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Final
 
 from lark import Lark, Token, Tree
+from lark import __version__ as lark_version
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from dra.errors import CelCompileError
@@ -51,6 +55,24 @@ def _unquote(token: Token) -> Token:
     return Token.new_borrow_pos(token.type, token.value[1:-1], token)
 
 
+def _table_cache() -> str | bool:
+    """Where Lark may keep the grammar's LALR tables between processes (building them is most of a short CLI
+    call's CPU): a file in the user's own cache directory, never a shared one, since Lark reads it with pickle.
+    False (build every time) where that directory cannot be made private, or with GPUDRA_NO_PARSER_CACHE set."""
+    if os.environ.get("GPUDRA_NO_PARSER_CACHE"):
+        return False
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpudra"
+    try:
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = base.stat()
+    except OSError:  # a read-only home (the webhook's container): build the tables in memory
+        return False
+    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    # Lark checks the grammar's and its options' digest inside the file and rebuilds on any mismatch
+    return str(base / f"cel-lalr-lark{lark_version}-py{sys.version_info[0]}{sys.version_info[1]}.cache")
+
+
 @cache
 def _parser() -> Lark:
     grammar = (Path(__file__).with_name("cel.lark")).read_text(encoding="utf-8")
@@ -60,6 +82,7 @@ def _parser() -> Lark:
         lexer="contextual",
         propagate_positions=True,
         maybe_placeholders=False,
+        cache=_table_cache(),
         # IDENT last: lark 1.3 chains a callback after its keyword check with a closure over its loop
         # variable, so only the last chained terminal's callback would run.
         lexer_callbacks={"ESC_IDENT": _unquote, "IDENT": _keyword},

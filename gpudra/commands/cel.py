@@ -14,7 +14,6 @@ from typing import Any
 import typer
 
 from dra.cel import Environment, device_value, to_json
-from dra.documents import load_documents
 from dra.errors import CelError, InputError
 
 from ..options import activation_variable
@@ -26,6 +25,8 @@ EXIT_ERROR = 2
 
 
 def _load_device(path: Path) -> Any:
+    from dra.documents import load_documents  # the Kubernetes object model: only with --device
+
     documents = load_documents(path)
     if len(documents) != 1:
         raise InputError(f"expected one device, found {len(documents)} documents", source=str(path))
