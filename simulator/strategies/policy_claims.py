@@ -119,7 +119,6 @@ class PolicyClaims(KubeScheduled):
         self.granted: dict[str, int] = {}  # pod -> MiB per device of its first placement
         self._claims: dict[str, Claim] = {}
         self._requests: dict[str, list[dict[str, Any]]] = {}  # claim JSON -> its requests (for the DRA score)
-        self._room: dict[int, bool] = {}  # class id -> some GPU can still give a device
         self._unfit: set[tuple[Any, ...]] = set()  # (template and device shape, claim) the allocator refused
         self._shapes: dict[int, tuple[int, Any]] = {}  # class id -> (template, device shape)
         self._answers: dict[tuple[Any, ...], Devices | None] = {}  # (GPU states id, claim, share) -> answer
@@ -154,7 +153,6 @@ class PolicyClaims(KubeScheduled):
         self._answers.clear()
         self._gpu_ids.clear()
         self._gpu_states.clear()
-        self._room.clear()
 
     def demand_key(self, pod: SimPod) -> Any:
         """The policies read more than the shape: the workload class, the namespace and the pod object itself."""
@@ -198,22 +196,22 @@ class PolicyClaims(KubeScheduled):
         the DynamicResources score of the subrequests it picked."""
         if not isinstance(demand, ClaimDemand):
             return super().devices(state, cid, demand)
-        room = self._room.get(cid)
-        if room is None:
-            room = self._room[cid] = any(_has_room(g) for g in state.gpu_info(cid).gpus)
-        if not room:
-            return None
-        node = state.representative(cid)
         # classes of one template with the same GPU states (in canonical order) get the same answer
         gpus = self._gpu_states.get(cid)
-        if gpus is None:  # interned once per class: the states tuple is long to hash
-            gpus = self._gpu_states[cid] = self._gpu_ids.setdefault(
-                (node.template, state.sigs[cid][3]), len(self._gpu_ids)
-            )
+        if gpus is None:  # interned once per class: the states tuple is long to hash; -1: no GPU has room
+            if any(_has_room(g) for g in state.gpu_info(cid).gpus):
+                key = (state.representative(cid).template, state.sigs[cid][3])
+                gpus = self._gpu_ids.setdefault(key, len(self._gpu_ids))
+            else:
+                gpus = -1
+            self._gpu_states[cid] = gpus
+        if gpus < 0:
+            return None
         same = (gpus, demand.claim, demand.share_milli)
         known = self._answers.get(same, _MISSING)
         if known is not _MISSING:
             return known  # type: ignore[return-value]
+        node = state.representative(cid)
         # whether the allocator can place a claim depends neither on the order of GPUs within NVLink groups nor
         # on the compute shares hold, so one refusal per (template, device shape, claim) holds for every class
         shape = self._shapes.get(cid)
