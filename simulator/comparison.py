@@ -19,6 +19,7 @@ from .cluster_sources import load_cluster
 from .engine import EngineConfig, run
 from .frag import typical_pods
 from .kpis import Recorder, summarize
+from .notes import result_notes
 from .peer_protocol import run_peer
 from .scheduling import DEFAULT_PROFILE, Profile
 from .sizing import (
@@ -75,11 +76,15 @@ class SimulationConfig:
 class SimulationResult:
     input: dict[str, Any]
     runs: dict[str, Recorder] = field(default_factory=dict)
+    spec: ClusterSpec | None = None  # the cluster the runs used (for the summary's notes)
     # With --sizing observed: per gpudra run, per pod (MiB per device) what it got, needed and what was observed
     sizing: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        out = {"input": self.input, "strategies": {name: summarize(rec) for name, rec in self.runs.items()}}
+        strategies = {name: summarize(rec) for name, rec in self.runs.items()}
+        out: dict[str, Any] = {"input": self.input, "strategies": strategies}
+        if self.spec is not None:
+            out["notes"] = result_notes(self.spec, strategies)
         if self.sizing:
             out["sizing"] = {run: data["stats"] for run, data in self.sizing.items()}
         return out
@@ -129,7 +134,9 @@ def simulate(config: SimulationConfig, progress: StrategyProgress | None = None)
         spec, config.seed, protocol, config.scheduler, config.policies, config.allocator_mode, config.node_score,
         config.gpudra_attributes, lookup,
     )  # fmt: skip
-    result = SimulationResult(input=_input(config, spec, work, vram_model, protocol, load, sizing_spec, lookup))
+    result = SimulationResult(
+        input=_input(config, spec, work, vram_model, protocol, load, sizing_spec, lookup), spec=spec
+    )
     typical = typical_pods(work.pods)
     runs: list[tuple[str, str, Strategy | None]] = []  # (run name, strategy name, strategy; None: the FGD peer)
     for name in tuple(config.strategies):

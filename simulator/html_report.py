@@ -64,12 +64,18 @@ def write_series(rec: Recorder, path: Path) -> Path:
 def _plot(result: SimulationResult, key: str, title: str, ylabel: str, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7.5, 3.6), dpi=110)
     fgd = result.input.get("protocol") == "fgd"
+    drawn: dict[tuple[Any, ...], str] = {}  # a curve already drawn -> the run that drew it
     for name, rec in result.runs.items():
         rows = [r for r in _rows(rec) if r[key] != ""]
         if not rows:
             continue
         xs = [r["arrived_ratio"] * 100 if fgd else r["time"] / 3600 for r in rows]
-        ax.plot(xs, [r[key] for r in rows], label=name, linewidth=1.4, drawstyle="default" if fgd else "steps-post")
+        ys = [r[key] for r in rows]
+        same = drawn.setdefault((tuple(xs), tuple(ys)), name)
+        # a curve identical to one drawn: dashed with markers on top, and said in the legend, never hidden under it
+        style: dict[str, Any] = {} if same == name else {"linestyle": "--", "marker": "o", "markevery": 0.1}
+        label = name if same == name else f"{name} (same as {same})"
+        ax.plot(xs, ys, label=label, linewidth=1.4, drawstyle="default" if fgd else "steps-post", **style)
     if fgd:  # where the summary reads the protocol's KPIs
         for load in KPI_LOADS:
             ax.axvline(load, color="#999999", linewidth=0.6, linestyle=":")
@@ -191,6 +197,7 @@ def _html(summary: dict[str, Any], plots: list[str], series: dict[str, str]) -> 
     images = "".join(f'<figure><img src="{p}" alt="{p}"></figure>' for p in plots)
     links = " · ".join(f'<a href="{f}">{html.escape(n)}</a>' for n, f in series.items())
     info = html.escape(json.dumps(summary["input"], indent=2))
+    notes = "".join(f"<p><strong>Note:</strong> {html.escape(n)}</p>" for n in summary.get("notes", ()))
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>gpudra simulation report</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}
@@ -198,7 +205,7 @@ td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:right;font-size:.9em}}
 figure{{display:inline-block;margin:.5em}}
 pre{{background:#f6f6f6;padding:1em;overflow:auto}}</style></head><body>
 <h1>gpudra simulation report</h1>
-<h2>Summary</h2><table><tr><th>strategy</th>{head}</tr>{body}</table>{at_load}{_sizing_table(summary)}
+<h2>Summary</h2><table><tr><th>strategy</th>{head}</tr>{body}</table>{notes}{at_load}{_sizing_table(summary)}
 <p>Ratios are in [0, 1]; definitions in docs/simulator.md.
 Time series (CSV): {links} · <a href="summary.json">summary.json</a></p>
 <h2>Plots</h2>{images}

@@ -18,7 +18,7 @@ from dra.errors import GpudraError
 from ..extras import missing_extra
 from ..options import OptionError, allocator_mode, one_of, strategy_names
 from ..outcome import Outcome, emit
-from ..render.simulation import comparison
+from ..render.simulation import comparison, notes_text
 from ..terminal import progress_bar, styled
 
 EXIT_INPUT = 2
@@ -112,7 +112,7 @@ def simulate(
         return Outcome(stdout=json.dumps(summary, indent=2) + "\n")
     heading, table = comparison(summary)
     verified = _verification_text(summary["verification"]) if verify_scheduler else ""
-    return Outcome(stdout=styled(heading) + styled(table) + verified)
+    return Outcome(stdout=styled(heading) + styled(table) + notes_text(summary) + verified)
 
 
 def _verification(

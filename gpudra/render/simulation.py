@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
-__all__ = ["COLUMNS", "LOAD_COLUMNS", "comparison", "metric_text"]
+__all__ = ["COLUMNS", "LOAD_COLUMNS", "comparison", "metric_text", "notes_text"]
 
 # (summary key, row title), in the order the table shows them
 COLUMNS = [
@@ -61,3 +61,8 @@ def comparison(summary: dict[str, Any]) -> tuple[str, Table]:
             shown = ["-" if v is None else f"{v:.2f}" if key == "gpu_allocation_pct" else metric_text(v) for v in cells]
             table.add_row(f"{title} @{load}%", *shown)
     return heading, table
+
+
+def notes_text(summary: dict[str, Any]) -> str:
+    """The summary's notes (identical results, and what in the cluster made them so), one line each."""
+    return "".join(f"note: {note}\n" for note in summary.get("notes", ()))

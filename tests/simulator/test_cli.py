@@ -19,7 +19,7 @@ RATIOS = ("gpu_allocation_ratio", "vram_waste_ratio", "fragmentation_ratio", "nv
 
 
 def _check(summary: dict[str, object], strategies: list[str]) -> None:
-    assert set(summary) == {"input", "strategies"}
+    assert set(summary) == {"input", "strategies", "notes"}
     table = summary["strategies"]
     assert isinstance(table, dict) and list(table) == strategies
     for row in table.values():
