@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
-from kubeapi import ApiServerError
+from kubeapi import PAGE, ApiServerError, all_pages, api_errors, status_of
 
 from .compute import Owner
 from .dcgm import invalid_name
@@ -53,11 +53,6 @@ class ObjectReader(Protocol):
     def list_pods(self, namespace: str) -> list[dict[str, Any]]: ...
 
 
-def _status(exc: Exception) -> int | None:
-    status = getattr(exc, "status", None)
-    return status if isinstance(status, int) else None
-
-
 def _checked(namespace: str, name: str | None = None) -> None:
     """Refuse a namespace or object name that Kubernetes could not have made before it goes into a request path."""
     why = invalid_name("namespace", namespace)
@@ -70,7 +65,7 @@ def _checked(namespace: str, name: str | None = None) -> None:
 class KubeObjects:
     """`ObjectReader` over a `kubernetes.client.ApiClient`: built-in and custom kinds read as plain dicts."""
 
-    PAGE = 500
+    PAGE = PAGE
 
     def __init__(self, api_client: Any, *, timeout: float = 30.0) -> None:
         from kubernetes import client
@@ -93,27 +88,25 @@ class KubeObjects:
             found = self._custom.get_namespaced_custom_object(
                 group, version, namespace, plural, name, _request_timeout=self.timeout
             )
-        except Exception as exc:  # ApiException, urllib3 timeouts and connection errors
-            if _status(exc) == 404:  # no such object, or no such API (KubeRay or LWS not installed)
+        except api_errors() as exc:
+            if status_of(exc) == 404:  # no such object, or no such API (KubeRay or LWS not installed)
                 return None
             raise ApiServerError(f"could not read {kind} {namespace}/{name}: {type(exc).__name__}: {exc}") from exc
         return cast(dict[str, Any], found)
 
     def list_pods(self, namespace: str) -> list[dict[str, Any]]:
         _checked(namespace)
-        items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            try:
-                page = self._core.list_namespaced_pod(
-                    namespace, limit=self.PAGE, _continue=token, _request_timeout=self.timeout
-                )
-            except Exception as exc:
-                raise ApiServerError(f"could not list Pods in {namespace}: {type(exc).__name__}: {exc}") from exc
-            items.extend(cast(dict[str, Any], self._serialize(p)) for p in page.items or [])
-            token = page.metadata._continue if page.metadata else None
-            if not token:
-                return items
+
+        def page(token: str | None) -> Any:
+            return self._core.list_namespaced_pod(
+                namespace, limit=self.PAGE, _continue=token, _request_timeout=self.timeout
+            )
+
+        try:
+            pods, _ = all_pages(page)
+        except api_errors() as exc:
+            raise ApiServerError(f"could not list Pods in {namespace}: {type(exc).__name__}: {exc}") from exc
+        return [cast(dict[str, Any], self._serialize(p)) for p in pods]
 
 
 def _controller(obj: Mapping[str, Any]) -> tuple[str, str, str] | None:

@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from kubeapi import ApiServerError
+from kubeapi import ApiServerError, api_errors, status_of
 
 from .compute import ContainerRecommendation, Owner
 
@@ -72,11 +72,6 @@ def _keep_transitions(new: list[dict[str, Any]], old: Any) -> list[dict[str, Any
     return out
 
 
-def _status(exc: Exception) -> int | None:
-    status = getattr(exc, "status", None)
-    return status if isinstance(status, int) else None
-
-
 class RecommendationStore:
     """Writes GPUSizingRecommendations through a `kubernetes.client.ApiClient`, each call bounded by `timeout`."""
 
@@ -91,8 +86,8 @@ class RecommendationStore:
             found = self._custom.get_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name, _request_timeout=self.timeout
             )
-        except Exception as exc:
-            if _status(exc) == 404:
+        except api_errors() as exc:
+            if status_of(exc) == 404:
                 return None
             raise ApiServerError(self._explain("read", namespace, name, exc)) from exc
         return cast(dict[str, Any], found)
@@ -110,8 +105,8 @@ class RecommendationStore:
                     GROUP, VERSION, namespace, PLURAL, body, _request_timeout=self.timeout
                 ))  # fmt: skip
                 result = "created"
-            except Exception as exc:
-                if _status(exc) != 409:  # 409: another pass created it meanwhile; update it below
+            except api_errors() as exc:
+                if status_of(exc) != 409:  # 409: another pass created it meanwhile; update it below
                     raise ApiServerError(self._explain("create", namespace, name, exc)) from exc
                 existing = self.get(namespace, name) or {}
         old_status = existing.get("status") or {}
@@ -126,7 +121,7 @@ class RecommendationStore:
                 GROUP, VERSION, namespace, PLURAL, name, {"status": status},
                 _request_timeout=self.timeout, _content_type="application/merge-patch+json",
             )  # fmt: skip
-        except Exception as exc:
+        except api_errors() as exc:
             raise ApiServerError(self._explain("write the status of", namespace, name, exc)) from exc
         return result
 
@@ -144,7 +139,7 @@ class RecommendationStore:
                 listed = self._custom.list_cluster_custom_object(
                     GROUP, VERSION, PLURAL, label_selector=selector, _request_timeout=self.timeout
                 )
-        except Exception as exc:
+        except api_errors() as exc:
             raise ApiServerError(f"could not list {KIND}s: {type(exc).__name__}: {exc}") from exc
         changed = 0
         for item in cast(dict[str, Any], listed).get("items") or []:
@@ -159,12 +154,12 @@ class RecommendationStore:
                     GROUP, VERSION, ns, PLURAL, name, {"status": {"conditions": conditions}},
                     _request_timeout=self.timeout, _content_type="application/merge-patch+json",
                 )  # fmt: skip
-            except Exception as exc:
+            except api_errors() as exc:
                 raise ApiServerError(self._explain("write the status of", ns, name, exc)) from exc
             changed += 1
         return changed
 
-    def _explain(self, what: str, namespace: str, name: str, exc: Exception) -> str:
-        status = _status(exc)
+    def _explain(self, what: str, namespace: str, name: str, exc: BaseException) -> str:
+        status = status_of(exc)
         detail = f"API server answered {status} {getattr(exc, 'body', '') or ''}".strip() if status else f"{exc}"
         return f"could not {what} {KIND} {namespace}/{name}: {detail}"[:2000]

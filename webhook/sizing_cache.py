@@ -52,6 +52,7 @@ from dra.sizing.recommendations import (
     ParsedRecommendation,
     parse_recommendation,
 )
+from kubeapi import Backoff, all_pages, api_errors, status_of
 from webhook.metrics import WebhookMetrics
 
 __all__ = [
@@ -91,11 +92,6 @@ class RecommendationSource(Protocol):
     def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]: ...
 
 
-def _status_of(exc: Exception) -> int | None:
-    status = getattr(exc, "status", None)
-    return status if isinstance(status, int) else None
-
-
 class KubeRecommendationSource:
     """`RecommendationSource` over a `kubernetes.client.ApiClient`: every namespace, pages of `page` objects, calls
     bounded by `timeout` seconds (the watch by its server-side timeout plus `timeout`)."""
@@ -112,20 +108,16 @@ class KubeRecommendationSource:
         self._watch: Any = None
 
     def list(self) -> tuple[list[dict[str, Any]], str]:
-        items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            try:
-                page = cast(dict[str, Any], self._custom.list_cluster_custom_object(
-                    GROUP, VERSION, PLURAL, limit=self.page, _continue=token, _request_timeout=self.timeout,
-                ))  # fmt: skip
-            except Exception as exc:  # ApiException, urllib3 timeouts and connection errors
-                raise SourceError(f"list {PLURAL}.{GROUP}: {type(exc).__name__}: {exc}", _status_of(exc)) from exc
-            items.extend(i for i in page.get("items") or () if isinstance(i, dict))
-            meta = page.get("metadata") or {}
-            token = meta.get("continue")
-            if not token:
-                return items, str(meta.get("resourceVersion") or "")
+        def page(token: str | None) -> Any:
+            return self._custom.list_cluster_custom_object(
+                GROUP, VERSION, PLURAL, limit=self.page, _continue=token, _request_timeout=self.timeout,
+            )  # fmt: skip
+
+        try:
+            items, version = all_pages(page)
+        except api_errors() as exc:
+            raise SourceError(f"list {PLURAL}.{GROUP}: {type(exc).__name__}: {exc}", status_of(exc)) from exc
+        return [i for i in items if isinstance(i, dict)], version
 
     def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]:
         from kubernetes import watch
@@ -144,8 +136,8 @@ class KubeRecommendationSource:
                 kind = event.get("type") if isinstance(event, dict) else None
                 if isinstance(kind, str) and isinstance(raw, dict):
                     yield kind, raw
-        except Exception as exc:
-            raise SourceError(f"watch {PLURAL}.{GROUP}: {type(exc).__name__}: {exc}", _status_of(exc)) from exc
+        except api_errors() as exc:
+            raise SourceError(f"watch {PLURAL}.{GROUP}: {type(exc).__name__}: {exc}", status_of(exc)) from exc
         finally:
             self._watch = None
 
@@ -361,7 +353,7 @@ class RecommendationCache:
         """List, then watch until the watch ends or breaks; relist. Failures back off exponentially (jittered) and
         keep the last good map. Returns when `stop` is set (or after `passes` lists, for tests)."""
         stop = stop or self._stop
-        delay = self.backoff[0]
+        backoff = Backoff(*self.backoff, jitter=0.2)
         done = 0
         while not stop.is_set() and (passes is None or done < passes):
             done += 1
@@ -376,10 +368,10 @@ class RecommendationCache:
                     self._sleep(stop, self.not_served_seconds)
                     continue
                 self._error("list", exc)
+                delay = backoff.next()
                 log.warning("listing recommendations failed (serving the last good cache, retry in %.0fs): %s",
                             delay, exc)  # fmt: skip
-                self._sleep(stop, delay * random.uniform(0.8, 1.2))
-                delay = min(delay * 2, self.backoff[1])
+                self._sleep(stop, delay)
                 continue
             self.replace(items)
             with self._lock:
@@ -396,24 +388,23 @@ class RecommendationCache:
                         rv = new_rv if isinstance(new_rv, str) and new_rv else rv
                     self.apply(event, obj)
                 self._restart("closed")  # the server's watch timeout: relist (cheap at this size) and watch again
-                delay = self.backoff[0]
+                backoff.reset()
             except SourceError as exc:
                 if exc.status == 410:  # too old a resourceVersion: relist now
                     self._restart("expired")
-                    delay = self.backoff[0]
+                    backoff.reset()
                     continue
                 self._error("watch", exc)
                 self._restart("error")
+                delay = backoff.next()
                 log.warning("the recommendation watch broke (serving the last good cache, relisting in %.0fs): %s",
                             delay, exc)  # fmt: skip
-                self._sleep(stop, delay * random.uniform(0.8, 1.2))
-                delay = min(delay * 2, self.backoff[1])
+                self._sleep(stop, delay)
             except Exception as exc:  # never let the loop die: log, count, relist
                 log.exception("the recommendation watch failed unexpectedly")
                 self._error("watch", SourceError(f"{type(exc).__name__}: {exc}"))
                 self._restart("error")
-                self._sleep(stop, delay)
-                delay = min(delay * 2, self.backoff[1])
+                self._sleep(stop, backoff.next())
 
     def start(self) -> None:
         """Run the loop on a daemon thread."""

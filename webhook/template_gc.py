@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from kubeapi import LAST_USED_ANNOTATION, LAST_USED_RESOLUTION, ApiServerError, parse_timestamp
+from kubeapi import LAST_USED_ANNOTATION, LAST_USED_RESOLUTION, ApiServerError, Backoff, parse_timestamp
 from policyengine.translate import MANAGED_BY
 
 __all__ = [
@@ -156,17 +156,17 @@ def run_forever(
     backoff (doubling up to the interval), never fatal. `min_idle` below `MIN_IDLE_FLOOR` is a ValueError."""
     check_min_idle(min_idle)
     done = 0
-    backoff = min(5.0, interval_seconds)
+    backoff = Backoff(min(5.0, interval_seconds), interval_seconds)
     while passes is None or done < passes:
         try:
             report = collect(store, min_idle=min_idle)
         except ApiServerError as exc:
-            log.warning("template collection failed, retrying in %.0f s: %s", backoff, exc)
+            delay = backoff.next()
+            log.warning("template collection failed, retrying in %.0f s: %s", delay, exc)
             on_pass(None, str(exc))
-            sleep(backoff)
-            backoff = min(backoff * 2, interval_seconds)
+            sleep(delay)
         else:
             on_pass(report, None)
-            backoff = min(5.0, interval_seconds)
+            backoff.reset()
             sleep(interval_seconds)
         done += 1
