@@ -20,6 +20,7 @@ from typing import Any
 
 import typer
 import yaml
+from typer.core import TyperCommand
 
 from dra.allocator import AllocationError, Allocator, FeatureSet, Unsatisfiable
 from dra.documents import load_documents, load_objects
@@ -65,7 +66,7 @@ def _node(name: str | None, node_file: Path | None, slices: list[dict[str, Any]]
 def _answer(
     slices: Sequence[Path],
     classes: Sequence[Path],
-    claim: Path,
+    claim: Sequence[Path],
     allocated: Sequence[Path],
     node: str | None,
     node_file: Path | None,
@@ -77,9 +78,9 @@ def _answer(
         feature_set = FeatureSet.parse(features) if features else FeatureSet.latest()
         slice_objs = load_dra(slices, ("ResourceSlice",), notes)
         class_objs = load_dra(classes, ("DeviceClass",), notes)
-        claims = load_dra([claim], ("ResourceClaim", "ResourceClaimTemplate"), notes)
+        claims = load_dra(claim, ("ResourceClaim", "ResourceClaimTemplate"), notes)
         if not claims:
-            raise InputError("no ResourceClaim or ResourceClaimTemplate found", source=str(claim))
+            raise InputError("no ResourceClaim or ResourceClaimTemplate found", source=", ".join(map(str, claim)))
         done = load_dra(allocated, ("ResourceClaim",), notes)
         allocator = Allocator(slices=slice_objs, classes=class_objs, allocated=done, features=feature_set)
         result = allocator.allocate(claims, node=_node(node, node_file, slice_objs), mode=mode)
@@ -99,7 +100,7 @@ def allocate(
     *,
     slices: Sequence[Path],
     classes: Sequence[Path],
-    claim: Path,
+    claim: Path | Sequence[Path],
     allocated: Sequence[Path] = (),
     node: str | None = None,
     node_file: Path | None = None,
@@ -109,24 +110,53 @@ def allocate(
 ) -> Outcome:
     """The answer as YAML (or JSON) on stdout, whatever it is; the exit code says which it is."""
     notes: list[str] = []
-    code, answer = _answer(slices, classes, claim, allocated, node, node_file, mode, features, notes)
+    claims = [claim] if isinstance(claim, Path) else list(claim)
+    code, answer = _answer(slices, classes, claims, allocated, node, node_file, mode, features, notes)
     text = json.dumps(answer, indent=2) if as_json else yaml.safe_dump(answer, sort_keys=False).rstrip()
     return Outcome(stdout=text + "\n", stderr="".join(n + "\n" for n in notes), code=code)
 
 
+# Options that take several files, as `--slices a b c` (the same as `--slices a --slices b --slices c`).
+MULTI_VALUE_OPTIONS = frozenset({"--slices", "--classes", "--claim", "--allocated"})
+
+
+def spread_multi_values(args: Sequence[str]) -> list[str]:
+    """`--slices a b --classes c d` as click reads repeated options: `--slices a --slices b --classes c ...`.
+    Each value belongs to the option written before it; a bare word after any other option is left where it is
+    (and click refuses it)."""
+    out: list[str] = []
+    current: str | None = None
+    for arg in args:
+        if arg == "--":
+            current = None
+            out.append(arg)
+        elif arg.startswith("-"):
+            name = arg.split("=", 1)[0]
+            current = name if name in MULTI_VALUE_OPTIONS and "=" not in arg else None
+            out.append(arg)
+        elif current is not None and out and out[-1] != current:
+            out.extend((current, arg))
+        else:
+            out.append(arg)
+    return out
+
+
+class _MultiValueCommand(TyperCommand):
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's own (vendored) click Context
+        return super().parse_args(ctx, spread_multi_values(args))
+
+
 def register(app: typer.Typer) -> None:
-    @app.command(
-        "allocate",
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": False},
-    )
+    @app.command("allocate", cls=_MultiValueCommand)
     def _allocate(
-        ctx: typer.Context,
         slices: list[Path] = typer.Option(..., "--slices", help="ResourceSlice files (any number: --slices a b c)."),
-        classes: list[Path] = typer.Option(..., "--classes", help="DeviceClass file(s)."),
-        claim: Path = typer.Option(
-            ..., "--claim", help="ResourceClaim (or template) file; several claims allocate together."
+        classes: list[Path] = typer.Option(..., "--classes", help="DeviceClass files (any number)."),
+        claim: list[Path] = typer.Option(
+            ..., "--claim", help="ResourceClaim (or template) files; all their claims allocate together."
         ),
-        allocated: list[Path] = typer.Option([], "--allocated", help="Claims already allocated (their status counts)."),
+        allocated: list[Path] = typer.Option(
+            [], "--allocated", help="Claims already allocated (their status counts; any number)."
+        ),
         node: str | None = typer.Option(None, "--node", help="Node name (a Node without labels)."),
         node_file: Path | None = typer.Option(
             None, "--node-file", help="A Node object, for label-based node selectors."
@@ -142,7 +172,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"expected {exc.expected}", param_hint="--mode") from exc
         emit(
             allocate(
-                slices=[*slices, *(Path(a) for a in ctx.args)],
+                slices=slices,
                 classes=classes,
                 claim=claim,
                 allocated=allocated,

@@ -73,3 +73,28 @@ def test_allocate_reports_bad_features(tmp_path: Path) -> None:
     result = runner.invoke(app, [*args, "--features", "DRANoSuchThing", "--json"])
     assert result.exit_code == 2
     assert "unknown feature 'DRANoSuchThing'" in json.loads(result.output)["error"]
+
+
+def test_every_file_of_a_multi_value_option_is_read(tmp_path: Path) -> None:
+    from gpudra.commands.allocate import spread_multi_values
+
+    assert spread_multi_values(["--slices", "a", "b", "--classes", "c", "d", "--json"]) == [
+        "--slices", "a", "--slices", "b", "--classes", "c", "--classes", "d", "--json",
+    ]  # fmt: skip
+    p = files(tmp_path)
+    other = tmp_path / "other-class.yaml"
+    other.write_text(yaml.safe_dump({**GPU_CLASS, "metadata": {"name": "other.example.com"}}))
+    second = tmp_path / "claim2.yaml"
+    second.write_text(yaml.safe_dump(claim("d", {"name": "r", "exactly": {"deviceClassName": "other.example.com"}})))
+    args = ["allocate", "--slices", str(p["s0"]), str(p["s1"]), "--classes", str(p["classes"]), str(other)]
+    result = runner.invoke(app, [*args, "--claim", str(p["claim"]), str(second), "--node", "node-a", "--json"])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert len(answer["allocations"]) == 2, "both claims allocated, the second through the second class file"
+
+
+def test_a_stray_argument_is_refused_not_taken_for_a_slice(tmp_path: Path) -> None:
+    p = files(tmp_path)
+    args = ["allocate", "--slices", str(p["s0"]), "--node", "node-a", str(p["s1"])]
+    result = runner.invoke(app, [*args, "--classes", str(p["classes"]), "--claim", str(p["claim"])])
+    assert result.exit_code == 2 and "unexpected extra argument" in result.output.lower(), result.output
