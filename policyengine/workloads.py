@@ -295,6 +295,30 @@ def _found(templates: list[Path], gpus: list[Path]) -> str:
     return "; ".join(parts)
 
 
+# Count fields of the workload kinds (Deployment/StatefulSet replicas, Job parallelism/completions, KubeRay and
+# Kubeflow replicas): integers in the API, which refuses `replicas: "two"`, so gpudra does too.
+_COUNT_FIELDS = frozenset({"replicas", "minReplicas", "maxReplicas", "parallelism", "completions"})
+
+
+def _check_counts(value: Any, path: Path, skip: frozenset[Path]) -> None:
+    """A `WorkloadShapeError` naming the first count field (outside the pod templates) that is not an integer."""
+    if path in skip:
+        return
+    if isinstance(value, Mapping):
+        for key, child in value.items():
+            here = (*path, str(key))
+            if key in _COUNT_FIELDS and len(path) >= 1 and path[0] == "spec" and not isinstance(child, Mapping | list):
+                if isinstance(child, bool) or not isinstance(child, int):
+                    where = dotted(here)
+                    raise WorkloadShapeError(f"{where} must be an integer (got {_type_name(child)} {child!r:.40})",
+                                             field=where)  # fmt: skip
+            else:
+                _check_counts(child, here, skip)
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            _check_counts(child, (*path, index), skip)
+
+
 def pod_templates(obj: Mapping[str, Any]) -> list[PodTemplate]:
     """The pod templates of `obj` in document order; [] for an object that has none and asks for no GPUs.
 
@@ -320,6 +344,7 @@ def pod_templates(obj: Mapping[str, Any]) -> list[PodTemplate]:
             found.append(PodTemplate(path, role, _checked_template(value, path)))
     if not found:
         raise UnknownWorkload(f"{_label(obj)}: no pod template at {known.tried()} (the paths tried for {known.kind})")
+    _check_counts(obj, (), frozenset(t.path for t in found))
     _, stray = legacy_gpu_paths(obj, frozenset(t.path for t in found))
     if stray:
         raise UnknownWorkload(
