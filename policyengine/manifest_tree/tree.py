@@ -167,9 +167,6 @@ def _plan_file(
     denied = _file_messages(rel, objects, ctx.report)
     if errors or denied or not any(o.changed for o in objects):
         return
-    if manifest.path.is_symlink():
-        ctx.report.errors.append(f"{manifest.path}: a symbolic link; not rewritten (translate the file it points to)")
-        return
     try:
         text = manifest.rewritten([o.result for o in objects])
         claims = claims_file_for(manifest.path)
@@ -230,6 +227,9 @@ def translate_tree(
     manifests: list[ManifestFile] = []
     for path in _manifests(root):
         ctx.report.scanned += 1
+        if path.is_symlink():  # never read: it may lead out of the tree, and rewriting it would rewrite its target
+            ctx.report.errors.append(f"{path}: a symbolic link; not read (translate the file it points to)")
+            continue
         try:
             manifests.append(read_manifest(path))
         except InputError as exc:
