@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,13 @@ def test_shipped_policies_lint_and_test_clean() -> None:
     assert gpudra("policy", "lint", "policies/").returncode == 0
     out = gpudra("policy", "test", "policies/tests/")
     assert out.returncode == 0 and " 0 failed" in out.stdout
+
+
+def test_every_file_the_readme_tour_names_is_shipped() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    tour = readme[readme.index("## A tour") :]
+    tour = tour[: tour.index("```", tour.index("```bash") + 7)]
+    named = set(re.findall(r"(?<![\w/.-])((?:examples|policies|tests)/[\w./-]+)", tour))
+    assert named, "the tour names files"
+    root = Path(__file__).resolve().parents[1]
+    assert sorted(p for p in named if not (root / p).exists()) == []
