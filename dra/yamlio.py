@@ -215,12 +215,14 @@ def yaml_nodes(
     fast = depth <= _SAFE_DEPTH and _Loader is not _PyLoader and libyaml_available()
     loader = _Loader(text) if fast else _PyLoader(text)
     allowance = MAX_ALIAS_NODES
+    may_alias = "*" in text  # an alias is written `*name`: text without a `*` has none to expand
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
-            allowance -= _expanded_size(node, name, allowance)
+            if may_alias:
+                allowance -= _expanded_size(node, name, allowance)
             yield node, loader
     except yaml.YAMLError as err:
         raise yaml_error(err, name) from None

@@ -42,14 +42,33 @@ V = TypeVar("V")
 
 def weigh(value: Any, depth: int = 0) -> int:
     """Roughly the bytes `value` holds: strings by length, containers by their members (a bound, not a measure)."""
-    if isinstance(value, (str, bytes)):
+    kind = type(value)
+    if kind is str or kind is bytes or isinstance(value, (str, bytes)):
         return 49 + len(value)
     if depth >= _MAX_WEIGH_DEPTH:
         return 64
-    if isinstance(value, (tuple, list)):
-        return 56 + 8 * len(value) + sum(weigh(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return 64 + sum(weigh(k, depth + 1) + weigh(v, depth + 1) for k, v in value.items())
+    # loops rather than sum() over generators: this runs on every memoized value of every review
+    if kind is dict or isinstance(value, dict):
+        total = 64
+        deeper = depth + 1
+        for key, item in value.items():
+            total += 49 + len(key) if type(key) is str else weigh(key, deeper)
+            kind_item = type(item)
+            if kind_item is str:
+                total += 49 + len(item)
+            elif deeper < _MAX_WEIGH_DEPTH and (
+                kind_item is int or kind_item is float or kind_item is bool or item is None
+            ):
+                total += 32
+            else:
+                total += weigh(item, deeper)
+        return total
+    if kind is list or kind is tuple or isinstance(value, (tuple, list)):
+        total = 56 + 8 * len(value)
+        deeper = depth + 1
+        for item in value:
+            total += 49 + len(item) if type(item) is str else weigh(item, deeper)
+        return total
     return 32
 
 
