@@ -120,7 +120,14 @@ func failure(stage string, err error) celResult {
 	return celResult{Error: &msg, Stage: stage}
 }
 
-func runCase(raw json.RawMessage, defaultRepeat int) celResult {
+func runCase(raw json.RawMessage, defaultRepeat int) (res celResult) {
+	// cel-go can panic on input it accepted (v0.29.2 folds a map literal with a bytes key and hashes it): report it
+	// as this case's error at the stage where it happened, so one case never takes the whole batch down.
+	defer func() {
+		if r := recover(); r != nil {
+			res = failure("program", fmt.Errorf("cel-go panicked: %v", r))
+		}
+	}()
 	var c celCase
 	strictErrs, err := sigsjson.UnmarshalStrict(raw, &c)
 	if err == nil && len(strictErrs) > 0 {
