@@ -3,7 +3,7 @@ in all), generated in memory one owner at a time (5 replicas per Deployment, 2,0
 owner's samples. Reports the time of `recommender.recommend` (pooling, p99 by partition, headroom, the device
 from the catalog) and, in the same run over the same arrays, a plain numpy max as the baseline; JSON on stdout.
 
-    python3 benchmarks/recommender.py [--pods 10000] [--replicas 5] [--days 7]
+    python3 benchmarks/recommender_passes.py [--pods 10000] [--replicas 5] [--days 7]
 """
 
 from __future__ import annotations

@@ -1,0 +1,110 @@
+"""Every benchmark in benchmarks/ runs, on inputs small enough for CI, and prints JSON (issue 27: none may rot
+unnoticed). The list of benchmarks is read from the directory, so a new one without smoke arguments here fails.
+
+Benchmarks take the openb trace by path; here they get the committed excerpt (tests/simulator/fixtures) under the
+file names the full trace uses. Those that need the real control plane use the one tests/controlplane/build.sh
+built (skipped with the reason where it is missing, as every e2e test)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.controlplane import binaries
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py"))
+FIXTURES = ROOT / "tests" / "simulator" / "fixtures"
+TRACE_NAMES = ("cpu050", "cpu100", "cpu200", "cpu250", "default", "gpushare100", "gpushare40", "gpushare80")
+TRACE_NAMES += ("gpuspec10", "gpuspec20", "gpuspec25", "multigpu20", "multigpu30", "multigpu40")
+SHARED_REFERENCE = ROOT.parent / "shared" / "reference" / "fgd-peer-allocation.csv"
+
+# benchmark -> (its smallest useful arguments, with {traces} and {root} filled in; needs the control plane)
+SMOKE: dict[str, tuple[list[str], bool]] = {
+    "admission.py": (["--requests", "200", "--concurrency", "4", "--limit-seconds", "30"], False),
+    "admission_sizing.py": (
+        [
+            "--recommendations",
+            "200",
+            "--requests",
+            "200",
+            "--concurrency",
+            "4",
+            "--rounds",
+            "1",
+            "--limit-seconds",
+            "30",
+        ],
+        False,
+    ),
+    "allocator.py": (["--repeat", "1"], True),
+    "cel.py": (["--seconds", "0.02"], True),
+    "cli_startup.py": (["--smoke", "--no-compile"], False),
+    "fgd_gpudra.py": (["--traces", "{traces}", "--names", "default", "--seeds", "42", "--workers", "1"], False),
+    "fgd_peer_table.py": (["--traces", "{traces}", "--seeds", "42", "--workers", "1"], False),
+    "policy_eval.py": (["--pods", "200"], False),
+    "recommender_passes.py": (["--pods", "200", "--replicas", "2", "--days", "1"], False),
+    "scheduler_fidelity.py": (["--arrivals", "10", "--only", "built-in"], True),
+    "simulate.py": (["{traces}", "--strategies", "device-plugin,gpudra", "--scales", "1"], False),
+    "simulate_scaling.py": (["{traces}", "--strategies", "gpudra", "--scales", "1,2"], False),
+    "simulate_vs_baseline.py": (["{root}", "{traces}", "--strategies", "gpudra", "--scales", "1"], False),
+    "sizing_bounds.py": (["--repeats", "1", "--cases", "ordinary,expansion"], False),
+    "timing_bounds.py": (["--repeat", "1"], False),
+    "webhook_memory.py": (["--pods", "10", "--annotation-bytes", "1024"], False),
+    "webhook_reliability.py": (
+        ["--random", "10", "--normal", "20", "--rounds", "1", "--half-sent", "3", "--half-sent-bytes", "65536"],
+        False,
+    ),
+    "webhook_soak.py": (["--minutes", "0.2", "--rate", "5", "--window-seconds", "5"], True),
+    "yaml_io.py": (["--pod-mb", "0.1", "--documents", "50", "--repeat", "1"], False),
+}
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The committed openb excerpt under the full trace's file names."""
+    folder = tmp_path_factory.mktemp("openb")
+    for name in ("openb_node_list_all_node.csv", "openb_node_list_gpu_node.csv"):
+        shutil.copy(FIXTURES / "openb_node_excerpt.csv", folder / name)
+    for trace in TRACE_NAMES:  # the names the FGD paper's tables use
+        shutil.copy(FIXTURES / "openb_pod_excerpt.csv", folder / f"openb_pod_list_{trace}.csv")
+    return folder
+
+
+def test_every_benchmark_has_smoke_arguments() -> None:
+    assert sorted(SMOKE) == BENCHMARKS, "add the new benchmark's smallest arguments to SMOKE"
+
+
+def _json_of(stdout: str) -> object:
+    """The JSON a benchmark printed: its whole stdout, or else its last line."""
+    try:
+        return json.loads(stdout)
+    except json.JSONDecodeError:
+        return json.loads(stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
+    args, needs_control_plane = SMOKE[name]
+    if needs_control_plane:
+        try:
+            binaries.require("components")
+            binaries.require("oracles")
+        except binaries.MissingBinaries as exc:
+            pytest.skip(str(exc))
+    if name == "fgd_peer_table.py":
+        if not SHARED_REFERENCE.is_file():
+            pytest.skip(f"needs the peer simulator's published table {SHARED_REFERENCE} (not redistributed)")
+        args = [*args, "--reference", str(SHARED_REFERENCE)]
+    argv = [a.format(traces=traces, root=ROOT) for a in args]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / name), *argv], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    assert _json_of(done.stdout) is not None
