@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from dra.errors import GpudraError
 
@@ -26,8 +27,8 @@ EXIT_INPUT = 2
 
 def input_error(exc: Exception) -> Outcome:
     """Exit 2 with the message as rich prints it, file:line first (shared with `gpudra sweep`)."""
-    # markup=False keeps brackets in paths literal, and with them the `[red]` tag: what this command has always printed
-    text = styled(f"[red]error:[/red] {exc}", stderr=True, markup=False, highlight=False)
+    # the message as plain Text: brackets in paths stay literal, and only "error:" is red (on a terminal)
+    text = styled(Text.assemble(("error:", "red"), f" {exc}"), stderr=True, highlight=False)
     return Outcome(stderr=text, code=EXIT_INPUT)
 
 
@@ -67,7 +68,7 @@ def simulate(
         checked_mode = allocator_mode(mode, "--allocator-mode")
         checked_score = None if node_score is None else one_of(node_score, NODE_SCORES, "--node-score")
     except OptionError as exc:
-        return Outcome(stderr=styled(f"[red]error:[/red] {exc}", stderr=True), code=EXIT_INPUT)
+        return input_error(exc)
     if verify_scheduler:  # before the simulation: without the binaries there is nothing to verify against
         from simulator.verify import find_components
 
