@@ -16,6 +16,7 @@ from dra.gpus.compute_domain import (
     compute_domain_slices,
 )
 from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu, VfioFacts, synthetic_node
+from dra.gpus.driver_gates import CONSUMABLE_SHARES_MODES, DRIVER_GATES, DriverGates, parse_driver_gates
 from dra.gpus.driver_versions import (
     DEFAULT_DRIVER_RELEASE,
     DRIVER_RELEASES,
@@ -54,9 +55,12 @@ __all__ = [
     "COMPUTE_DOMAIN_DAEMON_CLASS",
     "COMPUTE_DOMAIN_DEFAULT_CHANNEL_CLASS",
     "COMPUTE_DOMAIN_DRIVER",
+    "CONSUMABLE_SHARES_MODES",
     "DEFAULT_DRIVER_RELEASE",
     "DRIVER",
+    "DRIVER_GATES",
     "DRIVER_RELEASES",
+    "DriverGates",
     "DriverRelease",
     "DriverShape",
     "GPUDRA_ATTRIBUTES",
@@ -92,6 +96,7 @@ __all__ = [
     "load_mig_parted",
     "mig_layouts",
     "node_resource_slices",
+    "parse_driver_gates",
     "parse_mig_parted",
     "resource_slices",
     "slice_limit_errors",

@@ -4,13 +4,14 @@ Read from the driver's source at each tag (`cmd/gpu-kubelet-plugin/deviceinfo.go
 `nvlib.go`); the attribute *sets* per device type are recorded here so tests can hold every generated slice
 to them, and the differences between releases are parameters of the slice generator:
 
-| | 25.8 (v25.8.1) | 25.12 (v25.12.0) | 0.4 (v0.4.0 and main) |
-|---|---|---|---|
-| PCI bus id attribute | `pcieBusID` (driver domain) | `resource.kubernetes.io/pciBusID` | as 25.12 |
-| MIG device name | `gpu-<m>-mig-<GI id>-<start>-<size>` | `gpu-<m>-mig-<profile>-<GI id>-<start>` | as 25.12 |
-| `addressingMode` (coherent systems) | no | when NVML reports one | as 25.12 |
-| DynamicMIG (partitionable devices) | no | yes (feature gate) | yes |
-| VFIO passthrough devices | no | none announced (below) | yes (feature gate PassthroughSupport) |
+| | 25.8 (v25.8.1) | 25.12 (v25.12.0) | 0.4 (v0.4.0) | 0.5 (v0.5.0, main 95932046) |
+|---|---|---|---|---|
+| PCI bus id attribute | `pcieBusID` (driver domain) | `resource.kubernetes.io/pciBusID` | as 25.12 | as 25.12 |
+| MIG device name | `gpu-<m>-mig-<GI id>-<start>-<size>` | `gpu-<m>-mig-<profile>-<GI id>-<start>` | as 25.12 | same |
+| `addressingMode` (coherent systems) | no | when NVML reports one | as 25.12 | as 25.12 |
+| DynamicMIG (partitionable devices) | no | yes (feature gate) | yes | yes |
+| VFIO passthrough devices | no | none announced (below) | yes (feature gate PassthroughSupport) | yes |
+| ConsumableShares, FabricManagerPartitioning | no | no | no | alpha gates (`dra.gpus.driver_gates`) |
 
 The project moved to kubernetes-sigs/dra-driver-nvidia-gpu after 25.12 and restarted its numbering at v0.4.0;
 its GPU and MIG devices carry 25.12's attribute and capacity sets.
@@ -43,9 +44,10 @@ __all__ = [
     "driver_shape",
 ]
 
-DriverRelease = Literal["25.8", "25.12", "0.4"]
-DRIVER_RELEASES: tuple[DriverRelease, ...] = ("25.8", "25.12", "0.4")
-DEFAULT_DRIVER_RELEASE: DriverRelease = "25.12"
+DriverRelease = Literal["25.8", "25.12", "0.4", "0.5"]
+DRIVER_RELEASES: tuple[DriverRelease, ...] = ("25.8", "25.12", "0.4", "0.5")
+# the newest release (kubernetes-sigs/dra-driver-nvidia-gpu v0.5.0, 2026-08): what a 2026 cluster runs
+DEFAULT_DRIVER_RELEASE: DriverRelease = "0.5"
 
 PCI_BUS_ID_ATTRIBUTE = "resource.kubernetes.io/pciBusID"
 PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
@@ -111,6 +113,8 @@ _SHAPES: dict[str, DriverShape] = {
         "commit 3b96cd74 in release 0.4)",
     ),
     "0.4": DriverShape("0.4", PCI_BUS_ID_ATTRIBUTE, True, True, True, True),
+    # 0.5 publishes 0.4's sets; what it adds is behind its alpha gates (dra.gpus.driver_gates)
+    "0.5": DriverShape("0.5", PCI_BUS_ID_ATTRIBUTE, True, True, True, True),
 }
 
 

@@ -17,12 +17,13 @@ import functools
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dra.errors import InputError
 from dra.gpus.catalog import GPUModel
 from dra.gpus.devices import MigInstance, NodeGpus, PhysicalGpu, VfioFacts
+from dra.gpus.driver_gates import DriverGates, fabric_partitions
 from dra.gpus.driver_versions import (
     DEFAULT_DRIVER_RELEASE,
     PCI_BUS_ID_ATTRIBUTE,
@@ -132,6 +133,8 @@ class _Publish:
 
     shape: DriverShape
     groups: Mapping[int, str]
+    gates: DriverGates = DriverGates()
+    modules: Mapping[int, int] = field(default_factory=dict)  # GPU index -> Fabric Manager module id (1..8)
 
 
 def _parent_attributes(gpu: PhysicalGpu, node: NodeGpus, pub: _Publish) -> dict[str, dict[str, Any]]:
@@ -156,7 +159,33 @@ def _gpu_attributes(gpu: PhysicalGpu, node: NodeGpus, pub: _Publish) -> dict[str
     attrs = {"type": {"string": "gpu"}, "uuid": {"string": gpu.uuid}, **_parent_attributes(gpu, node, pub)}
     if gpu.index in pub.groups:
         attrs[NVLINK_GROUP_ATTRIBUTE] = {"string": pub.groups[gpu.index]}
+    module = pub.modules.get(gpu.index)
+    if module is not None:  # FabricManagerPartitioning (addFabricManagerAttributes)
+        attrs["gpuModuleID"] = {"int": module}
+        attrs.update({f"partition{size}": {"int": pid} for size, pid in fabric_partitions(module).items()})
     return _sorted(attrs)
+
+
+def _consumable(device: dict[str, Any], gates: DriverGates, memory_bytes: int) -> dict[str, Any]:
+    """The driver's applyConsumableShares: multiple allocations, the memory capacity (rounded down to 1Mi) with its
+    request policy, and with `--consumable-shares N` a `shares` capacity."""
+    if not gates.shares:
+        return device
+    step = 2**20
+    memory = _binary(memory_bytes // step * step)
+    if gates.consumable_shares == "memory":
+        policy = {"default": memory, "validRange": {"min": "1Mi", "max": memory, "step": "1Mi"}}
+    else:
+        policy = {"default": "0", "validRange": {"min": "0", "max": memory, "step": "1Mi"}}
+    capacity = dict(device.get("capacity") or {})
+    capacity["memory"] = {"value": memory, "requestPolicy": policy}
+    if gates.consumable_shares.isdigit():
+        n = gates.consumable_shares
+        capacity["shares"] = {
+            "value": n,
+            "requestPolicy": {"default": "1", "validRange": {"min": "1", "max": n, "step": "1"}},
+        }
+    return {**device, "allowMultipleAllocations": True, "capacity": _sorted(capacity)}
 
 
 def _mig_attributes(gpu: PhysicalGpu, node: NodeGpus, profile: str, pub: _Publish) -> dict[str, dict[str, Any]]:
@@ -187,17 +216,24 @@ def mig_device_name(gpu: PhysicalGpu, profile: MigProfile, start: int, shape: Dr
     return f"gpu-{gpu.minor}-mig-{profile.gi_profile_id}-{start}-{profile.memory_slices}"
 
 
-def _publish(node: NodeGpus, release: str, gpudra_attributes: bool) -> _Publish:
-    return _Publish(driver_shape(release), node.nvlink_groups() if gpudra_attributes else {})
+def _publish(node: NodeGpus, release: str, gpudra_attributes: bool, gates: DriverGates | None = None) -> _Publish:
+    gates = gates or DriverGates()
+    modules: dict[int, int] = {}
+    # Fabric Manager partitions exist on NVSwitch baseboards; gpudra knows the default table of the 8-GPU ones
+    if gates.fabric_partitions and node.topology.nvswitch and len(node.gpus) == 8:
+        by_bus = sorted(node.gpus, key=lambda g: g.pci_bus_id)
+        modules = {gpu.index: position + 1 for position, gpu in enumerate(by_bus)}
+    return _Publish(driver_shape(release), node.nvlink_groups() if gpudra_attributes else {}, gates, modules)
 
 
 def _full_gpu_device(gpu: PhysicalGpu, node: NodeGpus, pub: _Publish) -> dict[str, Any]:
     """A whole GPU without DynamicMIG: its attributes and `memory` capacity (NVML total memory)."""
-    return {
+    device = {
         "name": gpu.name,
         "attributes": _gpu_attributes(gpu, node, pub),
         "capacity": _capacity({"memory": gpu.memory_bytes}),
     }
+    return _consumable(device, pub.gates, gpu.memory_bytes)
 
 
 def _static_mig_device(gpu: PhysicalGpu, node: NodeGpus, instance: MigInstance, pub: _Publish) -> dict[str, Any]:
@@ -209,11 +245,12 @@ def _static_mig_device(gpu: PhysicalGpu, node: NodeGpus, instance: MigInstance, 
     caps.update({f"memorySlice{i}": 1 for i in range(instance.start, instance.start + profile.memory_slices)})
     attrs = _mig_attributes(gpu, node, profile.name, pub)
     attrs["uuid"] = {"string": instance.uuid}
-    return {
+    device = {
         "name": mig_device_name(gpu, profile, instance.start, pub.shape),
         "attributes": _sorted(attrs),
         "capacity": _capacity(caps),
     }
+    return _consumable(device, pub.gates, caps["memory"])
 
 
 def counter_set_name(gpu: PhysicalGpu) -> str:
@@ -400,6 +437,7 @@ def node_resource_slices(
     driver_release: str = DEFAULT_DRIVER_RELEASE,
     gpudra_attributes: bool = False,
     passthrough: bool = False,
+    driver_gates: DriverGates | None = None,
 ) -> list[dict[str, Any]]:
     """The ResourceSlices driver release `driver_release` publishes for `node` (pool = node name), as dicts.
 
@@ -417,6 +455,7 @@ def node_resource_slices(
         driver_release=driver_release,
         gpudra_attributes=gpudra_attributes,
         passthrough=passthrough,
+        driver_gates=driver_gates,
     ).slices
 
 
@@ -429,12 +468,13 @@ def indexed_node_slices(
     driver_release: str = DEFAULT_DRIVER_RELEASE,
     gpudra_attributes: bool = False,
     passthrough: bool = False,
+    driver_gates: DriverGates | None = None,
 ) -> IndexedSlices:
     """`node_resource_slices`, with each device's GPU index, MIG profile and start by device name (VFIO devices
     are not indexed: like `index_devices`, the index holds GPU and MIG devices only)."""
     index: DeviceIndex = {}
     split = parse_k8s_version(k8s_version) >= (1, 35)
-    pub = _publish(node, driver_release, gpudra_attributes)
+    pub = _publish(node, driver_release, gpudra_attributes, driver_gates)
     gpus = sorted(node.gpus, key=lambda g: g.pci_bus_id)  # the driver walks GPUs by PCI bus id
     if passthrough:
         if not pub.shape.vfio:
@@ -599,6 +639,7 @@ def resource_slices(
     driver_release: str = DEFAULT_DRIVER_RELEASE,
     gpudra_attributes: bool = False,
     passthrough: bool = False,
+    driver_gates: DriverGates | None = None,
 ) -> list[ResourceSlice]:
     """`node_resource_slices` as `dra.model.ResourceSlice` objects (`to_k8s()` gives the dicts back)."""
     slices = node_resource_slices(
@@ -609,5 +650,6 @@ def resource_slices(
         driver_release=driver_release,
         gpudra_attributes=gpudra_attributes,
         passthrough=passthrough,
+        driver_gates=driver_gates,
     )
     return [ResourceSlice.from_k8s(s) for s in slices]

@@ -11,6 +11,7 @@ from typing import Any
 from dra import gpus
 from dra.gpus import (
     DEFAULT_DRIVER_RELEASE,
+    DriverGates,
     MigMode,
     apply_mig_config,
     load_mig_parted,
@@ -38,6 +39,7 @@ def inventory_slices(
     k8s_version: str = "1.35",
     driver_release: str = DEFAULT_DRIVER_RELEASE,
     gpudra_attributes: bool = False,
+    driver_gates: DriverGates | None = None,
     mig_config: str | Path | None = None,
     mig_config_name: str | None = None,
     nvml: Any | None = None,
@@ -67,6 +69,7 @@ def inventory_slices(
         k8s_version=k8s_version,
         driver_release=driver_release,
         gpudra_attributes=gpudra_attributes,
+        driver_gates=driver_gates,
     )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from dra.errors import GpudraError
-from dra.gpus import DEFAULT_DRIVER_RELEASE
+from dra.gpus import DEFAULT_DRIVER_RELEASE, parse_driver_gates
 from dra.inventory import NvmlUnavailable, inventory_slices, write_capture
 
 from ..options import OptionError, mig_mode, output_format
@@ -38,13 +38,22 @@ def inventory(
     gpudra_attributes: bool = False,
     mig_config: Path | None = None,
     mig_config_name: str | None = None,
+    driver_gates: str = "",
+    consumable_shares: str = "memory",
 ) -> Outcome:
     """The slices as a YAML stream or a JSON `List`; with `capture_file`, the snapshot written there instead."""
     try:
         mode = mig_mode(mig)
         fmt = output_format(output)
+        gates = parse_driver_gates(driver_gates, driver_release, consumable_shares)
     except OptionError as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
+    except ValueError as exc:
+        return Outcome(stderr=f"error: --driver-gates: {exc}\n", code=EXIT_INPUT)
+    if gates.shares and mode == "dynamic":
+        # applyConsumableShares runs for whole GPUs and static MIG devices, never DynamicMIG's partitions
+        return Outcome(stderr="error: --driver-gates: ConsumableShares applies to whole GPUs and static MIG devices, "
+                       "not to DynamicMIG's partitions (use --mig-mode none or static)\n", code=EXIT_INPUT)  # fmt: skip
     try:
         if capture_file is not None:
             snapshot = write_capture(capture_file, node_name=node)
@@ -58,6 +67,7 @@ def inventory(
             k8s_version=k8s_version,
             driver_release=driver_release,
             gpudra_attributes=gpudra_attributes,
+            driver_gates=gates,
             mig_config=mig_config,
             mig_config_name=mig_config_name,
         )
@@ -94,6 +104,14 @@ def register(app: typer.Typer) -> None:
         mig_config_name: str | None = typer.Option(
             None, "--mig-config-name", help="The config to apply first (the node's nvidia.com/mig.config label)."
         ),
+        driver_gates: str = typer.Option(
+            "",
+            "--driver-gates",
+            help="The driver's own feature gates, comma-separated (ConsumableShares, FabricManagerPartitioning, ...).",
+        ),
+        consumable_shares: str = typer.Option(
+            "memory", "--consumable-shares", help="With ConsumableShares: memory, unlimited or a number of shares."
+        ),
     ) -> None:
         """Print this node's ResourceSlices; --capture writes a snapshot, --from reads one, --catalog invents one."""
         emit(
@@ -110,5 +128,7 @@ def register(app: typer.Typer) -> None:
                 gpudra_attributes=gpudra_attributes,
                 mig_config=mig_config,
                 mig_config_name=mig_config_name,
+                driver_gates=driver_gates,
+                consumable_shares=consumable_shares,
             )
         )

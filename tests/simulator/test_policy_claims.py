@@ -30,17 +30,19 @@ def test_right_size_claim_goes_to_the_allocator_as_the_policy_built_it() -> None
     assert strategy.outcomes["policy right-size"] == 1
 
 
-def test_tensor_parallel_pod_prefers_nvlink_then_pcie_then_any() -> None:
+def test_tensor_parallel_pod_prefers_a_partition_then_nvlink_then_pcie_then_any() -> None:
     spec = legacy_pod("vllm", 8000, 65536, 4, "llm-serving")
     _, demand = PolicyClaims()._demand(_pod(4, 1000, 60000, "llm-serving", spec))
     assert isinstance(demand, ClaimDemand)
     claim = json.loads(demand.claim)
     assert claim["devices"]["constraints"] == [
+        {"matchAttribute": "gpu.nvidia.com/partition4", "requests": ["main/same-partition4"]},
         {"matchAttribute": "gpu.gpudra.io/nvlinkGroup", "requests": ["main/same-nvlinkgroup"]},
         {"matchAttribute": "resource.kubernetes.io/pcieRoot", "requests": ["main/same-pcieroot"]},
     ]
     (request,) = claim["devices"]["requests"]
-    assert [alt["name"] for alt in request["firstAvailable"]] == ["same-nvlinkgroup", "same-pcieroot", "any"]
+    names = [alt["name"] for alt in request["firstAvailable"]]
+    assert names == ["same-partition4", "same-nvlinkgroup", "same-pcieroot", "any"]
 
 
 def test_untouched_pod_keeps_its_legacy_request(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ MODULES = [
     "dra.gpus.devices",
     "dra.gpus.mig",
     "dra.gpus.slices",
+    "dra.gpus.driver_gates",
     "dra.gpus.topology",
     "dra.inventory",
     "dra.inventory.sources",

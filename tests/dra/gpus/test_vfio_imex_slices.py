@@ -119,7 +119,7 @@ def test_driver_25_8_refuses_passthrough() -> None:
 
 def test_driver_25_12_refuses_passthrough_naming_its_bug() -> None:
     with pytest.raises(ValueError, match=r"25\.12 publishes no VFIO devices: .*3b96cd74.*release 0\.4"):
-        node_resource_slices(_recorded(), passthrough=True)
+        node_resource_slices(_recorded(), passthrough=True, driver_release="25.12")
 
 
 def test_dynamic_mig_and_passthrough_are_mutually_exclusive() -> None:
