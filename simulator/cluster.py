@@ -110,7 +110,8 @@ class NodeSpec:
     model_label: str = ""  # the model name the trace uses (gpu_spec matches it)
     mig: str = "none"
     layout: Layout = ()  # static: the MIG layout of every GPU
-    sharing: bool = False  # gpudra's addition: GPUs with allowMultipleAllocations (the NVIDIA driver has none)
+    # GPUs published shareable, as NVIDIA DRA driver 0.5's ConsumableShares gate publishes them (memory mode)
+    sharing: bool = False
     # A node read from a real cluster keeps the ResourceSlices it published (the gpudra strategy allocates on
     # them as they are); `slices_digest` stands for their content in the template (names and UUIDs aside).
     slices: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
@@ -119,13 +120,15 @@ class NodeSpec:
     # NodeAffinity and TaintToleration read; (key, value, effect), spec.unschedulable as its NoSchedule taint
     labels: tuple[tuple[str, str], ...] = ()
     taints: tuple[tuple[str, str, str], ...] = ()
+    # driver 0.5's FabricManagerPartitioning: 8-GPU NVSwitch nodes publish gpuModuleID and partition<N>
+    fabric_partitions: bool = False
 
     @property
     def template(self) -> tuple[Any, ...]:
         """Nodes with equal templates behave alike when equally loaded (the class index relies on it)."""
         return (
             self.cpu_milli, self.memory_mib, self.gpu_count, self.gpu, self.model_label, self.mig, self.layout,
-            self.sharing, self.slices_digest, self.labels, self.taints,
+            self.sharing, self.fabric_partitions, self.slices_digest, self.labels, self.taints,
         )  # fmt: skip
 
 
@@ -145,6 +148,19 @@ class ClusterSpec:
         """The same cluster with every pool's whole GPUs published as shareable (`sharing: true`, gpudra's
         consumable-capacity model); nodes read from real slices keep what they published."""
         nodes = [n if n.slices or n.sharing else dataclasses.replace(n, sharing=True) for n in self.nodes]
+        return dataclasses.replace(self, nodes=nodes)
+
+    def with_driver_gates(self, gates: frozenset[str]) -> ClusterSpec:
+        """The same cluster as NVIDIA DRA driver 0.5 publishes it with these of its gates on: ConsumableShares makes
+        whole GPUs and static MIG devices shareable, FabricManagerPartitioning publishes NVSwitch partitions; nodes
+        read from real slices keep what they published."""
+        nodes = [
+            n if n.slices else dataclasses.replace(
+                n, sharing=n.sharing or "ConsumableShares" in gates,
+                fabric_partitions="FabricManagerPartitioning" in gates,
+            )
+            for n in self.nodes
+        ]  # fmt: skip
         return dataclasses.replace(self, nodes=nodes)
 
     def summary(self) -> dict[str, Any]:

@@ -70,6 +70,8 @@ class SimulationConfig:
     gpudra_attributes: bool = False
     sizing: SizingSpec | str | None = None
     unannotated: bool = False
+    # NVIDIA DRA driver 0.5's own gates the cluster runs with (ConsumableShares, FabricManagerPartitioning)
+    driver_gates: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -98,7 +100,8 @@ def _cluster(config: SimulationConfig) -> ClusterSpec:
         spec = default_cluster()
     else:
         spec = load_cluster(str(cluster), gpu_model_map=config.gpu_model_map)
-    return spec.with_consumable_capacity() if config.consumable_capacity else spec
+    spec = spec.with_consumable_capacity() if config.consumable_capacity else spec
+    return spec.with_driver_gates(config.driver_gates) if config.driver_gates else spec
 
 
 def _workload(config: SimulationConfig, spec: ClusterSpec) -> Workload:
@@ -188,6 +191,8 @@ def _input(
         "allocator_mode": mode if mode == "upstream" else f"{mode} (what-if: not what a stock cluster does)",
         "node_score": config.node_score or "least-allocated",
         "scheduler": config.scheduler.describe(),
+        # what a result needs of the NVIDIA DRA driver: a release and the gates it was run with
+        "driver": {"release": "0.5", "gates": sorted(config.driver_gates)},
         "gpudra_additions": {
             "consumable_capacity": config.consumable_capacity, "gpudra_attributes": config.gpudra_attributes,
         },

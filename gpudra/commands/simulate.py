@@ -53,6 +53,8 @@ def simulate(
     verify_scheduler: bool = False,
     k8s_bin: Path | None = None,
     sample: int = 200,
+    driver_release: str = "0.5",
+    driver_gates: str = "",
 ) -> Outcome:
     """Run every strategy, write the report (its path goes to stderr at once), and the table or JSON summary."""
     if report is not None and (missing := missing_extra("matplotlib", "report", "--report")):
@@ -69,6 +71,21 @@ def simulate(
         checked_score = None if node_score is None else one_of(node_score, NODE_SCORES, "--node-score")
     except OptionError as exc:
         return input_error(exc)
+    from dra.gpus import parse_driver_gates
+
+    try:
+        if driver_release.strip().removeprefix("v")[:3] != "0.5" and driver_gates:
+            raise ValueError(
+                f"the simulator models the gates of driver release 0.5 (got --driver-release {driver_release})"
+            )
+        gates = parse_driver_gates(driver_gates, driver_release).enabled
+        modelled = {"ConsumableShares", "FabricManagerPartitioning"}
+        if gates - modelled:
+            raise ValueError(
+                f"the simulator models {', '.join(sorted(modelled))}, not {', '.join(sorted(gates - modelled))}"
+            )
+    except ValueError as exc:
+        return input_error(OptionError(f"--driver-gates: {exc}"))
     if verify_scheduler:  # before the simulation: without the binaries there is nothing to verify against
         from simulator.verify import find_components
 
@@ -82,7 +99,7 @@ def simulate(
         config = SimulationConfig(
             cluster, trace, tuple(names), seed, protocol, load, policies=policies, allocator_mode=checked_mode,
             node_score=checked_score, scheduler=profile, consumable_capacity=consumable_capacity,
-            gpudra_attributes=gpudra_attributes, sizing=sizing, unannotated=unannotated,
+            gpudra_attributes=gpudra_attributes, sizing=sizing, unannotated=unannotated, driver_gates=gates,
         )  # fmt: skip
         with progress_bar("{task.description}", err) as bar:
             tasks: dict[str, Any] = {}
@@ -233,6 +250,13 @@ def register(app: typer.Typer) -> None:
             "kube-scheduler (default: what tests/controlplane/build.sh builds into ~/.cache/gpudra/k8s/<version>/bin).",
         ),
         sample: int = typer.Option(200, "--sample", help="--verify-scheduler: how many pods (the first by arrival)."),
+        driver_release: str = typer.Option("0.5", "--driver-release", help="The NVIDIA DRA driver release (0.5)."),
+        driver_gates: str = typer.Option(
+            "",
+            "--driver-gates",
+            help="The driver's gates the cluster runs with: ConsumableShares (shareable GPUs), "
+            "FabricManagerPartitioning (NVSwitch partitions).",
+        ),
     ) -> None:
         """Compare placement strategies; with no arguments: the built-in cluster and workload."""
         emit(
@@ -256,5 +280,7 @@ def register(app: typer.Typer) -> None:
                 verify_scheduler=verify_scheduler,
                 k8s_bin=k8s_bin,
                 sample=sample,
+                driver_release=driver_release,
+                driver_gates=driver_gates,
             )
         )

@@ -16,6 +16,7 @@ from typing import Any
 from dra.allocator import Allocator, Claim, Mode, Node, SelectorMatcher, Unsatisfiable, cel_selector_matcher
 from dra.gpus import (
     DRIVER,
+    DriverGates,
     GPUModel,
     IndexedSlices,
     SliceDevice,
@@ -59,9 +60,9 @@ def _slice_model(gpu: GPUModel) -> GPUModel:
 
 def node_slices(spec: NodeSpec, name: str, *, gpudra_attributes: bool = False) -> IndexedSlices:
     """The ResourceSlices of node `name` and their device index: the ones a real node published, as they are
-    (pool and node renamed), else built as `spec` exactly as the NVIDIA DRA driver publishes them, plus what
-    gpudra adds only where asked: `allowMultipleAllocations` on whole GPUs of pools with `sharing: true` (DRA
-    consumable capacity, which the NVIDIA driver does not publish) and, with `gpudra_attributes`,
+    (pool and node renamed), else built as `spec` exactly as the NVIDIA DRA driver (0.5) publishes them: pools
+    with `sharing: true` as its ConsumableShares gate publishes them (shareable whole GPUs and static MIG devices,
+    memory mode), `fabric_partitions` with its FabricManagerPartitioning; and, with `gpudra_attributes`, gpudra's
     `gpu.gpudra.io/nvlinkGroup`."""
     assert spec.gpu is not None
     if spec.slices:
@@ -72,16 +73,15 @@ def node_slices(spec: NodeSpec, name: str, *, gpudra_attributes: bool = False) -
         return IndexedSlices(renamed, index_devices(spec.slices, spec.gpu))
     layouts = {i: list(spec.layout) for i in range(spec.gpu_count)} if spec.layout else None
     node = synthetic_node(_slice_model(spec.gpu), name, spec.gpu_count, mig_layouts=layouts)
-    made = indexed_node_slices(
+    gates = {"ConsumableShares"} if spec.sharing and spec.mig != "dynamic" else set()
+    if spec.fabric_partitions:
+        gates.add("FabricManagerPartitioning")
+    return indexed_node_slices(
         node,
         mig_mode="static" if spec.mig == "static" else spec.mig,  # type: ignore[arg-type]
         gpudra_attributes=gpudra_attributes,
+        driver_gates=DriverGates(frozenset(gates)) if gates else None,
     )
-    if spec.sharing and spec.mig == "none":
-        for item in made.slices:
-            for device in item["spec"].get("devices") or []:
-                device["allowMultipleAllocations"] = True
-    return made
 
 
 @dataclass(slots=True)

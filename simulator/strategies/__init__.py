@@ -7,7 +7,7 @@ from typing import Any
 
 from .base import NODE_SCORES, Demand, Option, Strategy
 from .baselines import BASELINES, BestFit, DotProd, Fgd, GpuClustering, GpuPacking, RandomFit
-from .deviceplugin import DevicePlugin, DraWhole, Reconfiguration
+from .deviceplugin import DevicePlugin, DraWhole, Kep5004, Reconfiguration
 from .policy_claims import OBSERVED_RUN
 from .settings import RunSettings
 
@@ -20,6 +20,7 @@ __all__ = [
     "DevicePlugin",
     "DotProd",
     "DraWhole",
+    "Kep5004",
     "Fgd",
     "GpuClustering",
     "GpuPacking",
@@ -32,7 +33,9 @@ __all__ = [
     "strategy_class",
 ]
 
-STRATEGY_NAMES = ("device-plugin", "dra-whole", "gpudra", *BASELINES)
+# `kep-5004` and `dra-whole` are the same placement (whole GPUs through the scheduler's own claim, first-fit
+# devices); both names run, each under its own name
+STRATEGY_NAMES = ("device-plugin", "kep-5004", "dra-whole", "gpudra", *BASELINES)
 
 
 def strategy_class(name: str) -> type[Strategy]:
@@ -41,7 +44,9 @@ def strategy_class(name: str) -> type[Strategy]:
         from .policy_claims import PolicyClaims
 
         return PolicyClaims
-    classes: dict[str, type[Strategy]] = {"device-plugin": DevicePlugin, "dra-whole": DraWhole, **BASELINES}
+    classes: dict[str, type[Strategy]] = {
+        "device-plugin": DevicePlugin, "kep-5004": Kep5004, "dra-whole": DraWhole, **BASELINES,
+    }  # fmt: skip
     if name not in classes:
         raise ValueError(f"unknown strategy {name!r} (known: {', '.join(STRATEGY_NAMES)})")
     return classes[name]
@@ -51,6 +56,7 @@ def make_strategy(name: str, *, seed: int = 0, **options: Any) -> Strategy:
     """A fresh strategy by name; `options` go to its constructor (e.g. `policies=`, `mode=` for gpudra)."""
     factories: dict[str, Callable[..., Strategy]] = {
         "device-plugin": DevicePlugin,
+        "kep-5004": Kep5004,
         "dra-whole": DraWhole,
         **BASELINES,
     }

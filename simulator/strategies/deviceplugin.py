@@ -166,6 +166,10 @@ def _homogeneous(node: NodeState, profile: str) -> Layout:
 
 
 class DraWhole(KubeScheduled, _ByCount):
+    """Whole GPUs through DRA, placed by kube-scheduler with the upstream allocator's first-fit device choice: what
+    KEP-5004 (GA in Kubernetes 1.37) gives an unchanged `nvidia.com/gpu: N` pod through a DeviceClass with
+    `extendedResourceName`. Run as `kep-5004`, or by its older name `dra-whole`."""
+
     name = "dra-whole"
     device_order = "first"
 
@@ -173,3 +177,9 @@ class DraWhole(KubeScheduled, _ByCount):
         super().prepare(state, pods)
         for node in state.nodes:
             assert node.spec.mig != "dynamic" or all(g.mode == DYNAMIC for g in node.gpus)
+
+
+class Kep5004(DraWhole):
+    """`DraWhole` under the name of the Kubernetes feature that provides it natively."""
+
+    name = "kep-5004"
