@@ -36,6 +36,7 @@ from typing import Any
 
 from .cache import ByteBoundedLRU
 from .expansion import expand_words
+from .models import model_from_nim_image
 from .shellwords import split, split_prefix
 
 __all__ = [
@@ -311,6 +312,8 @@ def _server(command: Sequence[str], args: Sequence[str], reader: _Reader, image:
             memory_utilization=_float(_pick(flags, reader, "cuda-memory-fraction")),
         )
     nim_model = reader.get("NIM_MODEL_NAME") or reader.get("NIM_MODEL_PATH") or ""
+    if not nim_model and (from_image := model_from_nim_image(image)) is not None:
+        nim_model = from_image.hf_id  # a per-model NIM image names its model
     if nim_model or "nvcr.io/nim/" in image_l or "nim-serve" in base:
         passthrough = _passthrough(reader)
         start = base.index("nim-serve") + 1 if "nim-serve" in base else len(words)

@@ -190,6 +190,25 @@ for _spec in MODELS:
         _INDEX[_name.lower()] = _spec
 
 
+# A model's name without its organisation (`llama-3.1-8b-instruct`), where only one catalog model has it: NVIDIA's
+# per-model NIM images are named so (nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3, build.nvidia.com's catalog).
+_BY_BASENAME: dict[str, ModelSpec | None] = {}
+for _spec in MODELS:
+    for _name in (_spec.hf_id, *_spec.aliases):
+        _base = _name.rsplit("/", 1)[-1].lower()
+        _BY_BASENAME[_base] = _spec if _BY_BASENAME.get(_base, _spec) is _spec else None
+
+
+def model_from_nim_image(image: str) -> ModelSpec | None:
+    """The catalog model a per-model NIM image serves (`nvcr.io/nim/<publisher>/<model>:<tag>`), or None (a
+    multi-model `llm-nim` image, another registry, or a model not in the catalog)."""
+    path = image.strip().lower().split("@", 1)[0]
+    if not path.startswith("nvcr.io/nim/"):
+        return None
+    repository = path[len("nvcr.io/nim/") :].rsplit(":", 1)[0] if ":" in path.rsplit("/", 1)[-1] else path[12:]
+    return _BY_BASENAME.get(repository.rsplit("/", 1)[-1])
+
+
 def lookup_model(name: str) -> ModelSpec | None:
     """The catalog row of a Hugging Face model id (case-insensitive, aliases included; a trailing `/`, an `hf://`
     prefix or a local `/models/<org>/<name>` path keeps its last two parts), or None when it is not in the catalog."""
