@@ -86,12 +86,13 @@ class Candidates:
 
     def feasible_nodes(self, state: ClusterState) -> np.ndarray:
         """A boolean per node: it is up and its class fits."""
-        node_class = state.node_class
-        mask = self.mask
-        ok = (node_class >= 0) & (node_class < len(mask))
-        out = np.zeros(len(node_class), dtype=bool)
-        out[ok] = mask[node_class[ok]]
-        return out
+        if len(self.mask) <= len(state.sigs):  # room for every class id, and a last slot no class has
+            grow = 2 * len(state.sigs) + 1 - len(self.mask)
+            self.mask = np.concatenate((self.mask, np.zeros(grow, dtype=bool)))
+            self.bases = np.concatenate((self.bases, np.zeros(grow, dtype=np.int64)))
+            self.raws = np.concatenate((self.raws, np.zeros((grow, 3), dtype=np.int64)))
+        # a down node's class is -1: the last slot, which no class id reaches, so it reads False
+        return self.mask[state.node_class]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +112,15 @@ def _cut_search(state: ClusterState, cands: Candidates, profile: Profile) -> np.
     want = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, n)
     if want >= n:
         return None
-    feasible = cands.synced().feasible_nodes(state)
-    if int(feasible.sum()) <= want:
+    found = np.flatnonzero(cands.synced().feasible_nodes(state))
+    if len(found) <= want:
         return None  # every node looked at: next_start moves by n, i.e. stays
     start = state.next_start
-    rotated = np.concatenate((feasible[start:], feasible[:start]))
-    positions = np.flatnonzero(rotated)[: want + 1]
+    split = int(np.searchsorted(found, start))
+    order = np.concatenate((found[split:], found[:split]))[: want + 1]  # feasible nodes from `start`, wrapping
     # the search stops when the (want + 1)-th feasible node turns up: it and the nodes after it are not counted
-    state.next_start = (start + int(positions[want])) % n
-    return (positions[:want] + start) % n
+    state.next_start = int(order[want])
+    return order[:want]
 
 
 def scored_classes(state: ClusterState, cands: Candidates, profile: Profile, *, advance: bool = True) -> Scored | None:
