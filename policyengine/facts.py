@@ -24,6 +24,10 @@ from dra.sizing import (
     resolve_sizing,
 )
 
+# resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices, and a pod's legacy
+# GPUs all go into one claim (defined once, with the admission server's shape check)
+from .pod_shape import MAX_DEVICES_PER_CLAIM
+
 __all__ = [
     "CONTAINER_KINDS",
     "HAMI_RESOURCES",
@@ -42,9 +46,6 @@ LEGACY_GPU = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
 # Ephemeral containers cannot declare resources, so these are the only places GPUs can be asked for.
 CONTAINER_KINDS = ("initContainers", "containers")
-# resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices (the API server accepts
-# a larger `count`, but the scheduler's allocator never satisfies it), and a pod's legacy GPUs all go into one claim.
-MAX_DEVICES_PER_CLAIM = 32
 # HAMi (Project-HAMi/HAMi) resources beside `nvidia.com/gpu`, with their `gpu.containers[].hami` key and the largest
 # value they take: device memory per GPU in MiB, a percentage of the device's memory, a percentage of its SMs.
 HAMI_RESOURCES: dict[str, tuple[str, int | None]] = {

@@ -8,9 +8,10 @@ error. Here it becomes a 400-style denial naming the field.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from dra.errors import QuantityError
+from dra.model import LIMITS
 from dra.quantity import Quantity
 from policyengine.denial import AdmissionDenied
 
@@ -18,8 +19,8 @@ __all__ = ["MAX_DEVICES_PER_CLAIM", "check_pod_shape"]
 
 # resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices, and a pod's legacy
 # GPUs all go into one claim (the API server accepts a larger `count`; the scheduler never allocates it). The policy
-# engine's facts (policyengine.facts) hold the same limit for the CLI and the simulator.
-MAX_DEVICES_PER_CLAIM = 32
+# engine's facts (policyengine.facts) read this one for the CLI and the simulator.
+MAX_DEVICES_PER_CLAIM: Final = LIMITS["AllocationResultsMaxSize"]
 
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
