@@ -104,11 +104,20 @@ def cpu_memory_parts(profile: Profile) -> LocalParts:
         fit = balanced = None
         if fit_weight:
             score = total = 0
+            # `_share` written out (least_allocated.go / most_allocated.go per resource)
             if cap_cpu:
-                score += _share(used_cpu + (cpu or DEFAULT_CPU_MILLI), cap_cpu, most) * w_cpu
+                req = used_cpu + (cpu or DEFAULT_CPU_MILLI)
+                if most:
+                    score += (req if req < cap_cpu else cap_cpu) * 100 // cap_cpu * w_cpu
+                elif req <= cap_cpu:
+                    score += (cap_cpu - req) * 100 // cap_cpu * w_cpu
                 total += w_cpu
             if cap_mem:
-                score += _share(used_mem + (mem or DEFAULT_MEMORY_MIB), cap_mem, most) * w_mem
+                req = used_mem + (mem or DEFAULT_MEMORY_MIB)
+                if most:
+                    score += (req if req < cap_mem else cap_mem) * 100 // cap_mem * w_mem
+                elif req <= cap_mem:
+                    score += (cap_mem - req) * 100 // cap_mem * w_mem
                 total += w_mem
             fit = fit_weight * (score // total if total else 0)
         if balanced_weight and (cpu or mem):
