@@ -22,7 +22,7 @@ from policyengine import Decision, PolicySet
 from policyengine.denial import AdmissionDenied
 from policyengine.pod_shape import check_pod_shape
 from policyengine.translate import MANAGED_BY, TEMPLATE_PREFIX, Translation, pointer, translate
-from policyengine.workloads import PodTemplate, dotted, pod_templates, workload_kind
+from policyengine.workloads import PodTemplate, UnknownWorkload, dotted, pod_templates, workload_kind
 
 __all__ = [
     "SOURCE_ANNOTATION",
@@ -136,6 +136,8 @@ def template_pods(document: Document) -> list[TemplatePod]:
     line, object and field otherwise); [] for an object that asks for no GPUs and holds no pod template."""
     try:
         templates = pod_templates(document.data)
+    except UnknownWorkload as exc:  # kept apart: a kind gpudra cannot rewrite ahead of time, not unreadable input
+        raise UnknownWorkload(exc.message, source=document.source, line=document.line) from None
     except InputError as exc:
         raise _input_error(document, exc.message) from None
     pods = [_template_pod(document, t) for t in templates]

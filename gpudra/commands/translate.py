@@ -21,6 +21,7 @@ import typer
 from dra.errors import InputError
 from policyengine.manifest_tree import translate_tree
 from policyengine.workload_translation import TemplateTranslation, translate_documents
+from policyengine.workloads import UnknownWorkload
 
 from ..options import OptionError, output_format
 from ..outcome import Outcome, emit
@@ -53,11 +54,25 @@ def translate_file(
     except (OptionError, InputError) as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     policies = policy_set(policies_dir)
-    objects, errors = translate_documents(documents, policies, namespace)
+    objects, all_errors = translate_documents(documents, policies, namespace)
+    # A kind gpudra cannot rewrite ahead of time is passed through with a warning (its pods are translated at
+    # admission); only unreadable input is an error.
+    unknown = [e for e in all_errors if isinstance(e, UnknownWorkload)]
+    errors = [e for e in all_errors if not isinstance(e, UnknownWorkload)]
+    passed_through = "".join(
+        f"warning: {e}; passed through unchanged: `gpudra serve` translates its pods when they are created\n"
+        for e in unknown
+    )
     translations = [t for o in objects for t in o.templates]
     if not translations and not errors:
-        return Outcome(stderr=f"error: {nothing_to_translate(pod_file, documents)}\n", code=EXIT_INPUT)
-    lone_pod = len(translations) == 1 and translations[0].pod.is_pod and not errors
+        note = "" if unknown else f"note: {nothing_to_translate(pod_file, documents)}; printed unchanged\n"
+        body = (
+            json.dumps(translation_json(objects), indent=2) + "\n"
+            if fmt == "json"
+            else yaml_stream(objects_with_templates(objects))
+        )
+        return Outcome(stdout=body, stderr=passed_through + note)
+    lone_pod = len(translations) == 1 and translations[0].pod.is_pod and not errors and not unknown
 
     def named(t: TemplateTranslation, text: str) -> str:
         return text if lone_pod else f"{t.pod.label}: {text}"
@@ -67,7 +82,7 @@ def translate_file(
     stderr += "".join(f"denied: {named(t, t.decision.message)}\n" for t in denied)
     if errors or denied:
         return Outcome(stderr=stderr, code=EXIT_INPUT if errors else EXIT_DENIED)
-    stderr += "".join(f"warning: {named(t, w)}\n" for t in translations for w in t.warnings)
+    stderr += passed_through + "".join(f"warning: {named(t, w)}\n" for t in translations for w in t.warnings)
     if fmt == "json":
         data = _lone_pod_json(translations[0]) if lone_pod else translation_json(objects)
         return Outcome(stdout=json.dumps(data, indent=2) + "\n", stderr=stderr)
