@@ -19,6 +19,7 @@ from pathlib import Path
 import typer
 
 from dra.errors import InputError
+from policyengine.k8s_features import parse_minor, unserved_features
 from policyengine.manifest_tree import translate_tree
 from policyengine.workload_translation import TemplateTranslation, translate_documents
 from policyengine.workloads import UnknownWorkload
@@ -44,14 +45,19 @@ def _lone_pod_json(t: TemplateTranslation) -> dict[str, object]:
 
 
 def translate_file(
-    pod_file: Source, policies_dir: Source | None = None, output: str = "yaml", namespace_file: Source | None = None
+    pod_file: Source,
+    policies_dir: Source | None = None,
+    output: str = "yaml",
+    namespace_file: Source | None = None,
+    k8s_version: str | None = None,
 ) -> Outcome:
     """Every object of the file with its pod templates translated, as a YAML stream or the JSON of the CLI contract."""
     try:
         fmt = output_format(output)
+        minor = parse_minor(k8s_version) if k8s_version is not None else None
         documents = read_objects(pod_file)
         namespace = read_namespace(namespace_file)
-    except (OptionError, InputError) as exc:
+    except (OptionError, InputError, ValueError) as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     policies = policy_set(policies_dir)
     objects, all_errors = translate_documents(documents, policies, namespace)
@@ -83,6 +89,13 @@ def translate_file(
     if errors or denied:
         return Outcome(stderr=stderr, code=EXIT_INPUT if errors else EXIT_DENIED)
     stderr += passed_through + "".join(f"warning: {named(t, w)}\n" for t in translations for w in t.warnings)
+    if minor is not None:  # what the target cluster would not serve, per claim template
+        for t in translations:
+            for template in t.templates:
+                spec = (template.get("spec") or {}).get("spec") or {}
+                name = template["metadata"]["name"]
+                stderr += "".join(f"warning: {named(t, f'ResourceClaimTemplate {name} {w}')}\n"
+                                  for w in unserved_features(spec, minor))  # fmt: skip
     if fmt == "json":
         data = _lone_pod_json(translations[0]) if lone_pod else translation_json(objects)
         return Outcome(stdout=json.dumps(data, indent=2) + "\n", stderr=stderr)
@@ -139,6 +152,9 @@ def register(app: typer.Typer) -> None:
             None, "--out", help="With -R: write a full copy of the tree here instead (a new or empty directory)."
         ),
         dry_run: bool = typer.Option(False, "--dry-run", help="With -R: report what would change, write nothing."),
+        k8s_version: str | None = typer.Option(
+            None, "--k8s-version", help="Warn where a claim needs a feature this Kubernetes version does not serve."
+        ),
     ) -> None:
         """Print the objects with their pod templates rewritten to DRA and the ResourceClaimTemplates they need."""
         if recursive:
@@ -146,4 +162,4 @@ def register(app: typer.Typer) -> None:
         elif out is not None or dry_run:
             emit(Outcome(stderr="error: --out and --dry-run go with -R DIR\n", code=EXIT_INPUT))
         else:
-            emit(translate_file(path, policies, output, namespace))
+            emit(translate_file(path, policies, output, namespace, k8s_version))
