@@ -48,3 +48,11 @@ def test_gates_the_simulator_does_not_model_or_the_driver_refuses_are_errors() -
         app, ["simulate", *OPENB, "--driver-release", "0.4", "--driver-gates", "ConsumableShares"]
     )
     assert result.exit_code == 2 and "0.5" in result.output
+
+
+def test_fabric_manager_partitions_keep_multi_gpu_pods_on_nvlink() -> None:
+    plain = simulate(SimulationConfig(strategies=("gpudra",))).summary()["strategies"]["gpudra"]
+    gated = simulate(SimulationConfig(strategies=("gpudra",), driver_gates=frozenset({"FabricManagerPartitioning"})))
+    partitioned = gated.summary()["strategies"]["gpudra"]
+    assert partitioned["nvlink_satisfied_ratio"] > plain["nvlink_satisfied_ratio"]
+    assert gated.input["driver"]["gates"] == ["FabricManagerPartitioning"]
