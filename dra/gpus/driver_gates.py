@@ -76,9 +76,6 @@ class DriverGates:
     def fabric_partitions(self) -> bool:
         return "FabricManagerPartitioning" in self.enabled
 
-    def names(self) -> list[str]:
-        return sorted(self.enabled)
-
 
 def _release_tuple(release: str) -> tuple[int, int]:
     major, minor = (int(p) for p in release.split(".")[:2])

@@ -202,11 +202,11 @@ for _spec in MODELS:
 def model_from_nim_image(image: str) -> ModelSpec | None:
     """The catalog model a per-model NIM image serves (`nvcr.io/nim/<publisher>/<model>:<tag>`), or None (a
     multi-model `llm-nim` image, another registry, or a model not in the catalog)."""
-    path = image.strip().lower().split("@", 1)[0]
+    path = image.strip().lower().split("@", 1)[0]  # a digest names no model
     if not path.startswith("nvcr.io/nim/"):
         return None
-    repository = path[len("nvcr.io/nim/") :].rsplit(":", 1)[0] if ":" in path.rsplit("/", 1)[-1] else path[12:]
-    return _BY_BASENAME.get(repository.rsplit("/", 1)[-1])
+    name = path.rsplit("/", 1)[-1].split(":", 1)[0]  # the repository's last part, without its tag
+    return _BY_BASENAME.get(name)
 
 
 def lookup_model(name: str) -> ModelSpec | None:

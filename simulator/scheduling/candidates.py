@@ -64,15 +64,19 @@ class Candidates:
         self._unsynced.clear()
         top = int(cids.max())
         if top >= len(self.mask):
-            size = max(top + 1, 2 * len(self.mask))
-            self.mask = np.concatenate((self.mask, np.zeros(size - len(self.mask), dtype=bool)))
-            self.bases = np.concatenate((self.bases, np.zeros(size - len(self.bases), dtype=np.int64)))
-            self.raws = np.concatenate((self.raws, np.zeros((size - len(self.raws), 3), dtype=np.int64)))
+            self._grow(max(top + 1, 2 * len(self.mask)))
         fits = [self.fits[int(c)] for c in cids]
         self.mask[cids] = True
         self.bases[cids] = [f.base for f in fits]
         self.raws[cids] = [f.raw for f in fits]
         return self
+
+    def _grow(self, size: int) -> None:
+        """The arrays by class id extended to `size` entries (new ones: not fitting, zero)."""
+        extra = size - len(self.mask)
+        self.mask = np.concatenate((self.mask, np.zeros(extra, dtype=bool)))
+        self.bases = np.concatenate((self.bases, np.zeros(extra, dtype=np.int64)))
+        self.raws = np.concatenate((self.raws, np.zeros((extra, 3), dtype=np.int64)))
 
     def live_groups(self, classes: dict[int, Any]) -> dict[Raw, list[tuple[int, int]]]:
         """The groups with a live class, their heap tops live (dead entries dropped for good)."""
@@ -87,10 +91,7 @@ class Candidates:
     def feasible_nodes(self, state: ClusterState) -> np.ndarray:
         """A boolean per node: it is up and its class fits."""
         if len(self.mask) <= len(state.sigs):  # room for every class id, and a last slot no class has
-            grow = 2 * len(state.sigs) + 1 - len(self.mask)
-            self.mask = np.concatenate((self.mask, np.zeros(grow, dtype=bool)))
-            self.bases = np.concatenate((self.bases, np.zeros(grow, dtype=np.int64)))
-            self.raws = np.concatenate((self.raws, np.zeros((grow, 3), dtype=np.int64)))
+            self._grow(2 * len(state.sigs) + 1)
         # a down node's class is -1: the last slot, which no class id reaches, so it reads False
         return self.mask[state.node_class]
 
