@@ -30,6 +30,7 @@ __all__ = [
     "TemplatePod",
     "TemplateTranslation",
     "namespace_for",
+    "passed_through",
     "namespaces_of",
     "template_pods",
     "template_prefix",
@@ -305,3 +306,14 @@ def translate_documents(
                     result = _set_at(result, t.pod.template.path, t.rewritten_template())
         results.append(ObjectTranslation(document, translated, result))
     return results, errors
+
+
+def passed_through(errors: Sequence[InputError]) -> tuple[list[str], list[InputError]]:
+    """`translate_documents`' errors split: warnings for the objects of a kind gpudra cannot rewrite ahead of time
+    (they stay as they are; their pods are translated at admission), and the errors of unreadable input."""
+    warnings = [
+        f"{e}; passed through unchanged: `gpudra serve` translates its pods when they are created"
+        for e in errors
+        if isinstance(e, UnknownWorkload)
+    ]
+    return warnings, [e for e in errors if not isinstance(e, UnknownWorkload)]

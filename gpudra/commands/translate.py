@@ -21,8 +21,7 @@ import typer
 from dra.errors import InputError
 from policyengine.k8s_features import parse_minor, unserved_features
 from policyengine.manifest_tree import translate_tree
-from policyengine.workload_translation import TemplateTranslation, translate_documents
-from policyengine.workloads import UnknownWorkload
+from policyengine.workload_translation import TemplateTranslation, passed_through, translate_documents
 
 from ..options import OptionError, output_format
 from ..outcome import Outcome, emit
@@ -61,14 +60,8 @@ def translate_file(
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     policies = policy_set(policies_dir)
     objects, all_errors = translate_documents(documents, policies, namespace)
-    # A kind gpudra cannot rewrite ahead of time is passed through with a warning (its pods are translated at
-    # admission); only unreadable input is an error.
-    unknown = [e for e in all_errors if isinstance(e, UnknownWorkload)]
-    errors = [e for e in all_errors if not isinstance(e, UnknownWorkload)]
-    passed_through = "".join(
-        f"warning: {e}; passed through unchanged: `gpudra serve` translates its pods when they are created\n"
-        for e in unknown
-    )
+    unknown, errors = passed_through(all_errors)  # only unreadable input is an error
+    passed = "".join(f"warning: {w}\n" for w in unknown)
     translations = [t for o in objects for t in o.templates]
     if not translations and not errors:
         note = "" if unknown else f"note: {nothing_to_translate(pod_file, documents)}; printed unchanged\n"
@@ -77,7 +70,7 @@ def translate_file(
             if fmt == "json"
             else yaml_stream(objects_with_templates(objects))
         )
-        return Outcome(stdout=body, stderr=passed_through + note)
+        return Outcome(stdout=body, stderr=passed + note)
     lone_pod = len(translations) == 1 and translations[0].pod.is_pod and not errors and not unknown
 
     def named(t: TemplateTranslation, text: str) -> str:
@@ -88,7 +81,7 @@ def translate_file(
     stderr += "".join(f"denied: {named(t, t.decision.message)}\n" for t in denied)
     if errors or denied:
         return Outcome(stderr=stderr, code=EXIT_INPUT if errors else EXIT_DENIED)
-    stderr += passed_through + "".join(f"warning: {named(t, w)}\n" for t in translations for w in t.warnings)
+    stderr += passed + "".join(f"warning: {named(t, w)}\n" for t in translations for w in t.warnings)
     if minor is not None:  # what the target cluster would not serve, per claim template
         for t in translations:
             for template in t.templates:

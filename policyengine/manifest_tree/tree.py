@@ -21,8 +21,7 @@ from typing import Any
 from dra.documents import Document, dump_documents, read_documents
 from dra.errors import InputError
 from policyengine import PolicySet
-from policyengine.workload_translation import ObjectTranslation, namespaces_of, translate_documents
-from policyengine.workloads import UnknownWorkload
+from policyengine.workload_translation import ObjectTranslation, namespaces_of, passed_through, translate_documents
 
 from .files import ManifestFile, read_manifest, write_atomically
 from .kustomization import KUSTOMIZATION_NAMES, add_resource, find_kustomization, lists
@@ -164,13 +163,8 @@ def _plan_file(
 ) -> None:
     rel = str(manifest.path.relative_to(root))
     objects, found = translate_documents(list(manifest.documents), policies, ctx.namespace, namespaces)
-    # a kind gpudra cannot rewrite ahead of time stays as it is; its pods are translated at admission
-    ctx.report.warnings.extend(
-        f"{e}; left unchanged: `gpudra serve` translates its pods when they are created"
-        for e in found
-        if isinstance(e, UnknownWorkload)
-    )
-    errors = [e for e in found if not isinstance(e, UnknownWorkload)]
+    warnings, errors = passed_through(found)
+    ctx.report.warnings.extend(warnings)
     ctx.report.errors.extend(str(e) for e in errors)
     denied = _file_messages(rel, objects, ctx.report)
     if errors or denied or not any(o.changed for o in objects):
