@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra.documents import Document
-from dra.errors import InputError
+from dra.errors import InputError, QuantityError
+from dra.quantity import Quantity
 from policyengine import Decision, PolicySet
+from policyengine.controller_pods import controller_pod
 from policyengine.denial import AdmissionDenied
 from policyengine.pod_shape import check_pod_shape
 from policyengine.translate import MANAGED_BY, TEMPLATE_PREFIX, Translation, pointer, translate
@@ -71,6 +73,9 @@ class TemplatePod:
     template: PodTemplate
     pod: dict[str, Any]
     added: tuple[str, ...]  # metadata keys the pod has that the template does not
+    # The pod as the workload's controller creates it (`policyengine.controller_pods`): what the policies decide,
+    # so that the webhook, deciding that pod at admission, gives the same claim. `pod` is what is rewritten.
+    decided: dict[str, Any] = field(default_factory=dict)
 
     @property
     def obj(self) -> dict[str, Any]:
@@ -112,7 +117,7 @@ class TemplatePod:
 
 def _template_pod(document: Document, template: PodTemplate) -> TemplatePod:
     if not template.path:
-        return TemplatePod(document, template, document.data, ())
+        return TemplatePod(document, template, document.data, (), document.data)
     metadata = dict(template.template.get("metadata") or {})
     added: list[str] = []
     owner = _metadata(document.data)
@@ -125,7 +130,7 @@ def _template_pod(document: Document, template: PodTemplate) -> TemplatePod:
         metadata["generateName"] = f"{base}-"
         added.append("generateName")
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.template["spec"]}
-    return TemplatePod(document, template, pod, tuple(added))
+    return TemplatePod(document, template, pod, tuple(added), controller_pod(document.data, template, pod))
 
 
 def _input_error(document: Document, message: str) -> InputError:
@@ -144,7 +149,7 @@ def template_pods(document: Document) -> list[TemplatePod]:
     pods = [_template_pod(document, t) for t in templates]
     for pod in pods:
         try:
-            check_pod_shape(pod.pod)
+            check_pod_shape(pod.decided)
         except AdmissionDenied as exc:
             detail = exc.message.removeprefix("gpudra: ")
             raise _input_error(document, f"{pod.label}: {detail}") from None
@@ -161,6 +166,9 @@ class TemplateTranslation:
     translation: Translation
     templates: tuple[dict[str, Any], ...]
     patch: tuple[dict[str, Any], ...]
+    # Fields of the object outside the template that change with it (a Ray group's rayStartParams), by path.
+    object_changes: tuple[tuple[tuple[str | int, ...], Any], ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def denied(self) -> bool:
@@ -168,7 +176,7 @@ class TemplateTranslation:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return self.translation.warnings
+        return self.translation.warnings + self.notes
 
     def rewritten_template(self) -> dict[str, Any]:
         """The pod template (or the Pod) after the decision; the original mapping when nothing changed."""
@@ -237,6 +245,15 @@ def _set_at(obj: dict[str, Any], path: tuple[str | int, ...], value: dict[str, A
     return result
 
 
+def _set_at_new(obj: dict[str, Any], path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    """A copy of `obj` with `value` at `path`, whose last key may be new (its parent exists)."""
+    parent: Any = obj
+    for part in path[:-1]:
+        parent = parent[part]
+    updated = {**parent, path[-1]: value}
+    return _set_at(obj, path[:-1], updated) if path[:-1] else updated
+
+
 def namespace_for(
     pod: TemplatePod, namespace: Mapping[str, Any] | None, namespaces: Mapping[str, dict[str, Any]]
 ) -> tuple[Mapping[str, Any] | None, str]:
@@ -259,11 +276,72 @@ def translate_template(
 ) -> TemplateTranslation:
     """Decide and translate one pod template (see the module's docstring for the naming and placement rules)."""
     namespace_object, target = namespace_for(pod, namespace, namespaces or {})
-    decision = policies.evaluate(pod.pod, namespace_object)
+    decision = policies.evaluate(pod.decided or pod.pod, namespace_object)
     translation = translate(pod.pod, decision, pod.prefix)
     templates = tuple(_owned_template(rct, pod, target) for rct in translation.templates)
     patch = _prefixed(translation.patch, pointer(*pod.template.path))
-    return TemplateTranslation(pod, decision, translation, templates, patch)
+    changes, notes = _ray_gpus(pod, translation) if translation.changed else ((), ())
+    for path, value in changes:
+        patch += ({"op": "add", "path": pointer(*path), "value": value},)
+    return TemplateTranslation(pod, decision, translation, templates, patch, changes, notes)
+
+
+_RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", "RayCronJob"})
+_MIG_RESOURCE = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
+
+
+def _ray_gpu_key(key: str) -> bool:
+    """KubeRay's utils.IsGPUResourceKey (ray-operator/controllers/ray/utils/resources.go): a name ending in `gpu`, or
+    an NVIDIA MIG resource `nvidia.com/mig-<g>g.<gb>gb`."""
+    return key.endswith("gpu") or _MIG_RESOURCE.search(key) is not None
+
+
+def _ray_gpus(pod: TemplatePod, translation: Translation) -> tuple[tuple[tuple[tuple[str | int, ...], Any], ...],
+                                                                    tuple[str, ...]]:  # fmt: skip
+    """Keep Ray's count of GPUs when a Ray container's GPU limit moves to a claim.
+
+    KubeRay starts Ray with `--num-gpus` from rayStartParams, else from the Ray container's (containers[0]) limits:
+    the first key in sorted order that `IsGPUResourceKey` accepts, with a non-zero value, as a whole number
+    (ray-operator/controllers/ray/common/pod.go generateRayStartCommand, addWellKnownAcceleratorResources); a group's
+    `resources` field with a GPU key overrides it (updateRayStartParamsResources). Translation removes that limit, so
+    Ray would see no GPU: the group's rayStartParams gets `num-gpus` with the count the limit gave."""
+    if pod.kind not in _RAY_KINDS or pod.template.role == "submitter" or len(pod.template.path) < 2:
+        return (), ()
+    group_path = pod.template.path[:-1]
+    group: Any = pod.obj
+    for part in group_path:
+        group = group[part]
+    params = group.get("rayStartParams") if isinstance(group, dict) else None
+    resources = group.get("resources") if isinstance(group, dict) else None
+    if isinstance(params, dict) and "num-gpus" in params:
+        return (), ()
+    if isinstance(resources, dict) and any(_ray_gpu_key(str(k).lower()) for k in resources):
+        return (), ()
+    containers = pod.template.template["spec"].get("containers") or []
+    after = translation.pod["spec"].get("containers") or []
+    if not containers or not after:
+        return (), ()
+    before_limits = (containers[0].get("resources") or {}).get("limits") or {}
+    after_limits = (after[0].get("resources") or {}).get("limits") or {}
+    count = 0
+    for key in sorted(before_limits):
+        if _ray_gpu_key(key):
+            try:
+                count = int(Quantity.coerce(before_limits[key]).value)
+            except (QuantityError, ValueError, OverflowError):
+                return (), ()
+            if count:
+                if key in after_limits:  # the limit KubeRay reads is still there
+                    return (), ()
+                break
+    if not count:
+        return (), ()
+    where = dotted((*group_path, "rayStartParams"))
+    note = (f"{where}: set num-gpus: \"{count}\" (KubeRay derives Ray's --num-gpus from the Ray container's GPU limit, "
+            "which moved to the DRA claim)")  # fmt: skip
+    if isinstance(params, dict):
+        return (((*group_path, "rayStartParams", "num-gpus"), str(count)),), (note,)
+    return (((*group_path, "rayStartParams"), {"num-gpus": str(count)}),), (note,)
 
 
 def namespaces_of(documents: Iterable[Document]) -> dict[str, dict[str, Any]]:
@@ -304,6 +382,8 @@ def translate_documents(
             for t in translated:
                 if t.translation.changed:
                     result = _set_at(result, t.pod.template.path, t.rewritten_template())
+                for path, value in t.object_changes:
+                    result = _set_at_new(result, path, value)
         results.append(ObjectTranslation(document, translated, result))
     return results, errors
 

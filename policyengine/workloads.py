@@ -7,7 +7,13 @@ a pod template, or legacy GPU resources, gets `UnknownWorkload` naming the kind 
 malformed object gets `WorkloadShapeError` naming the field. The paths follow the upstream API types:
 apps/v1 and batch/v1, ray.io/v1 (KubeRay `raycluster_types.go`, `rayservice_types.go`, `rayjob_types.go`,
 `raycronjob_types.go`), kubeflow.org/v1 (training-operator v1.9 `*_types.go`), leaderworkerset.x-k8s.io/v1
-(`leaderworkerset_types.go`) and jobset.x-k8s.io (`ReplicatedJob.template` is a batch/v1 JobTemplateSpec).
+(`leaderworkerset_types.go`), jobset.x-k8s.io (`ReplicatedJob.template` is a batch/v1 JobTemplateSpec),
+trainer.kubeflow.org (Kubeflow Trainer v2's TrainingRuntime and ClusterTrainingRuntime embed a JobSet template) and
+argoproj.io (an Argo Rollout's `spec.template`).
+
+Kinds that ask for GPUs outside any template gpudra could rewrite (`PASSED_THROUGH_KINDS`: a Trainer v2 TrainJob's
+`spec.trainer.resourcesPerNode`, a production-stack VLLMRuntime's `spec.deploymentConfig.resources.gpu`) get an
+`UnknownWorkload` naming the GPU path and why: the CLI passes them through, and the webhook translates their pods.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from dra.errors import InputError
 
 __all__ = [
     "KNOWN_KINDS",
+    "PASSED_THROUGH_KINDS",
+    "PassedThroughKind",
     "PodTemplate",
     "TemplatePath",
     "UnknownWorkload",
@@ -102,6 +110,7 @@ _APPS = ("apps", "extensions")
 _SPEC_TEMPLATE = (TemplatePath("spec.template"),)
 _RAY = ("ray.io",)
 _KUBEFLOW = ("kubeflow.org",)
+_JOBSET_TEMPLATES = "spec.replicatedJobs[*].template.spec.template"
 
 KNOWN_KINDS: tuple[WorkloadKind, ...] = (
     WorkloadKind("Pod", ("",), (TemplatePath(""),)),
@@ -142,7 +151,16 @@ KNOWN_KINDS: tuple[WorkloadKind, ...] = (
             TemplatePath("spec.leaderWorkerTemplate.workerTemplate", role="worker"),
         ),
     ),
-    WorkloadKind("JobSet", ("jobset.x-k8s.io",), (TemplatePath("spec.replicatedJobs[*].template.spec.template"),)),
+    WorkloadKind("JobSet", ("jobset.x-k8s.io",), (TemplatePath(_JOBSET_TEMPLATES),)),
+    # Kubeflow Trainer v2 (pkg/apis/trainer/v1alpha1/trainingruntime_types.go): a runtime's `spec.template` is a
+    # JobSetTemplateSpec, so its pod templates sit where a JobSet's do, one level down.
+    *(
+        WorkloadKind(kind, ("trainer.kubeflow.org",), (TemplatePath(f"spec.template.{_JOBSET_TEMPLATES}"),))
+        for kind in ("TrainingRuntime", "ClusterTrainingRuntime")
+    ),
+    # Argo Rollouts (pkg/apis/rollouts/v1alpha1/types.go): RolloutSpec.Template, a PodTemplateSpec; a Rollout with
+    # `workloadRef` instead names a Deployment and holds no template (passed through).
+    WorkloadKind("Rollout", ("argoproj.io",), _SPEC_TEMPLATE),
 )
 
 _BY_KIND: dict[str, WorkloadKind] = {k.kind: k for k in KNOWN_KINDS}
@@ -319,6 +337,64 @@ def _check_counts(value: Any, path: Path, skip: frozenset[Path]) -> None:
             _check_counts(child, (*path, index), skip)
 
 
+@dataclass(frozen=True)
+class PassedThroughKind:
+    """A kind that asks for GPUs outside any pod template gpudra could rewrite: its group, where it names GPUs
+    (beside legacy GPU resources in requests/limits, which are found anywhere) and why it cannot be rewritten."""
+
+    kind: str
+    groups: tuple[str, ...]
+    gpu_fields: tuple[str, ...]
+    why: str
+
+
+PASSED_THROUGH_KINDS: tuple[PassedThroughKind, ...] = (
+    # kubeflow/trainer pkg/apis/trainer/v1alpha1/trainjob_types.go: Trainer.ResourcesPerNode; and
+    # pkg/runtime/core/trainingruntime.go, which merges it over the runtime's `node` container's requests and limits
+    # and rebuilds that container's resources from them alone (its `claims` do not survive).
+    PassedThroughKind(
+        "TrainJob",
+        ("trainer.kubeflow.org",),
+        (),
+        "Kubeflow Trainer builds its pods from the runtime it names, with spec.trainer.resourcesPerNode replacing "
+        "the trainer `node` container's resources (a DRA claim reference there would not survive)",
+    ),
+    # vllm-project/production-stack operator/api/v1alpha1 (common.go): DeploymentConfig.Resources is the operator's
+    # own {cpu, memory, gpu, gpuType}; operator/internal/controller/resources.go buildResourceRequirements writes
+    # `gpu` as the Deployment container's requests and limits of gpuType (default nvidia.com/gpu).
+    PassedThroughKind(
+        "VLLMRuntime",
+        ("production-stack.vllm.ai",),
+        ("spec.deploymentConfig.resources.gpu", "spec.deploymentConfig.sidecarConfig.resources.gpu"),
+        "the production-stack operator writes the Deployment from spec.deploymentConfig.resources (its own cpu, "
+        "memory, gpu fields), which has no place for a DRA claim",
+    ),
+)
+_PASSED_BY_KIND = {k.kind: k for k in PASSED_THROUGH_KINDS}
+
+
+def _passed_through(obj: Mapping[str, Any]) -> UnknownWorkload | None:
+    """The pass-through error for an object of a `PASSED_THROUGH_KINDS` kind that asks for GPUs, else None."""
+    kind = obj.get("kind")
+    known = _PASSED_BY_KIND.get(kind) if isinstance(kind, str) else None
+    if known is None or api_group(obj) not in (None, *known.groups):
+        return None
+    _, gpus = legacy_gpu_paths(obj)
+    where = [dotted(p) for p in gpus]
+    for pattern in known.gpu_fields:
+        value: Any = obj
+        for part in pattern.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value not in (None, "", 0, "0"):
+            where.append(f"{pattern} ({value})")
+    if not where:
+        return None
+    return UnknownWorkload(
+        f"{_label(obj)}: asks for GPUs at {', '.join(where[:5])}, which gpudra cannot rewrite ahead of time: "
+        f"{known.why}"
+    )
+
+
 def pod_templates(obj: Mapping[str, Any]) -> list[PodTemplate]:
     """The pod templates of `obj` in document order; [] for an object that has none and asks for no GPUs.
 
@@ -328,6 +404,9 @@ def pod_templates(obj: Mapping[str, Any]) -> list[PodTemplate]:
     """
     known = workload_kind(obj)
     if known is None:
+        passed = _passed_through(obj)
+        if passed is not None:
+            raise passed
         templates, gpus = legacy_gpu_paths(obj)
         if _looks_like_pod_template(obj):
             templates.insert(0, ("spec",))

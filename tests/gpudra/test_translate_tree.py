@@ -190,7 +190,7 @@ def test_a_json_manifest_is_written_back_as_json(tmp_path: Path) -> None:
 def test_files_with_errors_are_left_alone_and_reported(tmp_path: Path) -> None:
     root = _tree(tmp_path / "repo")
     (root / "broken.yaml").write_text("kind: Job\nspec: [\n")
-    rollout = "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: r}\nspec:\n  template:\n"
+    rollout = "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {name: r}\nspec:\n  template:\n"
     rollout += "    spec: {containers: [{name: a, image: a, resources: {limits: {nvidia.com/gpu: 1}}}]}\n"
     (root / "rollout.yaml").write_text(rollout)
     outcome = translate_directory(root, output="json")
@@ -202,7 +202,7 @@ def test_files_with_errors_are_left_alone_and_reported(tmp_path: Path) -> None:
     ]
     assert f"error: {root / 'broken.yaml'}:3: invalid YAML" in outcome.stderr
     # a kind gpudra cannot rewrite is a warning: its pods are translated at admission
-    assert "warning: " in outcome.stderr and "Rollout 'r' (argoproj.io/v1alpha1): not a kind" in outcome.stderr
+    assert "warning: " in outcome.stderr and "CloneSet 'r' (apps.kruise.io/v1alpha1): not a kind" in outcome.stderr
     assert "`gpudra serve` translates its pods" in outcome.stderr
     assert (root / "rollout.yaml").read_text() == rollout and not (root / "rollout.gpudra-claims.yaml").exists()
 

@@ -210,17 +210,17 @@ def test_objects_without_gpus_pass_through_unchanged(tmp_path: Path) -> None:
 
 
 def test_unknown_kinds_with_pod_templates_are_named_with_the_paths_found(tmp_path: Path) -> None:
-    manifest = tmp_path / "rollout.yaml"
+    manifest = tmp_path / "cloneset.yaml"  # OpenKruise's CloneSet: a kind gpudra does not know
     manifest.write_text(
-        "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: canary}\nspec:\n  template:\n"
+        "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {name: canary}\nspec:\n  template:\n"
         "    spec:\n      containers:\n      - name: app\n        image: app:1\n"
         "        resources: {limits: {nvidia.com/gpu: 1}}\n"
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n"
     )
     outcome = translate_file(manifest)
     # exit 0: the Rollout and the ConfigMap come back unchanged, with a warning that admission translates its pods
-    assert outcome.code == 0 and [d["kind"] for d in yaml.safe_load_all(outcome.stdout)] == ["Rollout", "ConfigMap"]
-    assert outcome.stderr.startswith(f"warning: {manifest}:1: Rollout 'canary' (argoproj.io/v1alpha1): not a kind")
+    assert outcome.code == 0 and [d["kind"] for d in yaml.safe_load_all(outcome.stdout)] == ["CloneSet", "ConfigMap"]
+    assert outcome.stderr.startswith(f"warning: {manifest}:1: CloneSet 'canary' (apps.kruise.io/v1alpha1): not a kind")
     assert "`gpudra serve` translates its pods when they are created" in outcome.stderr
     assert "pod templates at spec.template" in outcome.stderr
     assert "GPU resources at spec.template.spec.containers[0].resources.limits['nvidia.com/gpu']" in outcome.stderr

@@ -1,0 +1,374 @@
+"""The pod a workload's controller creates from one of its pod templates, as the webhook will see it at admission.
+
+`gpudra translate` decides a workload's templates ahead of time; `gpudra serve` decides the pods the controllers
+create from them. A policy that reads what a controller adds (KubeRay's `ray.io/node-type`, LeaderWorkerSet's
+`leaderworkerset.sigs.k8s.io/name`, JobSet's and the Job controller's labels, the env LWS injects) would decide the
+two differently unless the template is decided as that pod. `controller_pod` returns the template's pod with the
+labels, annotations, env and controlling ownerReference its controller adds, each from the controller's source:
+
+- Deployment/ReplicaSet/StatefulSet/DaemonSet/ReplicationController (kubernetes pkg/controller: `pod-template-hash`
+  in deployment/util, `controller-revision-hash`, `statefulset.kubernetes.io/pod-name` and `apps.kubernetes.io/
+  pod-index` in statefulset/stateful_set_utils.go, `pod-template-generation` in daemon/util), and Argo Rollouts
+  (`rollouts-pod-template-hash`);
+- Job and CronJob (pkg/registry/batch/job/strategy.go `generateSelector`: `batch.kubernetes.io/controller-uid`,
+  `batch.kubernetes.io/job-name` and their legacy unprefixed forms; for an Indexed Job, pkg/controller/job/
+  indexed_job_utils.go: the `batch.kubernetes.io/job-completion-index` annotation and label, env
+  `JOB_COMPLETION_INDEX`);
+- KubeRay (ray-operator/controllers/ray/common/pod.go `labelPod`: `ray.io/is-ray-node`, `ray.io/cluster`,
+  `ray.io/node-type`, `ray.io/group`, `ray.io/identifier`, `app.kubernetes.io/name: kuberay`,
+  `app.kubernetes.io/created-by: kuberay-operator`; the template's labels and the group's `labels` field override
+  all but the first three; `BuildPod`: `ray.io/serve` under a RayService). A RayService's and a RayJob's cluster is
+  named `<name>-<5 random characters>` (utils.GenerateRayClusterName): the stand-in is `<name>-xxxxx`;
+- Kubeflow training-operator v1 (pkg/controller.v1/common/pod.go: `training.kubeflow.org/job-name`,
+  `operator-name`, `replica-type` (lower case), `replica-index`, `job-role: master`; pytorch/envvar.go: env
+  `PYTHONUNBUFFERED`, and with a Master `MASTER_ADDR`, `MASTER_PORT`, `WORLD_SIZE`, `RANK`);
+- LeaderWorkerSet (pkg/controllers/leaderworkerset_controller.go and pod_controller.go: `leaderworkerset.sigs.k8s.io/
+  name`, `template-revision-hash`, `worker-index`, `group-index`, `group-key`, the `size` and `leader-name`
+  annotations; pkg/webhooks/pod_webhook.go with pkg/utils/pod/pod_utils.go `AddLWSVariables`: env
+  `LWS_LEADER_ADDRESS`, `LWS_GROUP_SIZE`, `LWS_WORKER_INDEX` first in every container) on the StatefulSet pods;
+- JobSet (pkg/controllers/jobset_controller.go `labelAndAnnotateObject`: the `jobset.sigs.k8s.io/*` keys as labels
+  and annotations) on Indexed Jobs (JobSet's default completionMode), and Kubeflow Trainer v2's runtimes as the
+  JobSet a TrainJob makes of them (named after the TrainJob: the stand-in is the runtime's name).
+
+Values a controller draws at random or hashes (UIDs, revision hashes, generated names) get fixed stand-ins: a
+policy cannot know them ahead of time either. The first pod of each template stands for the rest (index 0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policyengine.workloads import PodTemplate, workload_kind
+
+__all__ = ["ControllerStamp", "controller_pod", "controller_stamp", "ray_cluster_name"]
+
+STAND_IN_UID = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclass(frozen=True)
+class ControllerStamp:
+    """What a controller adds to the pods of one template: labels the template may override (`labels`), labels it
+    may not (`forced`), annotations (forced), env (`env_first`: put first unless the container already names them,
+    as LWS does; `env_last`: appended), which containers get the env (None: all), and the controlling owner."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    forced: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    env_first: tuple[dict[str, Any], ...] = ()
+    env_last: tuple[dict[str, Any], ...] = ()
+    env_containers: tuple[int, ...] | None = None
+    init_env: bool = False
+    owner: tuple[str, str, str] | None = None  # apiVersion, kind, name
+
+
+def _stand_in_hash(value: Any, length: int = 10) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return "workload"
+    name = metadata.get("name") or str(metadata.get("generateName") or "").rstrip("-")
+    return name if isinstance(name, str) and name else "workload"
+
+
+def _get(value: Any, *path: str | int) -> Any:
+    for part in path:
+        if isinstance(part, int):
+            value = value[part] if isinstance(value, list) and part < len(value) else None
+        else:
+            value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def _env(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": value}
+
+
+def _job_stamp(job: str, job_spec: Any, template: Mapping[str, Any]) -> ControllerStamp:
+    """The Job controller's pod labels (strategy.go generateSelector), and for an Indexed Job the completion index."""
+    forced = {
+        "batch.kubernetes.io/controller-uid": STAND_IN_UID,
+        "batch.kubernetes.io/job-name": job,
+        "controller-uid": STAND_IN_UID,
+        "job-name": job,
+    }
+    annotations: dict[str, str] = {}
+    env: tuple[dict[str, Any], ...] = ()
+    if _get(job_spec, "completionMode") == "Indexed":
+        forced["batch.kubernetes.io/job-completion-index"] = "0"
+        annotations["batch.kubernetes.io/job-completion-index"] = "0"
+        source = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+        env = ({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": source}}},)
+    return ControllerStamp(forced=forced, annotations=annotations, env_last=env, init_env=True,
+                           owner=("batch/v1", "Job", job))  # fmt: skip
+
+
+def _apps(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    kind, name = str(obj.get("kind")), _name(obj)
+    digest = _stand_in_hash(pod.template)
+    if kind == "Deployment":
+        return ControllerStamp(
+            forced={"pod-template-hash": digest}, owner=("apps/v1", "ReplicaSet", f"{name}-{digest}")
+        )
+    if kind == "StatefulSet":
+        return _stateful_set(name, digest)
+    if kind == "DaemonSet":
+        forced = {"controller-revision-hash": digest, "pod-template-generation": "1"}
+        return ControllerStamp(forced=forced, owner=("apps/v1", "DaemonSet", name))
+    if kind == "Rollout":  # Argo Rollouts: DefaultRolloutUniqueLabelKey (pkg/apis/rollouts/v1alpha1/types.go)
+        owner = ("apps/v1", "ReplicaSet", f"{name}-{digest}")
+        return ControllerStamp(forced={"rollouts-pod-template-hash": digest}, owner=owner)
+    if kind == "ReplicationController":
+        return ControllerStamp(owner=("v1", "ReplicationController", name))
+    return ControllerStamp(owner=("apps/v1", kind, name))
+
+
+def _stateful_set(name: str, digest: str) -> ControllerStamp:
+    forced = {
+        "controller-revision-hash": f"{name}-{digest}",
+        "statefulset.kubernetes.io/pod-name": f"{name}-0",
+        "apps.kubernetes.io/pod-index": "0",
+    }
+    return ControllerStamp(forced=forced, owner=("apps/v1", "StatefulSet", name))
+
+
+def _job(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    if obj.get("kind") == "CronJob":
+        # The CronJob controller names a Job `<cronjob>-<scheduled minutes since the epoch>` (cronjob/utils.go).
+        return _job_stamp(f"{_name(obj)}-29000000", _get(obj, "spec", "jobTemplate", "spec"), pod.template)
+    return _job_stamp(_name(obj), _get(obj, "spec"), pod.template)
+
+
+def ray_cluster_name(obj: Mapping[str, Any]) -> str:
+    """The RayCluster a KubeRay object's pods belong to: a RayCluster's own name, else `<name>-xxxxx`."""
+    name = _name(obj)
+    return name if obj.get("kind") == "RayCluster" else f"{name}-xxxxx"
+
+
+def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    if pod.role == "submitter":  # RayJob's submitter runs as a batch Job named after the RayJob
+        return _job_stamp(_name(obj), {}, pod.template)
+    cluster = ray_cluster_name(obj)
+    head = pod.path[-2] == "headGroupSpec"
+    node_type = "head" if head else "worker"
+    group_spec = _get(obj, *pod.path[:-1])
+    group = "headgroup" if head else str(_get(group_spec, "groupName") or pod.role)
+    labels = {
+        "ray.io/is-ray-node": "yes",
+        "ray.io/identifier": f"{cluster}-{node_type}"[:63].rstrip("-_."),
+        "app.kubernetes.io/name": "kuberay",
+        "app.kubernetes.io/created-by": "kuberay-operator",
+    }
+    group_labels = _get(group_spec, "labels")
+    forced = {"ray.io/cluster": cluster, "ray.io/node-type": node_type, "ray.io/group": group}
+    if isinstance(group_labels, Mapping):  # mergeLabels: the group's labels field wins over the template's
+        forced = {**{str(k): str(v) for k, v in group_labels.items()}, **forced}
+    if obj.get("kind") == "RayService":
+        forced["ray.io/serve"] = "false" if head else "true"
+    env = (_env("RAY_CLUSTER_NAME", cluster), _env("RAY_USAGE_STATS_KUBERAY_IN_USE", "1"))
+    return ControllerStamp(labels=labels, forced=forced, env_last=env, env_containers=(0,),
+                           owner=("ray.io/v1", "RayCluster", cluster))  # fmt: skip
+
+
+_KUBEFLOW_OPERATOR = {
+    "PyTorchJob": "pytorchjob-controller",
+    "TFJob": "tfjob-controller",
+    "MPIJob": "mpijob-controller",
+    "XGBoostJob": "xgboostjob-controller",
+    "PaddleJob": "paddlejob-controller",
+    "JAXJob": "jaxjob-controller",
+}
+
+
+def _kubeflow(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    kind, name = str(obj.get("kind")), _name(obj)
+    replica = pod.role.lower()
+    forced = {
+        "training.kubeflow.org/job-name": name,
+        "training.kubeflow.org/operator-name": _KUBEFLOW_OPERATOR[kind],
+        "training.kubeflow.org/replica-type": replica,
+        "training.kubeflow.org/replica-index": "0",
+    }
+    if replica in ("master", "chief", "launcher"):
+        forced["training.kubeflow.org/job-role"] = "master"
+    env: tuple[dict[str, Any], ...] = ()
+    if kind == "PyTorchJob":
+        env = (_env("PYTHONUNBUFFERED", "0"),)
+        specs = _get(obj, "spec", "pytorchReplicaSpecs")
+        if isinstance(specs, Mapping) and "Master" in specs:
+            world = sum(r if isinstance(r := _get(s, "replicas"), int) else 1 for s in specs.values())
+            rank = 1 if replica == "worker" else 0
+            env += (
+                _env("MASTER_PORT", "23456"),
+                _env("MASTER_ADDR", f"{name}-master-0"),
+                _env("WORLD_SIZE", str(world)),
+                _env("RANK", str(rank)),
+            )
+    return ControllerStamp(forced=forced, env_last=env, owner=("kubeflow.org/v1", kind, name))
+
+
+def _lws(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    name = _name(obj)
+    size = _get(obj, "spec", "leaderWorkerTemplate", "size")
+    size_text = str(size if isinstance(size, int) else 1)
+    revision = _stand_in_hash(_get(obj, "spec", "leaderWorkerTemplate"))
+    group_key = _stand_in_hash([name, 0], 40)
+    leader = pod.role == "leader"
+    forced = {
+        "leaderworkerset.sigs.k8s.io/name": name,
+        "leaderworkerset.sigs.k8s.io/template-revision-hash": revision,
+        "leaderworkerset.sigs.k8s.io/group-index": "0",
+        "leaderworkerset.sigs.k8s.io/group-key": group_key,
+        "leaderworkerset.sigs.k8s.io/worker-index": "0" if leader else "1",
+    }
+    annotations = {"leaderworkerset.sigs.k8s.io/size": size_text}
+    statefulset = name if leader else f"{name}-0"
+    if not leader:
+        annotations["leaderworkerset.sigs.k8s.io/leader-name"] = f"{name}-0"
+    forced.update(_stateful_set(statefulset, revision).forced)
+    forced["statefulset.kubernetes.io/pod-name"] = f"{name}-0" if leader else f"{name}-0-1"
+    forced["apps.kubernetes.io/pod-index"] = "0" if leader else "1"
+    namespace = _get(obj, "metadata", "namespace") or "default"
+    env = (
+        _env("LWS_LEADER_ADDRESS", f"{name}-0.{name}.{namespace}"),
+        _env("LWS_GROUP_SIZE", size_text),
+        _env("LWS_WORKER_INDEX", "0" if leader else "1"),
+    )
+    return ControllerStamp(forced=forced, annotations=annotations, env_first=env, init_env=True,
+                           owner=("apps/v1", "StatefulSet", statefulset))  # fmt: skip
+
+
+def _jobset_stamp(jobset: str, jobset_spec: Any, pod: PodTemplate, replicated_index: int) -> ControllerStamp:
+    replicated = _get(jobset_spec, "replicatedJobs")
+    jobs = replicated if isinstance(replicated, list) else []
+    rjob = jobs[replicated_index] if replicated_index < len(jobs) else {}
+    rjob_name = str(_get(rjob, "name") or pod.role)
+    replicas = _get(rjob, "replicas")
+    replicas_text = str(replicas if isinstance(replicas, int) else 1)
+    total = sum(r if isinstance(r := _get(j, "replicas"), int) else 1 for j in jobs) or 1
+    global_index = sum(r if isinstance(r := _get(j, "replicas"), int) else 1 for j in jobs[:replicated_index])
+    group = str(_get(rjob, "groupName") or "default")
+    job = f"{jobset}-{rjob_name}-0"
+    keys = {
+        "jobset.sigs.k8s.io/jobset-name": jobset,
+        "jobset.sigs.k8s.io/jobset-uid": STAND_IN_UID,
+        "jobset.sigs.k8s.io/replicatedjob-name": rjob_name,
+        "jobset.sigs.k8s.io/restart-attempt": "0",
+        "jobset.sigs.k8s.io/replicatedjob-replicas": replicas_text,
+        "jobset.sigs.k8s.io/global-replicas": str(total),
+        "jobset.sigs.k8s.io/job-index": "0",
+        "jobset.sigs.k8s.io/job-key": hashlib.sha1(f"default/{job}".encode()).hexdigest(),
+        "jobset.sigs.k8s.io/job-global-index": str(global_index),
+        "jobset.sigs.k8s.io/group-name": group,
+        "jobset.sigs.k8s.io/group-replicas": replicas_text,
+        "jobset.sigs.k8s.io/job-group-index": "0",
+    }
+    job_spec = dict(_get(rjob, "template", "spec") or {})
+    job_spec.setdefault("completionMode", "Indexed")  # JobSet's webhook defaults it (jobset_webhook.go)
+    batch = _job_stamp(job, job_spec, pod.template)
+    return ControllerStamp(
+        forced={**keys, **batch.forced},
+        annotations={**keys, **batch.annotations},
+        env_last=batch.env_last,
+        init_env=True,
+        owner=batch.owner,
+    )
+
+
+def _jobset(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    index = pod.path[2] if len(pod.path) > 2 and isinstance(pod.path[2], int) else 0
+    return _jobset_stamp(_name(obj), _get(obj, "spec"), pod, index)
+
+
+def _training_runtime(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    """A TrainJob's pods: the JobSet made of the runtime's template (pkg/runtime/framework/plugins/jobset), with the
+    torch plugin's env on the trainer's `node` container (pkg/runtime/framework/plugins/torch)."""
+    index = pod.path[4] if len(pod.path) > 4 and isinstance(pod.path[4], int) else 0
+    stamp = _jobset_stamp(_name(obj), _get(obj, "spec", "template", "spec"), pod, index)
+    template_labels = _get(obj, *pod.path[:-2], "metadata", "labels")  # the replicated Job's template
+    ancestor = template_labels.get("trainer.kubeflow.org/trainjob-ancestor-step") if isinstance(
+        template_labels, Mapping) else None  # fmt: skip
+    if ancestor != "trainer" or _get(obj, "spec", "mlPolicy", "torch") is None:
+        return stamp
+    nodes = _get(obj, "spec", "mlPolicy", "numNodes")
+    torch_env = (
+        _env("PET_NNODES", str(nodes if isinstance(nodes, int) else 1)),
+        _env("PET_NPROC_PER_NODE", "auto"),
+        _env("PET_NODE_RANK", "0"),
+        _env("PET_MASTER_ADDR", f"{_name(obj)}-node-0-0.{_name(obj)}"),
+        _env("PET_MASTER_PORT", "29400"),
+    )
+    return ControllerStamp(
+        forced=stamp.forced,
+        annotations=stamp.annotations,
+        env_last=stamp.env_last + torch_env,
+        init_env=True,
+        owner=stamp.owner,
+    )
+
+
+_STAMPS: dict[str, Callable[[Mapping[str, Any], PodTemplate], ControllerStamp]] = {
+    **dict.fromkeys(
+        ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "Rollout"), _apps
+    ),
+    **dict.fromkeys(("Job", "CronJob"), _job),
+    **dict.fromkeys(("RayCluster", "RayService", "RayJob", "RayCronJob"), _ray),
+    **dict.fromkeys(_KUBEFLOW_OPERATOR, _kubeflow),
+    "LeaderWorkerSet": _lws,
+    "JobSet": _jobset,
+    **dict.fromkeys(("TrainingRuntime", "ClusterTrainingRuntime"), _training_runtime),
+}
+
+
+def controller_stamp(obj: Mapping[str, Any], template: PodTemplate) -> ControllerStamp | None:
+    """What the controller of `obj` (a kind `policyengine.workloads` knows) adds to the pods of `template`; None for
+    a Pod, a PodTemplate or a kind without a controller modelled here."""
+    known = workload_kind(obj)
+    stamp = _STAMPS.get(known.kind) if known is not None and template.path else None
+    return stamp(obj, template) if stamp is not None else None
+
+
+def _with_env(container: Any, stamp: ControllerStamp) -> Any:
+    if not isinstance(container, Mapping):
+        return container
+    env = container.get("env")
+    current = list(env) if isinstance(env, list) else []
+    names = {e.get("name") for e in current if isinstance(e, Mapping)}
+    first = [e for e in stamp.env_first if e["name"] not in names]
+    rest = [e for e in current if not (isinstance(e, Mapping) and e.get("name") in {f["name"] for f in first})]
+    return {**container, "env": [*first, *rest, *stamp.env_last]}
+
+
+def controller_pod(obj: Mapping[str, Any], template: PodTemplate, pod: Mapping[str, Any]) -> dict[str, Any]:
+    """`pod` (the template as a pod) as `obj`'s controller creates it: a new mapping sharing what it leaves alone.
+    `pod` itself is returned for a Pod and a kind whose controller adds nothing modelled here."""
+    stamp = controller_stamp(obj, template)
+    if stamp is None:
+        return dict(pod)
+    metadata = dict(pod.get("metadata") or {})
+    own = metadata.get("labels")
+    metadata["labels"] = {**stamp.labels, **(own if isinstance(own, Mapping) else {}), **stamp.forced}
+    if stamp.annotations:
+        notes = metadata.get("annotations")
+        metadata["annotations"] = {**(notes if isinstance(notes, Mapping) else {}), **stamp.annotations}
+    if stamp.owner is not None:
+        api_version, kind, name = stamp.owner
+        metadata["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": name, "uid": STAND_IN_UID,
+                                        "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
+    spec = dict(pod.get("spec") or {})
+    if stamp.env_first or stamp.env_last:
+        containers = spec.get("containers")
+        if isinstance(containers, list):
+            chosen = range(len(containers)) if stamp.env_containers is None else stamp.env_containers
+            spec["containers"] = [_with_env(c, stamp) if i in chosen else c for i, c in enumerate(containers)]
+        init = spec.get("initContainers")
+        if stamp.init_env and isinstance(init, list):
+            spec["initContainers"] = [_with_env(c, stamp) for c in init]
+    return {**pod, "metadata": metadata, "spec": spec}
