@@ -1,9 +1,11 @@
 """A manifest file as `gpudra translate -R` rewrites it: its documents, each kept as written unless it changed.
 
 The file is read once (`dra.documents.read_documents`: every error names the file and line) and split at its
-`---` markers; a document whose objects changed is written again (its leading comments kept), every other one stays
-byte for byte, and a file with no change is never written. Files are replaced atomically (a temporary file in the
-same directory, then a rename), so an interrupted run leaves each file either as it was or fully rewritten.
+`---` markers; a document whose objects changed is edited in place (`edits.edited_text`: only the lines of the keys
+and items that changed, comments and layout kept; written out whole, its leading comments kept, where the text
+cannot be edited locally), every other one stays byte for byte, and a file with no change is never written. Files
+are replaced atomically (a temporary file in the same directory, then a rename), so an interrupted run leaves each
+file either as it was or fully rewritten.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 from dra.documents import Document, dump_documents, read_documents
 from dra.errors import InputError
 from dra.yamlio import load_yaml
+
+from .edits import edited_text
 
 __all__ = ["ManifestFile", "read_manifest", "write_atomically"]
 
@@ -102,9 +106,13 @@ class ManifestFile:
 
     def _rendered(self, chunk: _Chunk, results: list[dict[str, Any]]) -> str:
         try:
-            (raw,) = [d for d, _ in load_yaml(chunk.text) if d is not None]
+            ((raw, node),) = [(d, n) for d, n in load_yaml(chunk.text, str(self.path)) if d is not None]
         except (ValueError, InputError):
             raise self._layout_error(chunk) from None
+        reshaped = self._reshaped(raw, results, chunk.first_line)
+        edited = edited_text(chunk.text, node, raw, reshaped, str(self.path))
+        if edited is not None:
+            return edited
         header: list[str] = []
         for line in _lines(chunk.text):
             if not _HEADER.fullmatch(line.rstrip("\r\n")):
@@ -112,7 +120,7 @@ class ManifestFile:
             header.append(line)
         starts_with_marker = bool(_MARKER.match(chunk.text))
         marker = "---\n" if starts_with_marker and not any(_MARKER.match(line) for line in header) else ""
-        body = marker + dump_documents([self._reshaped(raw, results, chunk.first_line)])
+        body = marker + dump_documents([reshaped])
         if "\r\n" in chunk.text:
             body = body.replace("\n", "\r\n")  # the document's line ends as written
         return "".join(header) + body
