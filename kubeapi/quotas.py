@@ -29,6 +29,21 @@ class KubeQuotaStore:
         found = self._call("list Namespaces", self._core.list_namespace)
         return [self._serialize(item) for item in found.items or []]
 
+    def list_device_classes(self) -> list[dict[str, Any]]:
+        """Every DeviceClass (resource.k8s.io/v1), for the classes that map legacy GPU resources (KEP-5004); none
+        where the API server does not serve resource.k8s.io/v1."""
+        from kubernetes import client
+
+        try:
+            found: Any = client.CustomObjectsApi(self._core.api_client).list_cluster_custom_object(
+                "resource.k8s.io", "v1", "deviceclasses", _request_timeout=self.timeout
+            )
+        except api_errors() as exc:
+            if status_of(exc) == 404:  # no resource.k8s.io/v1 served: no class maps anything
+                return []
+            raise ApiServerError(f"could not list DeviceClasses: {type(exc).__name__}: {exc}") from exc
+        return [item for item in found.get("items") or [] if isinstance(item, dict)]
+
     def list_quotas(self, name: str) -> list[dict[str, Any]]:
         found = self._call(
             "list ResourceQuotas",

@@ -8,7 +8,15 @@ docs/policy-authoring.md.
 from .coverage import translates_nothing
 from .decision import ContainerRequest, Decision, Violation
 from .engine import MODE_LABEL, PolicySet
-from .facts import HAMI_RESOURCES, LEGACY_GPU, MIG_PREFIX, PodFacts, is_legacy_resource, pod_facts
+from .facts import (
+    HAMI_RESOURCES,
+    LEGACY_GPU,
+    MIG_PREFIX,
+    PodFacts,
+    extended_resource_pairs,
+    is_legacy_resource,
+    pod_facts,
+)
 from .files import load_policies, policy_files, shipped_policies_dir
 from .inputs import read_inputs
 from .loader import CompiledPolicy, load_policy_text
@@ -28,6 +36,7 @@ __all__ = [
     "PodFacts",
     "PolicySet",
     "Violation",
+    "extended_resource_pairs",
     "is_legacy_resource",
     "load_policies",
     "load_policy_text",

@@ -260,18 +260,23 @@ class PolicySet:
         *,
         dra_devices: int = 0,
         sizing: SizingLookup | None = None,
+        extended_resources: Mapping[str, str] | None = None,
     ) -> Decision:
         """Decide what happens to `pod` (Kubernetes JSON) given its Namespace object and admission request;
         `dra_devices` is what the claims and templates it names ask for (`gpu.draDevices`); `sizing` answers
         observed-usage recommendations by workload owner (`gpu.containers[].sizing`; None: no observed source).
-        The sizing is part of the pod's GPU facts, so the memo keys decisions by it."""
+        `extended_resources` is the cluster's KEP-5004 mapping, extended resource -> DeviceClass
+        (`gpu.extendedResourceMapping`). The sizing and the mapping are part of the pod's GPU facts, so the memo keys
+        decisions by them."""
         request = dict(request or {})
         ns_name = _namespace_name(pod, namespace, request)
         request.setdefault("operation", "CREATE")
         request.setdefault("namespace", ns_name)
         request.setdefault("dryRun", False)
         try:
-            facts = pod_facts(pod, dra_devices=dra_devices, sizing=sizing, namespace=ns_name)
+            facts = pod_facts(
+                pod, dra_devices=dra_devices, sizing=sizing, namespace=ns_name, extended_resources=extended_resources
+            )
         except InputError as exc:
             return Decision(False, f"pod cannot be read: {exc}", "Invalid", namespace=ns_name)
         # JSON data already is CEL runtime data (`dra.cel.from_json` is a deep copy that only changes ints beyond

@@ -37,6 +37,7 @@ __all__ = [
     "VRAM_ANNOTATION",
     "ContainerFacts",
     "PodFacts",
+    "extended_resource_pairs",
     "is_legacy_resource",
     "pod_facts",
     "sizing_cel",
@@ -163,11 +164,15 @@ class PodFacts:
     pod_claims: tuple[str, ...]
     # GPU devices the ResourceClaims and templates the pod names ask for (read by the webhook; 0 elsewhere).
     dra_devices: int = 0
+    # (legacy resource, DeviceClass) pairs of the cluster's KEP-5004 mapping (DeviceClass.spec.extendedResourceName),
+    # sorted; read by the webhook from the DeviceClasses, given to explain by an option, empty elsewhere.
+    extended_resources: tuple[tuple[str, str], ...] = ()
     # Hashable and equal exactly when two pods' GPU facts (hence their `gpu` CEL values) are equal.
     key: tuple[Any, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", (tuple(c.key for c in self.containers), self.pod_claims, self.dra_devices))
+        key = (tuple(c.key for c in self.containers), self.pod_claims, self.dra_devices, self.extended_resources)
+        object.__setattr__(self, "key", key)
 
     @property
     def legacy_containers(self) -> tuple[ContainerFacts, ...]:
@@ -208,6 +213,7 @@ class PodFacts:
             "resources": resources,
             "claims": list(self.pod_claims),
             "draDevices": self.dra_devices,
+            "extendedResourceMapping": dict(self.extended_resources),
             "requestsOnly": [c.name for c in self.containers if c.requests_only],
             "mixed": [c.name for c in self.containers if c.legacy and c.claims],
             "hami": any(c.hami for c in self.containers),
@@ -400,11 +406,25 @@ def _decide_size(
     return decision
 
 
+def extended_resource_pairs(mapping: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """The legacy GPU resources of a KEP-5004 mapping (extended resource -> DeviceClass), sorted: what
+    `gpu.extendedResourceMapping` shows (other extended resources are no GPU policy's business)."""
+    if not mapping:
+        return ()
+    return tuple(sorted((r, c) for r, c in mapping.items() if is_legacy_resource(r) and isinstance(c, str)))
+
+
 def pod_facts(
-    pod: Mapping[str, Any], *, dra_devices: int = 0, sizing: SizingLookup | None = None, namespace: str = ""
+    pod: Mapping[str, Any],
+    *,
+    dra_devices: int = 0,
+    sizing: SizingLookup | None = None,
+    namespace: str = "",
+    extended_resources: Mapping[str, str] | None = None,
 ) -> PodFacts:
     """Read the GPU facts of `pod` (Kubernetes JSON form); raises `InputError` naming the bad field.
-    `dra_devices`: the GPU devices its named claims and templates ask for (`webhook.dra_demand`). Each legacy GPU
+    `dra_devices`: the GPU devices its named claims and templates ask for (`webhook.dra_demand`);
+    `extended_resources`: the cluster's KEP-5004 mapping, extended resource -> DeviceClass. Each legacy GPU
     container is sized (`ContainerFacts.sizing`): annotation > observed (`sizing`, looked up by `namespace` and the
     pod's workload owner) > model estimate > default."""
     spec = pod.get("spec") or _EMPTY
@@ -439,4 +459,4 @@ def pod_facts(
         found = [
             replace(c, sizing=_size(spec, c, annotation, sizing, namespace, owner)) if c.legacy else c for c in found
         ]
-    return PodFacts(tuple(found), names, dra_devices)
+    return PodFacts(tuple(found), names, dra_devices, extended_resource_pairs(extended_resources))

@@ -203,6 +203,10 @@ class PolicySpec(_Strict):
     mode: Literal["enforce", "audit"] = "enforce"
     priority: int = 0
     failurePolicy: Literal["Fail", "Ignore"] = "Fail"
+    # Where the cluster maps the legacy resource to a DeviceClass (KEP-5004) and this policy's claim asks for nothing
+    # but whole devices of that class, as kube-scheduler's own claim would: LeaveToScheduler admits the pod
+    # unchanged (no template, no patch); Translate gives it gpudra's claim anyway (policyengine.scheduler_path).
+    extendedResourceMapping: Literal["LeaveToScheduler", "Translate"] = "LeaveToScheduler"
     params: dict[str, Any] = Field(default_factory=dict)
     matchConditions: list[MatchCondition] = Field(default_factory=list)
     variables: list[NamedExpression] = Field(default_factory=list)

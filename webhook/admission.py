@@ -11,17 +11,20 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dra.sizing import ObservedSizing
 from kubeapi import ApiServerError, NamespaceCache, TemplateWriter
-from policyengine import Decision, PolicySet
+from policyengine import Decision, PolicySet, extended_resource_pairs
+from policyengine.k8s_features import unserved_features
 from policyengine.pod_shape import check_pod_shape
+from policyengine.scheduler_path import SchedulerPath, scheduler_path
 from policyengine.translate import Translation, pointer, translate
 from webhook.claim_refs import check_claim_references
 from webhook.decision_cache import DecisionCache
-from webhook.dra_demand import ClaimReader, claim_demand
+from webhook.dra_demand import ClaimReader, claim_demand, gpu_classes
 from webhook.metrics import WebhookMetrics
 from webhook.policy_store import PolicyStore
 from webhook.review import AdmissionDenied, BadReview, ReviewRequest, allowed_response, operation_label
@@ -93,12 +96,21 @@ class _Cached:
     `pod` is the first review's object: equal, by the key, to every later one served from this entry.
     """
 
-    __slots__ = ("pod", "decision", "_translation")
+    __slots__ = ("pod", "decision", "_translation", "_native")
 
-    def __init__(self, pod: dict[str, Any], decision: Decision) -> None:
+    def __init__(
+        self, pod: dict[str, Any], decision: Decision, policies: PolicySet, mapping: Mapping[str, str]
+    ) -> None:
         self.pod = pod
         self.decision = decision
         self._translation: Translation | None = None
+        # Whether kube-scheduler's own claim (KEP-5004) gives the pod what the decision would: computed here, from the
+        # same inputs as the decision (the mapping is part of the cache key).
+        self._native = scheduler_path(pod, decision, mapping, policies)
+
+    @property
+    def native(self) -> SchedulerPath | None:
+        return self._native
 
     def translation(self) -> Translation:
         if self._translation is None:
@@ -122,6 +134,8 @@ class Admission:
         exempt_namespaces: frozenset[str] = DEFAULT_EXEMPT_NAMESPACES,
         claims: ClaimReader | None = None,
         sizing: SizingSource | None = None,
+        extended_resources: Callable[[], Mapping[str, str]] | None = None,
+        k8s_minor: int | None = None,
     ) -> None:
         self.store = store
         self.metrics = metrics
@@ -132,6 +146,10 @@ class Admission:
         self.exempt_namespaces = exempt_namespaces
         self.claims = claims  # where the claims and templates a pod names are read (None: not counted)
         self.sizing = sizing  # observed-usage recommendations (webhook.sizing_cache), read from memory only
+        # The cluster's KEP-5004 mapping, extended resource -> DeviceClass (kubeapi.deviceclasses), read from memory.
+        self.extended_resources = extended_resources
+        # The API server's minor version: templates get a warning for what it does not serve (k8s_features).
+        self.k8s_minor = k8s_minor
         # Decisions (and their translations) by a digest of every input they depend on; see `_key`.
         self._cache: DecisionCache[_Cached] = DecisionCache(cache_size, cache_bytes)
         self._cache_policies: PolicySet | None = None
@@ -178,6 +196,7 @@ class Admission:
         namespace: Any,
         dra_devices: int = 0,
         sizing: str = "",
+        mapped: tuple[tuple[str, str], ...] = (),
     ) -> tuple[bytes, int] | None:
         """A digest of exactly what a decision reads: the pod, the namespace object and the request info (the uid
         left out unless some policy expression could read it), and the version of the pod owner's recommendation.
@@ -194,20 +213,28 @@ class Admission:
         try:
             # Not sorted: the API server writes a given object's keys in one order, and equal text means equal
             # inputs either way (another key order only misses the cache); sorting would double the cost.
-            text = json.dumps([pod, namespace, info, dra_devices, sizing], separators=(",", ":"), allow_nan=False)
+            text = json.dumps(
+                [pod, namespace, info, dra_devices, sizing, mapped], separators=(",", ":"), allow_nan=False
+            )
         except (TypeError, ValueError):
             return None
         data = text.encode()
         return hashlib.blake2b(data, digest_size=20).digest(), len(data)
 
-    def _dra_devices(self, review: ReviewRequest, pod: dict[str, Any], namespace: dict[str, Any] | None) -> int:
+    def _dra_devices(
+        self,
+        review: ReviewRequest,
+        pod: dict[str, Any],
+        namespace: dict[str, Any] | None,
+        mapping: Mapping[str, str] | None = None,
+    ) -> int:
         """GPU devices the claims and templates the pod names ask for; an API-server failure denies (a cap that
         cannot be checked is not waved through), and so does a claim or template that does not exist yet in a
         namespace with a GPU cap (what it will ask for cannot be counted now)."""
         if self.claims is None or not (pod.get("spec") or {}).get("resourceClaims"):
             return 0
         try:
-            demand = claim_demand(pod, review.namespace, self.claims)
+            demand = claim_demand(pod, review.namespace, self.claims, gpu_classes(mapping))
         except ApiServerError as exc:
             raise AdmissionDenied(
                 f"gpudra: cannot read the pod's ResourceClaims to check GPU caps: {exc}", code=503,
@@ -239,15 +266,19 @@ class Admission:
         namespace = self._namespace(review)
         info = _request_info(review)
         policies = self.store.current
-        dra_devices = self._dra_devices(review, pod, namespace)
+        mapping = self.extended_resources() if self.extended_resources is not None else {}
+        dra_devices = self._dra_devices(review, pod, namespace, mapping)
         version = self.sizing.version(pod, review.namespace) if self.sizing is not None else ""
-        keyed = self._key(policies, info, pod, namespace, dra_devices, version) if self.cache_size > 0 else None
+        mapped = extended_resource_pairs(mapping)
+        keyed = self._key(policies, info, pod, namespace, dra_devices, version, mapped) if self.cache_size > 0 else None
         if keyed is not None:
             cached = self._cache.get(keyed[0])
             if cached is not None:
                 return cached
-        decision = policies.evaluate(pod, namespace, info, dra_devices=dra_devices, sizing=self.sizing)
-        entry = _Cached(pod, decision)
+        decision = policies.evaluate(
+            pod, namespace, info, dra_devices=dra_devices, sizing=self.sizing, extended_resources=mapping
+        )
+        entry = _Cached(pod, decision, policies, mapping)
         if keyed is not None:
             self._cache.put(keyed[0], entry, keyed[1] + decision.held_bytes)  # inputs, and what the decision holds
         return entry
@@ -275,8 +306,15 @@ class Admission:
         pod, decision = decided.pod, decided.decision
         if not decision.allowed:
             raise self._deny("mutate", review, decision)
+        if decided.native is not None:
+            return self._leave_to_scheduler(review, decision, decided.native)
         translation = decided.translation()
         warnings = list(translation.warnings)
+        if translation.patch and self.k8s_minor is not None:  # what the cluster's version would not serve
+            for template in translation.templates:
+                spec = (template.get("spec") or {}).get("spec") or {}
+                name = template["metadata"]["name"]
+                warnings.extend(f"ResourceClaimTemplate {name} {w}" for w in unserved_features(spec, self.k8s_minor))
         if translation.patch:
             if review.dry_run:
                 self.metrics.templates_created.labels("skipped_dry_run").inc()
@@ -310,6 +348,18 @@ class Admission:
             )
         self._count("mutate", review, decision, "allowed")
         return allowed_response(review.uid, warnings=warnings)
+
+    def _leave_to_scheduler(self, review: ReviewRequest, decision: Decision, native: SchedulerPath) -> dict[str, Any]:
+        """Admit the pod unchanged: kube-scheduler builds the same whole-device claim itself (KEP-5004). No template,
+        no API write, no patch; an audit annotation says why."""
+        for device_class in native.device_classes:
+            self.metrics.left_to_scheduler.labels(native.policy, device_class).inc()
+        self._count("mutate", review, decision, "left_to_scheduler")
+        return allowed_response(
+            review.uid,
+            warnings=list(decision.warnings),
+            audit_annotations={"left-to-scheduler": native.reason[:AUDIT_ANNOTATION_LIMIT]},
+        )
 
     def validate(self, review: ReviewRequest) -> dict[str, Any]:
         decided = self._decide(review)

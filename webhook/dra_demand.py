@@ -3,7 +3,8 @@
 
 A request counts its `count` (ExactCount, 1 when unset); `allocationMode: All` counts as the most one claim can
 allocate (32, AllocationResultsMaxSize), since it can take every matching device; `firstAvailable` counts its
-largest alternative. Only requests of the NVIDIA driver's GPU DeviceClasses count. A claim or template that does
+largest alternative. Only requests of the NVIDIA driver's GPU DeviceClasses count, and of any other class the
+cluster maps a legacy GPU resource to (KEP-5004 `extendedResourceName`: `gpu_classes`). A claim or template that does
 not exist yet cannot be counted: `claim_demand` names it, and admission denies such a pod where a cap applies (else
 the pod would be admitted at 0 and get whatever the template created later asks for).
 """
@@ -14,10 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from policyengine import extended_resource_pairs
 from policyengine.pod_shape import MAX_DEVICES_PER_CLAIM
 
 __all__ = [
     "GPU_DEVICE_CLASSES",
+    "gpu_classes",
     "ClaimDemand",
     "ClaimReader",
     "claim_demand",
@@ -28,6 +31,14 @@ __all__ = [
 GPU_DEVICE_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"})
 
 
+def gpu_classes(extended_resources: Mapping[str, str] | None) -> frozenset[str]:
+    """The NVIDIA driver's GPU classes plus those the cluster maps a legacy GPU resource to (`nvidia.com/gpu`,
+    `nvidia.com/mig-<profile>`): a claim of such a class asks for GPUs, whatever its name."""
+    if not extended_resources:
+        return GPU_DEVICE_CLASSES
+    return GPU_DEVICE_CLASSES | {c for _, c in extended_resource_pairs(extended_resources)}
+
+
 class ClaimReader(Protocol):
     def read_claim_spec(self, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
         """The ResourceClaimSpec of ResourceClaim (`kind="claim"`) or ResourceClaimTemplate (`"template"`)
@@ -35,8 +46,8 @@ class ClaimReader(Protocol):
         ...
 
 
-def _request_devices(request: Mapping[str, Any]) -> int:
-    if request.get("deviceClassName") not in GPU_DEVICE_CLASSES:
+def _request_devices(request: Mapping[str, Any], classes: frozenset[str]) -> int:
+    if request.get("deviceClassName") not in classes:
         return 0
     if request.get("allocationMode") == "All":
         return MAX_DEVICES_PER_CLAIM
@@ -44,8 +55,8 @@ def _request_devices(request: Mapping[str, Any]) -> int:
     return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1
 
 
-def spec_gpu_devices(spec: Mapping[str, Any]) -> int:
-    """The GPU devices one ResourceClaimSpec asks for (see the module's rules)."""
+def spec_gpu_devices(spec: Mapping[str, Any], classes: frozenset[str] = GPU_DEVICE_CLASSES) -> int:
+    """The GPU devices one ResourceClaimSpec asks for (see the module's rules); `classes`: the GPU DeviceClasses."""
     total = 0
     found = spec.get("devices")
     devices: Mapping[str, Any] = found if isinstance(found, dict) else {}
@@ -53,9 +64,10 @@ def spec_gpu_devices(spec: Mapping[str, Any]) -> int:
         if not isinstance(request, dict):
             continue
         if isinstance(request.get("exactly"), dict):
-            total += _request_devices(request["exactly"])
+            total += _request_devices(request["exactly"], classes)
         elif isinstance(request.get("firstAvailable"), list):
-            total += max((_request_devices(s) for s in request["firstAvailable"] if isinstance(s, dict)), default=0)
+            alternatives = request["firstAvailable"]
+            total += max((_request_devices(s, classes) for s in alternatives if isinstance(s, dict)), default=0)
     return total
 
 
@@ -65,8 +77,11 @@ class ClaimDemand:
     missing: tuple[str, ...] = ()  # `spec.resourceClaims[i].<field> 'name'` of each that does not exist yet
 
 
-def claim_demand(pod: Mapping[str, Any], namespace: str, reader: ClaimReader) -> ClaimDemand:
-    """The GPU devices the claims and templates `pod` names ask for, read through `reader`, and the ones missing."""
+def claim_demand(
+    pod: Mapping[str, Any], namespace: str, reader: ClaimReader, classes: frozenset[str] = GPU_DEVICE_CLASSES
+) -> ClaimDemand:
+    """The GPU devices the claims and templates `pod` names ask for, read through `reader`, and the ones missing;
+    `classes`: the GPU DeviceClasses (`gpu_classes`)."""
     total = 0
     missing: list[str] = []
     for i, entry in enumerate((pod.get("spec") or {}).get("resourceClaims") or []):
@@ -78,11 +93,13 @@ def claim_demand(pod: Mapping[str, Any], namespace: str, reader: ClaimReader) ->
                 if found is None:
                     missing.append(f"spec.resourceClaims[{i}].{field} {entry[field]!r}")
                 else:
-                    total += spec_gpu_devices(found)
+                    total += spec_gpu_devices(found, classes)
                 break
     return ClaimDemand(total, tuple(missing))
 
 
-def claimed_gpu_devices(pod: Mapping[str, Any], namespace: str, reader: ClaimReader) -> int:
+def claimed_gpu_devices(
+    pod: Mapping[str, Any], namespace: str, reader: ClaimReader, classes: frozenset[str] = GPU_DEVICE_CLASSES
+) -> int:
     """The GPU devices the existing claims and templates `pod` names ask for, read through `reader`."""
-    return claim_demand(pod, namespace, reader).devices
+    return claim_demand(pod, namespace, reader, classes).devices

@@ -87,3 +87,22 @@ class WebhookMetrics:
             "gpudra_sizing_lookups", "Recommendation cache lookups on the admission path, by result.", ["result"],
             registry=r,
         )  # fmt: skip
+        # KEP-5004 coexistence (policyengine.scheduler_path, kubeapi.deviceclasses).
+        self.left_to_scheduler = Counter(
+            "gpudra_admission_left_to_scheduler",
+            "GPU pods admitted unchanged because kube-scheduler builds the same whole-device claim itself (a "
+            "DeviceClass maps their extended resource, KEP-5004), by policy and DeviceClass.",
+            ["policy", "device_class"],
+            registry=r,
+        )
+        self.extended_resource_mappings = Gauge(
+            "gpudra_extended_resource_mappings",
+            "Legacy GPU resources (nvidia.com/gpu, nvidia.com/mig-*) the cluster's DeviceClasses map (KEP-5004).",
+            registry=r,
+        )
+        self.deviceclass_cache_events = Counter(
+            "gpudra_deviceclass_cache_events",
+            "DeviceClass cache lists, mapping changes, failures and watch restarts, by event.",
+            ["event"],
+            registry=r,
+        )

@@ -8,6 +8,13 @@ charged (k8s.io/kubernetes v1.37.2 pkg/quota/v1/evaluator/core/resource_claims.g
 namespace total, counts a template created after the pod named it (the claim is charged when the resourceclaim
 controller creates it) and a claim replaced after admission. Each class is capped separately: a namespace labelled 2
 may hold 2 whole GPUs and 2 MIG devices.
+
+Pods gpudra leaves to kube-scheduler (KEP-5004: a DeviceClass maps their legacy resource, and they ask for nothing but
+whole devices) are counted the same way: the pod is charged `requests.nvidia.com/gpu` (N) when it is created, and
+the claim the scheduler makes for it N devices of its class (its `requests.<resource>` share is the pod's, not
+charged twice). Where the cluster maps a legacy GPU resource to another class (an admin-made class for
+`nvidia.com/gpu`, one class per MIG profile for `nvidia.com/mig-<profile>`), that class's devices and that resource
+are capped too (`desired_quota`'s `extended_resources`, read from the DeviceClasses by `sync_quotas`).
 """
 
 from __future__ import annotations
@@ -15,13 +22,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from kubeapi.deviceclasses import extended_resource_mapping
+from policyengine import extended_resource_pairs
 from policyengine.translate import MANAGED_BY
 from webhook.dra_demand import GPU_DEVICE_CLASSES
 
 __all__ = [
     "MAX_GPUS_LABEL",
+    "DeviceClassLister",
     "QUOTA_NAME",
     "QuotaReport",
     "QuotaStore",
@@ -48,6 +58,11 @@ class QuotaStore(Protocol):
     def delete_quota(self, namespace: str, name: str) -> None: ...
 
 
+@runtime_checkable
+class DeviceClassLister(Protocol):
+    def list_device_classes(self) -> list[dict[str, Any]]: ...
+
+
 @dataclass
 class QuotaReport:
     created: list[str] = field(default_factory=list)
@@ -60,8 +75,12 @@ class QuotaReport:
         return asdict(self)
 
 
-def desired_quota(namespace: Mapping[str, Any]) -> dict[str, Any] | None:
+def desired_quota(
+    namespace: Mapping[str, Any], extended_resources: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
     """The ResourceQuota the namespace's `gpudra.io/max-gpus` label asks for; None without the label.
+    `extended_resources`: the cluster's KEP-5004 mapping (extended resource -> DeviceClass); each legacy GPU
+    resource it maps and its class are capped too.
 
     Raises ValueError naming the label when its value is not a whole number."""
     metadata = namespace.get("metadata") or {}
@@ -72,8 +91,11 @@ def desired_quota(namespace: Mapping[str, Any]) -> dict[str, Any] | None:
         raise ValueError(
             f"namespace {metadata.get('name')}: label {MAX_GPUS_LABEL} must be a whole number (got {value!r})"
         )
-    hard = {f"{cls}.deviceclass.resource.k8s.io/devices": value for cls in sorted(GPU_DEVICE_CLASSES)}
-    hard[f"requests.{LEGACY_GPU_RESOURCE}"] = value
+    mapped = extended_resource_pairs(extended_resources)
+    classes = sorted(GPU_DEVICE_CLASSES | {cls for _, cls in mapped})
+    hard = {f"{cls}.deviceclass.resource.k8s.io/devices": value for cls in classes}
+    for resource in sorted({LEGACY_GPU_RESOURCE} | {resource for resource, _ in mapped}):
+        hard[f"requests.{resource}"] = value
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -94,13 +116,17 @@ def _managed(quota: Mapping[str, Any]) -> bool:
 
 def sync_quotas(store: QuotaStore, *, dry_run: bool = False) -> QuotaReport:
     """One pass: every namespace with the label gets its quota (created or brought back to the label's value); a
-    gpudra quota whose namespace lost the label goes. A quota of that name gpudra did not create is left alone."""
+    gpudra quota whose namespace lost the label goes. A quota of that name gpudra did not create is left alone.
+    A store that lists DeviceClasses (`DeviceClassLister`) adds the classes and resources the cluster maps."""
     report = QuotaReport()
+    mapping: dict[str, str] = {}
+    if isinstance(store, DeviceClassLister):
+        mapping = extended_resource_mapping(store.list_device_classes())
     existing = {(q.get("metadata") or {}).get("namespace"): q for q in store.list_quotas(QUOTA_NAME)}
     for namespace in store.list_namespaces():
         name = str((namespace.get("metadata") or {}).get("name", ""))
         try:
-            wanted = desired_quota(namespace)
+            wanted = desired_quota(namespace, mapping)
         except ValueError as exc:
             report.invalid.append(str(exc))
             continue

@@ -25,6 +25,7 @@ from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfi
 from webhook.app import DEFAULT_DEADLINE_SECONDS, BackgroundService, create_app
 from webhook.body import DEFAULT_BODY_SECONDS, DEFAULT_LARGE_BODY_BYTES
 from webhook.client_auth import require_client_certificates
+from webhook.cluster_view import DeviceClassCache, device_class_cache, server_minor
 from webhook.metrics import WebhookMetrics
 from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
@@ -111,6 +112,7 @@ def build_app(
     recommendations: RecommendationSource | None = None,
 ) -> FastAPI:
     """Wire policies, certificate, side effects, the recommendation cache and metrics into the FastAPI app."""
+    reads_cluster = writer is None and settings.side_effects  # DeviceClasses and /version (webhook.cluster_view)
     metrics = WebhookMetrics()
     store = PolicyStore(
         Path(settings.policies),
@@ -136,9 +138,17 @@ def build_app(
     exempt = DEFAULT_EXEMPT_NAMESPACES | set(settings.exempt_namespaces)
     if os.environ.get("POD_NAMESPACE"):
         exempt |= {os.environ["POD_NAMESPACE"]}
+    # KEP-5004 coexistence (the DeviceClasses' mapping, cached by list+watch) and the cluster's version for warnings.
+    device_classes: DeviceClassCache | None = None
+    k8s_minor: int | None = None
+    if reads_cluster:
+        view_client = api_client(settings.kubeconfig, in_cluster=settings.in_cluster)
+        device_classes = device_class_cache(view_client, metrics, timeout=max(5.0, settings.api_timeout_seconds))
+        k8s_minor = server_minor(view_client, timeout=settings.api_timeout_seconds)
     admission = Admission(
         store, metrics, writer=writer, namespaces=namespaces, rollout=RolloutConfig(), exempt_namespaces=exempt,
         claims=writer if isinstance(writer, KubeSideEffects) else None, sizing=sizing,
+        extended_resources=device_classes.mapping if device_classes is not None else None, k8s_minor=k8s_minor,
     )  # fmt: skip
     certificate = _certificate(settings)
 
@@ -178,6 +188,9 @@ def build_app(
     if sizing is not None:
         readiness["sizing"] = sizing.readiness  # never unready: see webhook.sizing_cache
         services.append(sizing)
+    if device_classes is not None:
+        readiness["deviceClasses"] = device_classes.readiness  # never unready: see kubeapi.deviceclasses
+        services.append(device_classes)
     return create_app(
         admission,
         metrics=metrics,

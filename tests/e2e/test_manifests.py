@@ -97,6 +97,7 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
         ("resourceclaims", ("get",)),
         ("namespaces", ("get",)),
         ("gpusizingrecommendations", ("list", "watch")),  # the sizing cache (webhook/sizing_cache.py)
+        ("deviceclasses", ("list", "watch")),  # KEP-5004's mapping (kubeapi/deviceclasses.py)
     }
     assert verbs(roles["gpudra-template-gc"]) == {("resourceclaimtemplates", ("list", "delete")), ("pods", ("list",))}
     (cronjob,) = by_kind(docs, "CronJob")

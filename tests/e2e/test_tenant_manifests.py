@@ -50,6 +50,7 @@ def test_the_components_render_and_the_api_server_accepts_them(tmp_path: Path, c
     assert {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]} == {
         ("namespaces", ("list",)),
         ("resourcequotas", ("list", "create", "patch", "delete")),
+        ("deviceclasses", ("list",)),  # a class that maps a legacy GPU resource is capped too (KEP-5004)
     }
     (cronjob,) = [d for d in docs if d["kind"] == "CronJob" and d["metadata"]["name"] == "gpudra-namespace-quota"]
     job = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]

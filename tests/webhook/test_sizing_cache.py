@@ -399,9 +399,12 @@ class Recorder(PolicySet):
         *,
         dra_devices: int = 0,
         sizing: Any = None,
+        extended_resources: Any = None,
     ) -> Any:
         SEEN.append(sizing)
-        return super().evaluate(pod, namespace, request, dra_devices=dra_devices, sizing=sizing)
+        return super().evaluate(
+            pod, namespace, request, dra_devices=dra_devices, sizing=sizing, extended_resources=extended_resources
+        )
 
 
 def _admission(cache: RecommendationCache) -> tuple[Admission, list[Any]]:

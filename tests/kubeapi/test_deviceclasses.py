@@ -1,0 +1,207 @@
+"""kubeapi.deviceclasses: the KEP-5004 mapping read from DeviceClasses, and the list+watch cache that keeps it."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from kubeapi.deviceclasses import (
+    DeviceClassCache,
+    DeviceClassSourceError,
+    extended_resource_mapping,
+)
+from webhook.cluster_view import device_class_cache
+from webhook.metrics import WebhookMetrics
+
+
+def device_class(name: str, resource: str | None = None, created: str = "2026-12-01T00:00:00Z") -> dict[str, Any]:
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}
+    if resource is not None:
+        spec["extendedResourceName"] = resource
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name, "creationTimestamp": created, "resourceVersion": "7"},
+        "spec": spec,
+    }
+
+
+def test_the_mapping_names_each_extended_resource_once() -> None:
+    classes = [
+        device_class("gpu.nvidia.com", "nvidia.com/gpu"),
+        device_class("mig.nvidia.com"),
+        device_class("mig-1g10gb", "nvidia.com/mig-1g.10gb"),
+        {"metadata": {}},  # no name: ignored
+        "not an object",
+    ]
+    assert extended_resource_mapping(classes) == {  # type: ignore[arg-type]
+        "nvidia.com/gpu": "gpu.nvidia.com",
+        "nvidia.com/mig-1g.10gb": "mig-1g10gb",
+    }
+
+
+def test_of_two_classes_for_one_resource_the_newer_wins_then_the_lower_name() -> None:
+    """As k8s.io/dynamic-resource-allocation v0.37.2 deviceclass/extendedresourcecache decides a clash."""
+    old = device_class("gpu.nvidia.com", "nvidia.com/gpu", "2026-01-01T00:00:00Z")
+    new = device_class("gpu-migrated", "nvidia.com/gpu", "2026-06-01T00:00:00Z")
+    assert extended_resource_mapping([old, new]) == {"nvidia.com/gpu": "gpu-migrated"}
+    assert extended_resource_mapping([new, old]) == {"nvidia.com/gpu": "gpu-migrated"}
+    tie = device_class("a-gpu", "nvidia.com/gpu", "2026-06-01T00:00:00Z")
+    assert extended_resource_mapping([new, tie]) == {"nvidia.com/gpu": "a-gpu"}
+    assert extended_resource_mapping([tie, new]) == {"nvidia.com/gpu": "a-gpu"}
+
+
+class Source:
+    """Scripted API server: each list() pops the next answer (items or an exception); watch() replays events."""
+
+    def __init__(self) -> None:
+        self.lists: list[list[dict[str, Any]] | DeviceClassSourceError] = []
+        self.watches: list[list[tuple[str, Any]] | DeviceClassSourceError] = []
+        self.calls: list[str] = []
+        self.rv = 10
+
+    def list(self) -> tuple[list[dict[str, Any]], str]:
+        self.calls.append("list")
+        answer = self.lists.pop(0) if self.lists else DeviceClassSourceError("no more answers", 503)
+        if isinstance(answer, DeviceClassSourceError):
+            raise answer
+        self.rv += 1
+        return copy.deepcopy(answer), str(self.rv)
+
+    def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        self.calls.append(f"watch@{resource_version}")
+        script = self.watches.pop(0) if self.watches else []
+        if isinstance(script, DeviceClassSourceError):
+            raise script
+        for kind, obj in script:
+            if isinstance(obj, Exception):  # an error mid-watch
+                raise obj
+            yield kind, obj
+
+
+def make(source: Source, **options: Any) -> tuple[DeviceClassCache, list[str], list[float]]:
+    events: list[str] = []
+    slept: list[float] = []
+
+    def sleep(stop: threading.Event, seconds: float) -> bool:
+        slept.append(seconds)
+        return False
+
+    cache = DeviceClassCache(source, on_event=events.append, sleep=sleep, clock=lambda: 1000.0, **options)
+    return cache, events, slept
+
+
+def test_never_listed_means_no_mapping_and_still_ready() -> None:
+    cache, _, _ = make(Source())
+    assert dict(cache.mapping()) == {}
+    ok, detail = cache.readiness()
+    assert ok and detail.startswith("warning: DeviceClasses not listed yet")
+
+
+def test_list_then_watch_events_change_the_mapping() -> None:
+    source = Source()
+    source.lists = [[device_class("gpu.nvidia.com"), device_class("mig.nvidia.com")]]
+    source.watches = [
+        [
+            ("MODIFIED", device_class("gpu.nvidia.com", "nvidia.com/gpu")),
+            ("ADDED", device_class("mig-1g10gb", "nvidia.com/mig-1g.10gb")),
+            ("BOOKMARK", {"metadata": {"resourceVersion": "40"}}),
+            ("DELETED", device_class("mig-1g10gb", "nvidia.com/mig-1g.10gb")),
+            ("ADDED", {"metadata": {}}),  # nameless: ignored, never a crash
+        ]
+    ]
+    seen: list[dict[str, str]] = []
+    cache, events, _ = make(source)
+    original = cache.apply
+
+    def recording(event: str, obj: dict[str, Any]) -> None:
+        original(event, obj)
+        seen.append(dict(cache.mapping()))
+
+    cache.apply = recording  # type: ignore[method-assign]
+    cache.run(passes=1)
+    assert source.calls == ["list", "watch@11"]
+    assert seen[0] == {"nvidia.com/gpu": "gpu.nvidia.com"}
+    assert seen[1] == {"nvidia.com/gpu": "gpu.nvidia.com", "nvidia.com/mig-1g.10gb": "mig-1g10gb"}
+    assert seen[3] == {"nvidia.com/gpu": "gpu.nvidia.com"}
+    assert dict(cache.mapping()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
+    assert events == ["list", "change", "change", "change", "restart"]
+    assert cache.readiness() == (True, "2 DeviceClasses; nvidia.com/gpu -> gpu.nvidia.com")
+
+
+def test_api_server_down_keeps_the_last_good_mapping_and_backs_off() -> None:
+    source = Source()
+    down = DeviceClassSourceError("connection refused")
+    source.lists = [[device_class("gpu.nvidia.com", "nvidia.com/gpu")], down, down, down, [device_class("x")]]
+    source.watches = [DeviceClassSourceError("watch broke: connection reset")]
+    cache, events, slept = make(source, backoff=(1.0, 4.0))
+    cache.run(passes=4)
+    assert dict(cache.mapping()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
+    assert all(0.8 * b <= s <= 1.2 * b for s, b in zip(slept, [1, 2, 4, 4], strict=True))
+    assert events.count("error") == 4
+    ok, detail = cache.readiness()
+    assert ok and detail.startswith("warning: serving the last good mapping") and "connection refused" in detail
+    cache.run(passes=1)  # back: a whole list replaces the mapping (the class lost its extendedResourceName)
+    assert dict(cache.mapping()) == {}
+    assert cache.readiness() == (True, "1 DeviceClasses; no extended resource mapped")
+
+
+def test_an_expired_watch_relists_at_once() -> None:
+    source = Source()
+    source.lists = [[device_class("gpu.nvidia.com", "nvidia.com/gpu")]] * 2
+    source.watches = [DeviceClassSourceError("too old resource version", 410)]
+    cache, events, slept = make(source)
+    cache.run(passes=2)
+    assert slept == [] and source.calls[:3] == ["list", "watch@11", "list"]
+    assert "error" not in events
+
+
+def test_an_unexpected_error_in_the_watch_never_ends_the_loop() -> None:
+    source = Source()
+    source.lists = [[device_class("gpu.nvidia.com", "nvidia.com/gpu")]] * 2
+    source.watches = [[("ADDED", RuntimeError("bug"))]]
+    cache, events, slept = make(source)
+    cache.run(passes=2)
+    assert source.calls == ["list", "watch@11", "list", "watch@12"] and len(slept) == 1
+    assert dict(cache.mapping()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
+
+
+def test_the_number_of_classes_kept_is_bounded() -> None:
+    source = Source()
+    source.lists = [[device_class(f"c{i:03}", f"example.com/r{i}") for i in range(50)]]
+    source.watches = [[("ADDED", device_class("late", "nvidia.com/gpu"))]]
+    cache, _, _ = make(source, max_classes=10)
+    cache.run(passes=1)
+    assert cache.status().classes == 10 and "nvidia.com/gpu" not in cache.mapping()
+
+
+def test_the_loop_thread_starts_and_stops() -> None:
+    listed = threading.Event()
+
+    class Blocking(Source):
+        def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]:
+            listed.set()
+            yield from ()
+
+    source = Blocking()
+    source.lists = [[device_class("gpu.nvidia.com", "nvidia.com/gpu")]] * 1000
+    cache = DeviceClassCache(source, sleep=lambda stop, s: stop.wait(s))
+    cache.start()
+    assert listed.wait(10)
+    cache.stop()
+    assert dict(cache.mapping()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
+
+
+def test_the_webhook_counts_events_and_mapped_legacy_resources() -> None:
+    metrics = WebhookMetrics()
+    source = Source()
+    source.lists = [[device_class("gpu.nvidia.com", "nvidia.com/gpu"), device_class("o", "example.com/fpga")]]
+    cache = device_class_cache(None, metrics, source=source)
+    cache.run(passes=1)
+    value = metrics.registry.get_sample_value
+    assert value("gpudra_extended_resource_mappings") == 1  # example.com/fpga is no legacy GPU resource
+    assert value("gpudra_deviceclass_cache_events_total", {"event": "list"}) == 1
+    assert value("gpudra_deviceclass_cache_events_total", {"event": "change"}) == 1
+    assert value("gpudra_deviceclass_cache_events_total", {"event": "restart"}) == 1
