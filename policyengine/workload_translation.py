@@ -281,9 +281,35 @@ def translate_template(
     templates = tuple(_owned_template(rct, pod, target) for rct in translation.templates)
     patch = _prefixed(translation.patch, pointer(*pod.template.path))
     changes, notes = _ray_gpus(pod, translation) if translation.changed else ((), ())
+    notes += _runtime_notes(pod) if translation.changed else ()
     for path, value in changes:
         patch += ({"op": "add", "path": pointer(*path), "value": value},)
     return TemplateTranslation(pod, decision, translation, templates, patch, changes, notes)
+
+
+def _runtime_notes(pod: TemplatePod) -> tuple[str, ...]:
+    """What a rewritten Kubeflow Trainer v2 runtime template needs from the TrainJobs that use it."""
+    if pod.kind not in ("TrainingRuntime", "ClusterTrainingRuntime"):
+        return ()
+    notes = []
+    job: Any = pod.obj
+    for part in pod.template.path[:-2]:  # the replicated Job's template, which carries the ancestor label
+        job = job[part]
+    labels = (job.get("metadata") or {}).get("labels") if isinstance(job, dict) else None
+    if isinstance(labels, dict) and labels.get("trainer.kubeflow.org/trainjob-ancestor-step") == "trainer":
+        # kubeflow/trainer pkg/runtime/core/trainingruntime.go: resourcesPerNode is merged over the `node`
+        # container's requests and limits, and the container's resources are rebuilt from those two alone.
+        notes.append(
+            "a TrainJob that sets spec.trainer.resourcesPerNode replaces the `node` container's resources and drops "
+            "its DRA claim reference (Kubeflow Trainer rebuilds them from requests and limits): set no "
+            "resourcesPerNode on TrainJobs using this runtime, or leave the runtime to `gpudra serve`"
+        )
+    if pod.kind == "ClusterTrainingRuntime":
+        notes.append(
+            "a ClusterTrainingRuntime serves every namespace: its ResourceClaimTemplate must exist in each namespace "
+            "whose TrainJobs use it (apply it there with -n)"
+        )
+    return tuple(notes)
 
 
 _RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", "RayCronJob"})

@@ -82,14 +82,15 @@ def explain(
         return Outcome(stderr=f"error: {nothing_to_translate(pod_file, documents)}\n", code=EXIT_INPUT)
     policies = policy_set(policies_dir).explaining()
     known = namespaces_of(documents)
-    decided = [(pod, policies.evaluate(pod.pod, namespace_for(pod, namespace, known)[0])) for pod in pods]
+    # Each template decided as the pod its controller creates, as translate and the webhook decide it.
+    decided = [(pod, policies.evaluate(pod.decided, namespace_for(pod, namespace, known)[0])) for pod in pods]
     stderr = "".join(f"error: {e}\n" for e in input_errors)
     code = EXIT_INPUT if input_errors else 0 if all(d.allowed for _, d in decided) else EXIT_DENIED
     lone_pod = len(decided) == 1 and decided[0][0].is_pod and not input_errors
     if as_json:
         if lone_pod:
             data = decided[0][1].to_json()
-            data["sizing"] = sizing_json(decided[0][0].pod)
+            data["sizing"] = sizing_json(decided[0][0].decided)
             data["errors"] = [str(e) for e in policies.errors]
         else:
             data = {
@@ -98,8 +99,8 @@ def explain(
             }
         return Outcome(stdout=json.dumps(data, indent=2, sort_keys=False) + "\n", stderr=stderr, code=code)
     if lone_pod:
-        return Outcome(stdout=explanation(decided[0][0].pod, policies, decided[0][1]), code=code)
-    texts = [f"== {p.label}\n" + explanation(p.pod, policies, d) for p, d in decided]
+        return Outcome(stdout=explanation(decided[0][0].decided, policies, decided[0][1]), code=code)
+    texts = [f"== {p.label}\n" + explanation(p.decided, policies, d) for p, d in decided]
     return Outcome(stdout="\n".join(texts), stderr=stderr, code=code)
 
 
@@ -111,7 +112,7 @@ def _template_json(pod: TemplatePod, decision: Decision) -> dict[str, Any]:
         "path": pod.where,
         "role": pod.template.role,
         "decision": decision.to_json(),
-        "sizing": sizing_json(pod.pod),
+        "sizing": sizing_json(pod.decided),
     }
 
 
