@@ -99,6 +99,9 @@ class Decision:
     namespace: str = "default"
     matched: tuple[str, ...] = ()
     shadowed: tuple[str, ...] = ()
+    # Only when explaining (`PolicySet.explaining()`): policy -> (name, expression) of the match condition that was
+    # false, so `policy explain` can say why a policy did not match.
+    unmatched: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     variables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     claim: Mapping[str, Any] | None = None
     containers: tuple[ContainerRequest, ...] = ()
@@ -135,6 +138,7 @@ class Decision:
             "namespace": self.namespace,
             "matched": list(self.matched),
             "shadowed": list(self.shadowed),
+            "unmatched": {k: {"condition": n, "expression": e} for k, (n, e) in self.unmatched.items()},
             "variables": {k: dict(v) for k, v in self.variables.items()},
             "claim": self.claim,
             "containers": [c.to_json() for c in self.containers],

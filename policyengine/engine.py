@@ -182,6 +182,7 @@ class _Run:
 
     matched: list[str] = field(default_factory=list)
     shadowed: list[str] = field(default_factory=list)
+    unmatched: dict[str, tuple[str, str]] = field(default_factory=dict)  # explain: policy -> the false condition
     variables: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -335,10 +336,15 @@ class PolicySet:
         if plan.fact_conditions and token is not None:
             leading = conditions[: plan.fact_conditions]
             if not self._memo.matched(policy, token, lambda: all(check(c, activation) for _n, c in leading)):
+                if self.all_variables:  # explain names the condition that was false
+                    name, condition = next(((n, c) for n, c in leading if not check(c, activation)), leading[-1])
+                    state.unmatched[policy.name] = (name, condition.source)
                 return
             conditions = conditions[plan.fact_conditions :]
-        for _name, condition in conditions:
+        for name, condition in conditions:
             if not test(condition):
+                if self.all_variables:
+                    state.unmatched[policy.name] = (name, condition.source)
                 return
         if policy.claim is not None and state.chosen is not None:
             state.shadowed.append(policy.name)
@@ -461,6 +467,7 @@ class PolicySet:
             namespace=ns_name,
             matched=tuple(state.matched),
             shadowed=tuple(state.shadowed),
+            unmatched=state.unmatched,
             variables=state.variables,
             claim=state.claim,
             containers=tuple(state.containers),

@@ -54,6 +54,11 @@ def policy_test_report(results: Sequence[PolicyTestResult]) -> tuple[str, int]:
     return "\n".join(out) + "\n", failed
 
 
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def _policy_state(name: str, decision: Decision) -> str:
     if name == decision.policy:
         return f"builds the claim ({decision.mode})"
@@ -61,20 +66,58 @@ def _policy_state(name: str, decision: Decision) -> str:
         return "matched"
     if name in decision.shadowed:
         return "matched, shadowed by a higher-priority claim policy"
+    if name in decision.unmatched:
+        condition, expression = decision.unmatched[name]
+        return f"not matched: matchCondition '{condition}' is false: {_one_line(expression)}"
     return "not matched"
 
 
-def explanation(pod: dict[str, Any], policies: PolicySet, decision: Decision) -> str:
-    """Which policies matched and why, the verdict, each container's request, the claim, warnings, variables."""
+_FACTS = ("legacy", "dra", "total", "max", "resources", "draDevices", "requestsOnly", "mixed", "hami")
+
+
+def _facts_line(pod: dict[str, Any]) -> str | None:
+    """The `gpu` facts the policies' conditions read (what a condition was true or false of)."""
+    try:
+        facts = pod_facts(pod).to_cel()
+    except Exception:  # an unreadable pod is reported by the decision itself
+        return None
+    return "gpu facts: " + ", ".join(f"gpu.{k} = {json.dumps(facts[k], sort_keys=True)}" for k in _FACTS)
+
+
+def _variable_lines(decision: Decision) -> list[str]:
+    """The pod-level variables of each matched policy, then each container's claim variables: the values the claim
+    was built from (a claim policy's sizing lives there, not at pod level)."""
+    lines: list[str] = []
+    if decision.variables:
+        lines.append("variables (pod level, read by validations, warnings and the claim):")
+        for policy_name, values in decision.variables.items():
+            for var, value in values.items():
+                lines.append(f"  {policy_name}.{var} = {json.dumps(value, sort_keys=True)}")
+    for request in decision.containers:
+        if not request.variables:
+            continue
+        lines.append(f"claim variables of {decision.policy} for container {request.container} (the claim's values):")
+        for var, value in request.variables.items():
+            lines.append(f"  {decision.policy}.claim.{var} = {json.dumps(value, sort_keys=True)}")
+    return lines
+
+
+def explanation(pod: dict[str, Any], policies: PolicySet, decision: Decision, notes: Sequence[str] = ()) -> str:
+    """Which policies matched and why, the verdict (and `notes` on it, such as the scheduler's own path), each
+    container's request, the claim, warnings, variables."""
     meta = pod.get("metadata") or {}
     name = meta.get("name") or (str(meta.get("generateName", "")) + "<generated>")
     lines = [f"pod {decision.namespace}/{name}", "policies (in evaluation order):"]
     for policy in policies.policies:
         lines.append(f"  {policy.name:<20} priority {policy.priority:<5} {_policy_state(policy.name, decision)}")
     lines.extend(f"  error: {e}" for e in policies.errors)
+    facts = _facts_line(pod)
+    if facts is not None:
+        lines.append(facts)
     lines.append("verdict: " + ("allowed" if decision.allowed else f"denied ({decision.reason}): {decision.message}"))
     for violation in decision.violations:
         lines.append(f"  {violation.mode}: {violation.policy}: {violation.message}")
+    lines.extend(notes)
     for request in decision.containers:
         replaced = ", ".join(f"{k}={v}" for k, v in request.replaces.items())
         where = f"{request.kind}[{request.index}]"
@@ -87,9 +130,5 @@ def explanation(pod: dict[str, Any], policies: PolicySet, decision: Decision) ->
         lines.extend("  " + line for line in yaml_stream([decision.claim]).splitlines())
     for warning in decision.warnings:
         lines.append(f"warning: {warning}")
-    if decision.variables:
-        lines.append("variables:")
-        for policy_name, values in decision.variables.items():
-            for var, value in values.items():
-                lines.append(f"  {policy_name}.{var} = {json.dumps(value, sort_keys=True)}")
+    lines.extend(_variable_lines(decision))
     return "\n".join(lines) + "\n"

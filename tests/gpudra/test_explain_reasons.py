@@ -1,0 +1,45 @@
+"""`gpudra policy explain` says why (issue 25, item 8): the false match condition of each policy that did not match,
+the `gpu` facts the conditions read, and the claim's own variables (the values the claim was built from) beside the
+pod-level ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gpudra.commands.policy import explain
+
+PATTERNS = Path(__file__).resolve().parents[1] / "fixtures" / "public_patterns"
+
+
+def test_explain_names_the_false_condition_and_the_facts_it_read() -> None:
+    out = explain(PATTERNS / "production-stack-deployment.yaml")
+    assert out.code == 0, out.stderr
+    lines = out.stdout.splitlines()
+    multi = next(line for line in lines if line.strip().startswith("multi-gpu"))
+    assert "not matched: matchCondition 'has-multi-gpu-container' is false: gpu.max > 1" in multi
+    assert "gpu facts: gpu.legacy = true" in out.stdout and "gpu.max = 1" in out.stdout
+
+
+def test_explain_shows_the_claim_variables_the_sizing_reached() -> None:
+    out = explain(PATTERNS / "production-stack-deployment.yaml")
+    claim_vars = out.stdout.split("claim variables of right-size for container vllm")[1]
+    # The pod-level right-size.vramBytes reads the annotation only (0.0 here); the claim's vram is the model's size.
+    assert 'right-size.claim.vram = "20427Mi"' in claim_vars
+    assert "right-size.claim.mig = [" in claim_vars and '"profile": "1g.35gb"' in claim_vars
+
+
+def test_explain_json_carries_the_unmatched_conditions() -> None:
+    out = explain(PATTERNS / "tgi-sharded.yaml", as_json=True)
+    decision = json.loads(out.stdout)["templates"][0]["decision"]
+    assert decision["policy"] == "multi-gpu" and "multi-gpu" not in decision["unmatched"]
+    out = explain(PATTERNS / "triton.yaml", as_json=True)
+    unmatched = json.loads(out.stdout)["templates"][0]["decision"]["unmatched"]
+    assert unmatched["multi-gpu"]["condition"] == "has-multi-gpu-container"
+    assert unmatched["multi-gpu"]["expression"].startswith("gpu.max > 1")
+
+
+def test_a_ray_worker_is_explained_as_the_pod_kuberay_creates() -> None:
+    out = explain(PATTERNS / "kuberay-raycluster.yaml")
+    worker = out.stdout.split("spec.workerGroupSpecs[0].template")[1]
+    assert "multi-gpu            priority 300   builds the claim (enforce)" in worker
