@@ -61,6 +61,9 @@ class ServeSettings:
     # GPUSizingRecommendation watch cache (webhook.sizing_cache): auto (on when the API server serves the CRD),
     # on (its absence is an error in /readyz and /metrics) or off. Needs API-server access.
     sizing_recommendations: str = "auto"
+    # KEP-5004 coexistence (webhook.cluster_view): auto reads the DeviceClasses and admits unchanged the pods whose
+    # decision is only whole devices of a class mapping their resource; off translates every GPU pod. Needs API access.
+    extended_resource_mapping: str = "auto"
     # With a CA file (PEM), /mutate and /validate answer only clients with a certificate it signed
     # (webhook.client_auth).
     client_ca: str | None = None
@@ -141,9 +144,13 @@ def build_app(
     # KEP-5004 coexistence (the DeviceClasses' mapping, cached by list+watch) and the cluster's version for warnings.
     device_classes: DeviceClassCache | None = None
     k8s_minor: int | None = None
+    if settings.extended_resource_mapping not in ("auto", "off"):
+        raise ValueError(f"extended_resource_mapping must be auto or off (got {settings.extended_resource_mapping!r})")
     if reads_cluster:
         view_client = api_client(settings.kubeconfig, in_cluster=settings.in_cluster)
-        device_classes = device_class_cache(view_client, metrics, timeout=max(5.0, settings.api_timeout_seconds))
+        if settings.extended_resource_mapping == "auto":
+            timeout = max(5.0, settings.api_timeout_seconds)
+            device_classes = device_class_cache(view_client, metrics, timeout=timeout)
         k8s_minor = server_minor(view_client, timeout=settings.api_timeout_seconds)
     admission = Admission(
         store, metrics, writer=writer, namespaces=namespaces, rollout=RolloutConfig(), exempt_namespaces=exempt,

@@ -15,6 +15,7 @@ import typer
 
 from dra.errors import InputError
 from policyengine import (
+    LEGACY_GPU,
     Decision,
     PolicySet,
     load_policies,
@@ -22,6 +23,8 @@ from policyengine import (
     shipped_policies_dir,
     translates_nothing,
 )
+from policyengine.k8s_features import parse_minor, unserved_features
+from policyengine.scheduler_path import scheduler_path
 from policyengine.testing import run_tests
 from policyengine.workload_translation import TemplatePod, namespace_for, namespaces_of
 
@@ -67,15 +70,51 @@ def test(paths: Sequence[Source]) -> Outcome:
     return Outcome(stdout=text, code=EXIT_DENIED if failed else 0)
 
 
+def extended_resource_mapping(values: Sequence[str]) -> dict[str, str]:
+    """`--extended-resource-class` values as a KEP-5004 mapping: `CLASS` maps nvidia.com/gpu, `RESOURCE=CLASS` names
+    the resource (`nvidia.com/mig-1g.10gb=mig-1g10gb`). Raises InputError on an empty part or a resource named
+    twice."""
+    mapping: dict[str, str] = {}
+    for value in values:
+        resource, _, device_class = value.rpartition("=") if "=" in value else (LEGACY_GPU, "=", value)
+        resource, device_class = resource.strip(), device_class.strip()
+        if not resource or not device_class:
+            raise InputError(f"--extended-resource-class {value!r}: expected CLASS or RESOURCE=CLASS")
+        if resource in mapping:
+            raise InputError(f"--extended-resource-class: {resource} is mapped twice")
+        mapping[resource] = device_class
+    return mapping
+
+
+def _notes(
+    pod: dict[str, Any], decision: Decision, policies: PolicySet, mapping: dict[str, str], minor: int | None
+) -> tuple[str | None, list[str]]:
+    """Whether the pod is left to kube-scheduler's claim (the reason), and what the target version does not serve."""
+    native = scheduler_path(pod, decision, mapping, policies)
+    if native is not None or decision.claim is None or minor is None:
+        return (native.reason if native is not None else None), []
+    return None, [f"claim {w}" for w in unserved_features(decision.claim, minor)]
+
+
 def explain(
-    pod_file: Source, namespace_file: Source | None = None, policies_dir: Source | None = None, as_json: bool = False
+    pod_file: Source,
+    namespace_file: Source | None = None,
+    policies_dir: Source | None = None,
+    as_json: bool = False,
+    extended_resource_classes: Sequence[str] = (),
+    k8s_version: str | None = None,
 ) -> Outcome:
     """Why the policies decide what they decide for each pod template of the file (a Pod, a workload, a stream or
-    a `List`); exit 1 when one is denied, 2 when an object could not be read (the others are still explained)."""
+    a `List`); exit 1 when one is denied, 2 when an object could not be read (the others are still explained).
+    `extended_resource_classes`: the cluster's KEP-5004 mapping (`extended_resource_mapping`): pods whose decision is
+    only whole devices of a mapped class are said to be left to kube-scheduler, as `gpudra serve` leaves them;
+    `k8s_version`: warn where a claim needs a feature that version does not serve by default."""
     try:
+        mapping = extended_resource_mapping(extended_resource_classes)
+        minor = parse_minor(k8s_version) if k8s_version is not None else None
         documents = read_objects(pod_file)
         namespace = read_namespace(namespace_file)
-    except InputError as exc:
+    except (InputError, ValueError) as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     pods, input_errors = template_pods_of(documents)
     if not pods and not input_errors:
@@ -83,7 +122,11 @@ def explain(
     policies = policy_set(policies_dir).explaining()
     known = namespaces_of(documents)
     # Each template decided as the pod its controller creates, as translate and the webhook decide it.
-    decided = [(pod, policies.evaluate(pod.decided, namespace_for(pod, namespace, known)[0])) for pod in pods]
+    decided = [
+        (pod, policies.evaluate(pod.decided, namespace_for(pod, namespace, known)[0], extended_resources=mapping))
+        for pod in pods
+    ]
+    notes = [_notes(p.decided, d, policies, mapping, minor) for p, d in decided]
     stderr = "".join(f"error: {e}\n" for e in input_errors)
     code = EXIT_INPUT if input_errors else 0 if all(d.allowed for _, d in decided) else EXIT_DENIED
     lone_pod = len(decided) == 1 and decided[0][0].is_pod and not input_errors
@@ -91,20 +134,30 @@ def explain(
         if lone_pod:
             data = decided[0][1].to_json()
             data["sizing"] = sizing_json(decided[0][0].decided)
+            data["leftToScheduler"], data["versionWarnings"] = notes[0]
             data["errors"] = [str(e) for e in policies.errors]
         else:
             data = {
-                "templates": [_template_json(p, d) for p, d in decided],
+                "templates": [_template_json(p, d, n) for (p, d), n in zip(decided, notes, strict=True)],
                 "errors": [str(e) for e in policies.errors],
             }
         return Outcome(stdout=json.dumps(data, indent=2, sort_keys=False) + "\n", stderr=stderr, code=code)
     if lone_pod:
-        return Outcome(stdout=explanation(decided[0][0].decided, policies, decided[0][1]), code=code)
-    texts = [f"== {p.label}\n" + explanation(p.decided, policies, d) for p, d in decided]
+        text = explanation(decided[0][0].decided, policies, decided[0][1], _lines(notes[0]))
+        return Outcome(stdout=text, code=code)
+    texts = [
+        f"== {p.label}\n" + explanation(p.decided, policies, d, _lines(n))
+        for (p, d), n in zip(decided, notes, strict=True)
+    ]
     return Outcome(stdout="\n".join(texts), stderr=stderr, code=code)
 
 
-def _template_json(pod: TemplatePod, decision: Decision) -> dict[str, Any]:
+def _lines(notes: tuple[str | None, list[str]]) -> list[str]:
+    native, version = notes
+    return ([f"scheduler: {native}"] if native else []) + [f"warning: {w}" for w in version]
+
+
+def _template_json(pod: TemplatePod, decision: Decision, notes: tuple[str | None, list[str]]) -> dict[str, Any]:
     return {
         "kind": pod.kind,
         "name": pod.name,
@@ -113,6 +166,8 @@ def _template_json(pod: TemplatePod, decision: Decision) -> dict[str, Any]:
         "role": pod.template.role,
         "decision": decision.to_json(),
         "sizing": sizing_json(pod.decided),
+        "leftToScheduler": notes[0],
+        "versionWarnings": notes[1],
     }
 
 
@@ -140,9 +195,18 @@ def _explain(
     namespace: Path | None = typer.Option(None, "--namespace", help="Namespace object YAML."),
     policies: Path | None = typer.Option(None, "--policies", help="Policy directory (default: shipped)."),
     as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
+    extended_resource_class: list[str] = typer.Option(
+        None,
+        "--extended-resource-class",
+        help="The cluster maps an extended resource to this DeviceClass (KEP-5004 extendedResourceName): CLASS for "
+        "nvidia.com/gpu, or RESOURCE=CLASS; repeatable. Says which pods gpudra serve leaves to kube-scheduler.",
+    ),
+    k8s_version: str | None = typer.Option(
+        None, "--k8s-version", help="Warn where a claim needs a feature this Kubernetes version does not serve."
+    ),
 ) -> None:
     """Show which policies match each pod template, the variables, the claim and the verdict."""
-    emit(explain(pod, namespace, policies, as_json))
+    emit(explain(pod, namespace, policies, as_json, extended_resource_class or [], k8s_version))
 
 
 def register(app: typer.Typer) -> None:

@@ -40,6 +40,14 @@ def register(app: typer.Typer) -> None:
             help="Watch GPUSizingRecommendation objects and size unannotated pods from them: auto (when the API "
             "server serves the CRD), on, or off. Needs --kubeconfig or --in-cluster.",
         ),
+        extended_resource_mapping: str = typer.Option(
+            "auto",
+            "--extended-resource-mapping",
+            envvar="GPUDRA_EXTENDED_RESOURCE_MAPPING",
+            help="auto: read the DeviceClasses and admit unchanged the pods that would only get whole devices of a "
+            "class mapping their resource (KEP-5004), unless a policy says Translate; off: translate every GPU pod. "
+            "Needs --kubeconfig or --in-cluster.",
+        ),
     ) -> None:
         """Serve /mutate, /validate, /healthz, /readyz and /metrics."""
         from policyengine import shipped_policies_dir
@@ -52,6 +60,8 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("--client-ca needs --cert and --key")
         if sizing_recommendations not in ("auto", "on", "off"):
             raise typer.BadParameter("--sizing-recommendations must be auto, on or off")
+        if extended_resource_mapping not in ("auto", "off"):
+            raise typer.BadParameter("--extended-resource-mapping must be auto or off")
         run(
             ServeSettings(
                 policies=str(policies or shipped_policies_dir()),
@@ -70,5 +80,6 @@ def register(app: typer.Typer) -> None:
                 body_seconds=body_seconds,
                 max_connections=max_connections,
                 sizing_recommendations=sizing_recommendations,
+                extended_resource_mapping=extended_resource_mapping,
             )
         )

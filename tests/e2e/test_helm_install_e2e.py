@@ -110,10 +110,12 @@ def _certificates(pem: bytes) -> set[bytes]:
 
 
 def _gpu_pod(namespace: str) -> dict[str, Any]:
+    # Right-sized (gpudra.io/vram): a plain whole-GPU pod is left to kube-scheduler's own claim here, since
+    # gpu.nvidia.com maps nvidia.com/gpu (KEP-5004, policyengine.scheduler_path).
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "legacy-gpu", "namespace": namespace},
+        "metadata": {"name": "legacy-gpu", "namespace": namespace, "annotations": {"gpudra.io/vram": "10Gi"}},
         "spec": {
             "terminationGracePeriodSeconds": 0,
             "containers": [{"name": "cuda", "image": "cuda:12", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],

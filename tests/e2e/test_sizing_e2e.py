@@ -235,16 +235,21 @@ def sizing_webhook(
 
 
 def _start(hook: Webhook) -> None:
-    """`Webhook.start` with `--sizing-recommendations on` (through GPUDRA_SIZING_RECOMMENDATIONS, the flag's env)."""
-    previous = os.environ.get("GPUDRA_SIZING_RECOMMENDATIONS")
-    os.environ["GPUDRA_SIZING_RECOMMENDATIONS"] = "on"
+    """`Webhook.start` with `--sizing-recommendations on` (through GPUDRA_SIZING_RECOMMENDATIONS, the flag's env) and
+    `--extended-resource-mapping off` (GPUDRA_EXTENDED_RESOURCE_MAPPING)."""
+    # An unsized pod gets gpudra's whole-GPU claim here (--extended-resource-mapping off), not the scheduler's
+    # KEP-5004 claim that gpu.nvidia.com's mapping would give it (tests/e2e/test_kep5004_coexistence_e2e.py).
+    settings = {"GPUDRA_SIZING_RECOMMENDATIONS": "on", "GPUDRA_EXTENDED_RESOURCE_MAPPING": "off"}
+    previous = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     try:
         hook.start()
     finally:
-        if previous is None:
-            os.environ.pop("GPUDRA_SIZING_RECOMMENDATIONS", None)
-        else:
-            os.environ["GPUDRA_SIZING_RECOMMENDATIONS"] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _metrics(hook: Webhook) -> str:

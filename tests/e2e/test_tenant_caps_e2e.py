@@ -62,7 +62,10 @@ class MutualWebhook:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gpudra", "serve", "--host", "127.0.0.1", "--port", str(self.port),
              "--cert", str(self.certs / "tls.crt"), "--key", str(self.certs / "tls.key"),
-             "--client-ca", str(control_plane.webhook_client_ca), "--kubeconfig", str(control_plane.kubeconfig)],
+             "--client-ca", str(control_plane.webhook_client_ca), "--kubeconfig", str(control_plane.kubeconfig),
+             # gpudra's own claims are what these tests count: whole-GPU pods are translated, not left to the
+             # scheduler's KEP-5004 claim (tests/e2e/test_kep5004_coexistence_e2e.py covers that path).
+             "--extended-resource-mapping", "off"],
             stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
         wait_for(self._ready, timeout=60, what="gpudra serve --client-ca ready")
