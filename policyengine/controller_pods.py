@@ -17,7 +17,8 @@ labels, annotations, env and controlling ownerReference its controller adds, eac
 - KubeRay (ray-operator/controllers/ray/common/pod.go `labelPod`: `ray.io/is-ray-node`, `ray.io/cluster`,
   `ray.io/node-type`, `ray.io/group`, `ray.io/identifier`, `app.kubernetes.io/name: kuberay`,
   `app.kubernetes.io/created-by: kuberay-operator`; the template's labels and the group's `labels` field override
-  all but the first three; `BuildPod`: `ray.io/serve` under a RayService). A RayService's and a RayJob's cluster is
+  all but the first three; `BuildPod`: `ray.io/serve` under a RayService, the Ray container's command wrapped
+  around the generated `ray start`, and setContainerEnvVars' env). A RayService's and a RayJob's cluster is
   named `<name>-<5 random characters>` (utils.GenerateRayClusterName): the stand-in is `<name>-xxxxx`;
 - Kubeflow training-operator v1 (pkg/controller.v1/common/pod.go: `training.kubeflow.org/job-name`,
   `operator-name`, `replica-type` (lower case), `replica-index`, `job-role: master`; pytorch/envvar.go: env
@@ -38,10 +39,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra.errors import QuantityError
+from dra.quantity import Quantity
 from policyengine.workloads import PodTemplate, workload_kind
 
 __all__ = ["ControllerStamp", "controller_pod", "controller_stamp", "ray_cluster_name"]
@@ -63,6 +68,7 @@ class ControllerStamp:
     env_containers: tuple[int, ...] | None = None
     init_env: bool = False
     owner: tuple[str, str, str] | None = None  # apiVersion, kind, name
+    command: tuple[list[str], list[str]] | None = None  # the first container's new command and args
 
 
 def _stand_in_hash(value: Any, length: int = 10) -> str:
@@ -172,9 +178,120 @@ def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
         forced = {**{str(k): str(v) for k, v in group_labels.items()}, **forced}
     if obj.get("kind") == "RayService":
         forced["ray.io/serve"] = "false" if head else "true"
-    env = (_env("RAY_CLUSTER_NAME", cluster), _env("RAY_USAGE_STATS_KUBERAY_IN_USE", "1"))
+    namespace = str(_get(obj, "metadata", "namespace") or "default")
+    head_service = f"{cluster}-head-svc.{namespace}.svc.cluster.local"
+    container = _get(pod.template, "spec", "containers", 0)
+    start = _ray_start(group_spec, container, head, head_service)
+    env = _ray_env(container, cluster, head, head_service, start, obj.get("kind") == "RayService")
+    annotations = _get(pod.template, "metadata", "annotations")
+    overwrite = isinstance(annotations, Mapping) and str(annotations.get("ray.io/overwrite-container-cmd")).lower()
     return ControllerStamp(labels=labels, forced=forced, env_last=env, env_containers=(0,),
+                           command=None if overwrite == "true" else _ray_command(container, start),
                            owner=("ray.io/v1", "RayCluster", cluster))  # fmt: skip
+
+
+def _whole(value: Any) -> int | None:
+    """A quantity's Value() as Kubernetes rounds it (up to a whole number), None when unreadable or zero."""
+    try:
+        number = Quantity.coerce(value).value
+    except (QuantityError, ValueError, OverflowError, TypeError):
+        return None
+    whole = math.ceil(number)
+    return whole or None
+
+
+def _ray_gpu_key(key: str) -> bool:
+    """KubeRay utils.IsGPUResourceKey (ray-operator/controllers/ray/utils/resources.go)."""
+    return key.endswith("gpu") or re.search(r"nvidia\.com/mig-\d+g\.\d+gb$", key) is not None
+
+
+def _ray_start(group: Any, container: Any, head: bool, head_service: str) -> str:
+    """The `ray start` command KubeRay generates (common/pod.go: updateRayStartParamsResources,
+    setMissingRayStartParams, generateRayStartCommand, addWellKnownAcceleratorResources, convertParamMap); custom
+    accelerators and the group's non-standard resources are left out."""
+    raw = _get(group, "rayStartParams")
+    params = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
+    resources = _get(group, "resources")
+    for name, value in resources.items() if isinstance(resources, Mapping) else ():
+        key, number = str(name).lower(), _whole(value)
+        field = {"cpu": "num-cpus", "memory": "memory"}.get(key) or ("num-gpus" if _ray_gpu_key(key) else None)
+        if field is not None and number is not None:
+            params[field] = str(number)
+    if head:
+        params.setdefault("dashboard-host", "0.0.0.0")
+    else:
+        params.setdefault("address", f"{head_service}:6379")
+    params.setdefault("metrics-export-port", "8080")
+    params["block"] = "true"
+    params.setdefault("dashboard-agent-listen-port", "52365")
+    limits = _get(container, "resources", "limits")
+    requests = _get(container, "resources", "requests")
+    limits = limits if isinstance(limits, Mapping) else {}
+    requests = requests if isinstance(requests, Mapping) else {}
+    if "num-cpus" not in params:
+        cpus = _whole(limits.get("cpu")) or _whole(requests.get("cpu"))
+        if cpus is not None:
+            params["num-cpus"] = str(cpus)
+    if "memory" not in params and _whole(limits.get("memory")) is not None:
+        params["memory"] = str(_whole(limits.get("memory")))
+    for key in sorted(limits):
+        gpus = _whole(limits[key]) if _ray_gpu_key(str(key)) else None
+        if "num-gpus" not in params and gpus is not None:
+            params["num-gpus"] = str(gpus)
+    flags = ""
+    for key in sorted(params):
+        value = params[key]
+        if value.lower() in ("true", "false") and key not in ("log-color", "include-dashboard", "include-log-monitor"):
+            flags += f" --{key} " if value.lower() == "true" else ""
+        else:
+            flags += f" --{key}={value} "
+    return ("ray start --head " if head else "ray start ") + flags
+
+
+def _ray_command(container: Any, start: str) -> tuple[list[str], list[str]] | None:
+    """BuildPod: unless the container's command and args already run `ray start`, they become
+    `/bin/bash -c -- "<theirs> && ulimit -n ...; ray start ..."` (GetContainerCommand, convertCmdToString)."""
+    parts = [_get(container, "command"), _get(container, "args")]
+    cmd = "".join(f" {v} " for part in parts if isinstance(part, list) for v in part)
+    if "ray start" in cmd:
+        return None
+    generated = f"ulimit -n ${{RAY_START_ULIMIT_OPEN_FILES:-65536}}; {start}"
+    return ["/bin/bash", "-c", "--"], [f"{cmd} && {generated}" if cmd else generated]
+
+
+def _ray_env(container: Any, cluster: str, head: bool, head_service: str, start: str, service: bool
+             ) -> tuple[dict[str, Any], ...]:  # fmt: skip
+    """common/pod.go setContainerEnvVars, on the Ray container (the ones added only when absent are skipped when the
+    container names them)."""
+    current = _get(container, "env")
+    names = {e.get("name") for e in current if isinstance(e, Mapping)} if isinstance(current, list) else set()
+
+    def field_ref(name: str, path: str) -> dict[str, Any]:
+        return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+    env: list[dict[str, Any]] = []
+    if not head:
+        env += [_env("FQ_RAY_IP", head_service), _env("RAY_IP", head_service.split(".")[0])]
+    env += [
+        field_ref("RAY_CLUSTER_NAME", "metadata.labels['ray.io/cluster']"),
+        field_ref("RAY_CLUSTER_NAMESPACE", "metadata.namespace"),
+        field_ref("RAY_CLOUD_INSTANCE_ID", "metadata.name"),
+        field_ref("RAY_NODE_TYPE_NAME", "metadata.labels['ray.io/group']"),
+        _env("KUBERAY_GEN_RAY_START_CMD", start),
+    ]
+    optional = [_env("RAY_PORT", "6379")]
+    if service:
+        optional += [
+            _env("RAY_TIMEOUT_MS_TASK_WAIT_FOR_DEATH_INFO", "0"),
+            _env("RAY_GCS_SERVER_REQUEST_TIMEOUT_SECONDS", "5"),
+            _env("RAY_SERVE_KV_TIMEOUT_S", "5"),
+        ]
+    optional += [_env("RAY_ADDRESS", "127.0.0.1:6379" if head else f"{head_service}:6379"),
+                 _env("RAY_USAGE_STATS_KUBERAY_IN_USE", "1")]  # fmt: skip
+    env += [e for e in optional if e["name"] not in names]
+    if head:
+        env.append(_env("RAY_USAGE_STATS_EXTRA_TAGS", f"kuberay_crd={'RayService' if service else 'RayCluster'}"))
+    return tuple(env)
 
 
 _KUBEFLOW_OPERATOR = {
@@ -368,6 +485,11 @@ def controller_pod(obj: Mapping[str, Any], template: PodTemplate, pod: Mapping[s
         if isinstance(containers, list):
             chosen = range(len(containers)) if stamp.env_containers is None else stamp.env_containers
             spec["containers"] = [_with_env(c, stamp) if i in chosen else c for i, c in enumerate(containers)]
+    if stamp.command is not None and isinstance(spec.get("containers"), list) and spec["containers"]:
+        first = spec["containers"][0]
+        if isinstance(first, Mapping):
+            command, args = stamp.command
+            spec["containers"] = [{**first, "command": command, "args": args}, *spec["containers"][1:]]
         init = spec.get("initContainers")
         if stamp.init_env and isinstance(init, list):
             spec["initContainers"] = [_with_env(c, stamp) for c in init]

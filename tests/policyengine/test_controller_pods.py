@@ -356,3 +356,19 @@ def test_a_gpu_request_without_a_limit_gives_ray_no_count() -> None:
     }
     result, _ = _translated(obj)
     assert result["spec"]["workerGroupSpecs"][0]["rayStartParams"] == {}  # KubeRay reads limits only
+
+
+def test_kuberay_wraps_the_ray_containers_command_around_ray_start() -> None:
+    # common/pod.go BuildPod: a command without `ray start` runs first, then KubeRay's generated `ray start`, under
+    # /bin/bash -c --; num-gpus in the generated command comes from the limit (addWellKnownAcceleratorResources).
+    template = _template(2, command=["python", "serve.py"], args=["--tensor-parallel-size", "2"])
+    pod = _pod_of(_workload("RayCluster", template))
+    container = pod["spec"]["containers"][0]
+    assert container["command"] == ["/bin/bash", "-c", "--"]
+    (args,) = container["args"]
+    assert args.startswith(" python  serve.py  --tensor-parallel-size  2  && ulimit -n ") and "ray start " in args
+    assert " --num-gpus=2 " in args and " --block " in args and " --address=wl-head-svc.team-ml.svc" in args
+    assert {e["name"]: e.get("value") for e in container["env"]}["KUBERAY_GEN_RAY_START_CMD"].startswith("ray start")
+    template["metadata"]["annotations"] = {"ray.io/overwrite-container-cmd": "true"}
+    kept = _pod_of(_workload("RayCluster", template))["spec"]["containers"][0]
+    assert kept["command"] == ["python", "serve.py"] and kept["args"] == ["--tensor-parallel-size", "2"]
