@@ -76,6 +76,9 @@ class WorkloadKind:
     kind: str
     groups: tuple[str, ...]
     paths: tuple[TemplatePath, ...]
+    # A field that, when set, names another object holding the pod template (an Argo Rollout's workloadRef): an
+    # object using it and asking for no GPUs itself has nothing to translate here.
+    reference: str = ""
 
     def tried(self) -> str:
         """The paths as a message names them (`spec.template` or the Pod itself)."""
@@ -160,7 +163,7 @@ KNOWN_KINDS: tuple[WorkloadKind, ...] = (
     ),
     # Argo Rollouts (pkg/apis/rollouts/v1alpha1/types.go): RolloutSpec.Template, a PodTemplateSpec; a Rollout with
     # `workloadRef` instead names a Deployment and holds no template (passed through).
-    WorkloadKind("Rollout", ("argoproj.io",), _SPEC_TEMPLATE),
+    WorkloadKind("Rollout", ("argoproj.io",), _SPEC_TEMPLATE, reference="spec.workloadRef"),
 )
 
 _BY_KIND: dict[str, WorkloadKind] = {k.kind: k for k in KNOWN_KINDS}
@@ -382,9 +385,7 @@ def _passed_through(obj: Mapping[str, Any]) -> UnknownWorkload | None:
     _, gpus = legacy_gpu_paths(obj)
     where = [dotted(p) for p in gpus]
     for pattern in known.gpu_fields:
-        value: Any = obj
-        for part in pattern.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
+        value = _field(obj, pattern)
         if value not in (None, "", 0, "0"):
             where.append(f"{pattern} ({value})")
     if not where:
@@ -393,6 +394,13 @@ def _passed_through(obj: Mapping[str, Any]) -> UnknownWorkload | None:
         f"{_label(obj)}: asks for GPUs at {', '.join(where[:5])}, which gpudra cannot rewrite ahead of time: "
         f"{known.why}"
     )
+
+
+def _field(obj: Mapping[str, Any], dotted_path: str) -> Any:
+    value: Any = obj
+    for part in dotted_path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
 
 
 def pod_templates(obj: Mapping[str, Any]) -> list[PodTemplate]:
@@ -421,6 +429,8 @@ def pod_templates(obj: Mapping[str, Any]) -> list[PodTemplate]:
     for spec in known.paths:
         for path, role, value in _walk(obj, _steps(spec.pattern), (), spec, spec.role):
             found.append(PodTemplate(path, role, _checked_template(value, path)))
+    if not found and known.reference and _field(obj, known.reference) is not None and not legacy_gpu_paths(obj)[1]:
+        return []  # the pods come from the referenced object's template, translated where that object is written
     if not found:
         raise UnknownWorkload(f"{_label(obj)}: no pod template at {known.tried()} (the paths tried for {known.kind})")
     _check_counts(obj, (), frozenset(t.path for t in found))

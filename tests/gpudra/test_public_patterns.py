@@ -149,3 +149,33 @@ def test_a_configmap_only_file_is_printed_unchanged() -> None:
     code, out, err = _run(PATTERNS / "configmap-only.yaml")
     assert code == 0 and _documents(out) == _documents((PATTERNS / "configmap-only.yaml").read_text())
     assert err.startswith("note: ")
+
+
+ORDINARY = {
+    # a chart's values file: no kind, GPUs in resources.limits
+    "values.yaml": "replicaCount: 1\nresources:\n  limits:\n    nvidia.com/gpu: 1\n",
+    "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n",
+    # Flux's HelmRelease carries a chart's values, GPUs included
+    "helmrelease.yaml": "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: v}\nspec:\n"
+    "  values:\n    resources: {limits: {nvidia.com/gpu: 1}}\n",
+    "quota.yaml": "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q}\n"
+    "spec: {hard: {requests.nvidia.com/gpu: '4'}}\n---\n"
+    "apiVersion: v1\nkind: LimitRange\nmetadata: {name: l}\nspec:\n  limits:\n  - type: Container\n"
+    "    default: {nvidia.com/gpu: '1'}\n",
+    "comments.yaml": "# nothing but a comment\n",
+    # an Argo Rollout that takes its pods from a Deployment (workloadRef): nothing of its own to translate
+    "rollout-ref.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: r}\nspec:\n"
+    "  workloadRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ORDINARY))
+def test_an_ordinary_manifest_never_exits_2(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text(ORDINARY[name])
+    code, out, err = _run(path)
+    assert code == 0, err
+    assert _documents(out) == _documents(ORDINARY[name])  # printed unchanged
+    assert err.startswith(("note: ", "warning: ")) and "error" not in err.split(":")[0]
+    if "nvidia.com/gpu: 1" in ORDINARY[name]:
+        assert "nvidia.com/gpu" in err and "`gpudra serve` translates its pods" in err  # the GPU path is named
