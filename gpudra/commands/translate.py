@@ -14,23 +14,40 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
+from rich.progress import Progress as RichProgress
 
+from dra.documents import Document, iter_text_documents
 from dra.errors import InputError
+from dra.yamlio import read_source
+from policyengine import PolicySet
 from policyengine.k8s_features import parse_minor, unserved_features
 from policyengine.manifest_tree import translate_tree
-from policyengine.workload_translation import TemplateTranslation, passed_through, translate_documents
+from policyengine.workload_translation import (
+    TemplateTranslation,
+    namespaces_of,
+    passed_through,
+    translate_documents,
+)
 
 from ..options import OptionError, output_format
 from ..outcome import Outcome, emit
-from ..render.documents import yaml_stream
 from ..render.policy import policy_errors
-from ..render.translation import objects_with_templates, translation_json, tree_table
+from ..render.translation import TranslationOutput, tree_table
 from ..terminal import styled
-from ._workload_inputs import nothing_to_translate, read_namespace, read_objects
+from ._workload_inputs import nothing_to_translate, read_namespace
 from .policy import EXIT_DENIED, EXIT_INPUT, Source, policy_set
+
+Progress = Callable[[int, int], None]
 
 
 def _lone_pod_json(t: TemplateTranslation) -> dict[str, object]:
@@ -43,6 +60,82 @@ def _lone_pod_json(t: TemplateTranslation) -> dict[str, object]:
     }
 
 
+@dataclass
+class _Found:
+    """What a pass over the stream keeps besides the output text: messages, the kinds seen, the first translation."""
+
+    unknown: list[str] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    denied: list[tuple[str, str]] = field(default_factory=list)  # (template label, message)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    unserved: list[tuple[str, str]] = field(default_factory=list)  # what the target cluster would not serve
+    kinds: set[str] = field(default_factory=set)
+    translations: int = 0
+    first: TemplateTranslation | None = None
+
+
+def _unserved(t: TemplateTranslation, minor: int) -> list[str]:
+    """What the target cluster would not serve, per claim template of `t`."""
+    found: list[str] = []
+    for template in t.templates:
+        spec = (template.get("spec") or {}).get("spec") or {}
+        name = template["metadata"]["name"]
+        found.extend(f"ResourceClaimTemplate {name} {w}" for w in unserved_features(spec, minor))
+    return found
+
+
+@contextmanager
+def _progress_bar(label: str) -> Iterator[Progress | None]:
+    """A progress bar on stderr (characters of the stream read) while it is a terminal; None otherwise."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    with RichProgress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True), TimeRemainingColumn(),
+        console=Console(stderr=True), transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task(label, total=None)
+        last = -1
+
+        def advance(done: int, total: int) -> None:
+            nonlocal last
+            if done - last >= total // 500 or done == total:  # a few hundred updates, however long the stream
+                last = done
+                bar.update(task, completed=done, total=total)
+
+        yield advance
+
+
+def _translate_stream(
+    text: str, name: str, policies: PolicySet, namespace: Mapping[str, Any] | None, minor: int | None,
+    out: TranslationOutput,
+) -> _Found:  # fmt: skip
+    """Translate the stream one document at a time into `out` (the output stops growing at the first failure)."""
+    found = _Found()
+    known: dict[str, dict[str, Any]] = {}
+    if namespace is None and "Namespace" in text:  # a pod is decided in its Namespace, wherever the stream has it
+        known = namespaces_of(iter_text_documents(text, name))
+    with _progress_bar(f"translating {name}") as progress:
+        for document in iter_text_documents(text, name, progress):
+            found.kinds.add(str(document.data.get("kind") or "<no kind>"))
+            objects, all_errors = translate_documents([document], policies, namespace, known)
+            unknown, errors = passed_through(all_errors)
+            found.unknown.extend(unknown)
+            found.errors.extend(errors)
+            for t in (t for o in objects for t in o.templates):
+                found.translations += 1
+                found.first = found.first or t
+                if t.denied:
+                    found.denied.append((t.pod.label, t.decision.message))
+                found.warnings.extend((t.pod.label, w) for w in t.warnings)
+                if minor is not None:
+                    found.unserved.extend((t.pod.label, w) for w in _unserved(t, minor))
+            if not found.errors and not found.denied:
+                for obj in objects:
+                    out.add(obj)
+    return found
+
+
 def translate_file(
     pod_file: Source,
     policies_dir: Source | None = None,
@@ -50,49 +143,45 @@ def translate_file(
     namespace_file: Source | None = None,
     k8s_version: str | None = None,
 ) -> Outcome:
-    """Every object of the file with its pod templates translated, as a YAML stream or the JSON of the CLI contract."""
+    """Every object of the file with its pod templates translated, as a YAML stream or the JSON of the CLI contract.
+
+    The stream is read and translated one document at a time (`dra.documents.iter_text_documents`), the output
+    kept as text: a long stream costs about its text and its output's, never all its objects at once."""
     try:
         fmt = output_format(output)
         minor = parse_minor(k8s_version) if k8s_version is not None else None
-        documents = read_objects(pod_file)
+        text, name = read_source("-" if str(pod_file) == "-" else Path(pod_file))
         namespace = read_namespace(namespace_file)
     except (OptionError, InputError, ValueError) as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     policies = policy_set(policies_dir)
-    objects, all_errors = translate_documents(documents, policies, namespace)
-    unknown, errors = passed_through(all_errors)  # only unreadable input is an error
-    passed = "".join(f"warning: {w}\n" for w in unknown)
-    translations = [t for o in objects for t in o.templates]
-    if not translations and not errors:
-        note = "" if unknown else f"note: {nothing_to_translate(pod_file, documents)}; printed unchanged\n"
-        body = (
-            json.dumps(translation_json(objects), indent=2) + "\n"
-            if fmt == "json"
-            else yaml_stream(objects_with_templates(objects))
-        )
-        return Outcome(stdout=body, stderr=passed + note)
-    lone_pod = len(translations) == 1 and translations[0].pod.is_pod and not errors and not unknown
+    out = TranslationOutput(fmt)
+    try:
+        found = _translate_stream(text, name, policies, namespace, minor, out)
+    except InputError as exc:  # unreadable YAML further down the stream
+        return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
+    del text
+    passed = "".join(f"warning: {w}\n" for w in found.unknown)
+    if not found.translations and not found.errors:
+        kinds = [Document({"kind": k}, name, 0) for k in sorted(found.kinds)]
+        note = "" if found.unknown else f"note: {nothing_to_translate(pod_file, kinds)}; printed unchanged\n"
+        return Outcome(stdout=out.text(), stderr=passed + note)
+    lone_pod = (
+        found.translations == 1 and found.first is not None and found.first.pod.is_pod
+        and not found.errors and not found.unknown
+    )  # fmt: skip
 
-    def named(t: TemplateTranslation, text: str) -> str:
-        return text if lone_pod else f"{t.pod.label}: {text}"
+    def named(label: str, message: str) -> str:
+        return message if lone_pod else f"{label}: {message}"
 
-    stderr = policy_errors(policies) + "".join(f"error: {e}\n" for e in errors)
-    denied = [t for t in translations if t.denied]
-    stderr += "".join(f"denied: {named(t, t.decision.message)}\n" for t in denied)
-    if errors or denied:
-        return Outcome(stderr=stderr, code=EXIT_INPUT if errors else EXIT_DENIED)
-    stderr += passed + "".join(f"warning: {named(t, w)}\n" for t in translations for w in t.warnings)
-    if minor is not None:  # what the target cluster would not serve, per claim template
-        for t in translations:
-            for template in t.templates:
-                spec = (template.get("spec") or {}).get("spec") or {}
-                name = template["metadata"]["name"]
-                stderr += "".join(f"warning: {named(t, f'ResourceClaimTemplate {name} {w}')}\n"
-                                  for w in unserved_features(spec, minor))  # fmt: skip
-    if fmt == "json":
-        data = _lone_pod_json(translations[0]) if lone_pod else translation_json(objects)
-        return Outcome(stdout=json.dumps(data, indent=2) + "\n", stderr=stderr)
-    return Outcome(stdout=yaml_stream(objects_with_templates(objects)), stderr=stderr)
+    stderr = policy_errors(policies) + "".join(f"error: {e}\n" for e in found.errors)
+    stderr += "".join(f"denied: {named(label, m)}\n" for label, m in found.denied)
+    if found.errors or found.denied:
+        return Outcome(stderr=stderr, code=EXIT_INPUT if found.errors else EXIT_DENIED)
+    stderr += passed + "".join(f"warning: {named(label, w)}\n" for label, w in found.warnings + found.unserved)
+    if fmt == "json" and lone_pod and found.first is not None:
+        return Outcome(stdout=json.dumps(_lone_pod_json(found.first), indent=2) + "\n", stderr=stderr)
+    return Outcome(stdout=out.text(), stderr=stderr)
 
 
 def translate_directory(

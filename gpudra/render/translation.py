@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from rich.table import Table
 
-from policyengine.workload_translation import ObjectTranslation
+from dra.documents import dump_documents
+from policyengine.workload_translation import ObjectTranslation, TemplateTranslation
 
-__all__ = ["objects_with_templates", "translation_json", "tree_table"]
+__all__ = ["TranslationOutput", "objects_with_templates", "translation_json", "tree_table"]
 
 
 def _key(rct: dict[str, Any]) -> tuple[str, str]:
@@ -30,26 +32,65 @@ def objects_with_templates(objects: Sequence[ObjectTranslation]) -> list[dict[st
     return out
 
 
+def _translation_entry(t: TemplateTranslation) -> dict[str, Any]:
+    return {
+        "kind": t.pod.kind,
+        "name": t.pod.name,
+        "namespace": t.pod.namespace,
+        "path": t.pod.where,
+        "role": t.pod.template.role,
+        "policy": t.decision.policy,
+        "templates": [r["metadata"]["name"] for r in t.templates],
+        "patch": list(t.patch),
+        "warnings": list(t.warnings),
+    }
+
+
 def translation_json(objects: Sequence[ObjectTranslation]) -> dict[str, Any]:
     """`{"objects", "templates", "translations"}`: the rewritten objects, the templates they need, and per pod
     template its object, path, template names, patch (paths from the object's root) and warnings."""
     templates = [o for o in objects_with_templates(objects) if o.get("kind") == "ResourceClaimTemplate"]
-    translations = [
-        {
-            "kind": t.pod.kind,
-            "name": t.pod.name,
-            "namespace": t.pod.namespace,
-            "path": t.pod.where,
-            "role": t.pod.template.role,
-            "policy": t.decision.policy,
-            "templates": [r["metadata"]["name"] for r in t.templates],
-            "patch": list(t.patch),
-            "warnings": list(t.warnings),
-        }
-        for obj in objects
-        for t in obj.templates
-    ]
+    translations = [_translation_entry(t) for obj in objects for t in obj.templates]
     return {"objects": [o.result for o in objects], "templates": templates, "translations": translations}
+
+
+class TranslationOutput:
+    """What `gpudra translate` prints, built one object at a time so that a long stream is held as text, never as
+    objects: the YAML stream of `objects_with_templates`, or the JSON of `translation_json` (the same text as
+    `json.dumps(translation_json(objects), indent=2)`)."""
+
+    def __init__(self, fmt: Literal["yaml", "json"]) -> None:
+        self.fmt = fmt
+        self._seen: set[tuple[str, str]] = set()
+        self._parts: dict[str, list[str]] = {"objects": [], "templates": [], "translations": []}
+
+    def add(self, obj: ObjectTranslation) -> None:
+        """The object, then the ResourceClaimTemplates it is the first to need."""
+        templates: list[dict[str, Any]] = []
+        for rct in obj.claim_templates:
+            if _key(rct) not in self._seen:
+                self._seen.add(_key(rct))
+                templates.append(rct)
+        if self.fmt == "yaml":
+            self._parts["objects"].append(dump_documents([obj.result, *templates]))
+            return
+        self._parts["objects"].append(_json_item(obj.result))
+        self._parts["templates"].extend(_json_item(t) for t in templates)
+        self._parts["translations"].extend(_json_item(_translation_entry(t)) for t in obj.templates)
+
+    def text(self) -> str:
+        if self.fmt == "yaml":
+            return "---\n".join(self._parts["objects"])
+        fields = ",\n".join(
+            f"  {json.dumps(name)}: " + ("[\n" + ",\n".join(items) + "\n  ]" if items else "[]")
+            for name, items in self._parts.items()
+        )
+        return "{\n" + fields + "\n}\n"
+
+
+def _json_item(value: Any) -> str:
+    """`value` as `json.dumps(..., indent=2)` writes it two levels down (an item of a list in an object)."""
+    return "\n".join("    " + line for line in json.dumps(value, indent=2).split("\n"))
 
 
 def tree_table(scanned: int, changed: int, claim_files: int, kustomizations: int, errors: int) -> Table:

@@ -1,0 +1,112 @@
+"""`gpudra translate FILE` reads and translates a stream one document at a time (issue 25, item 9): the output is
+the text the whole-file translation printed, a Namespace later in the stream still decides the pods before it, a
+broken document further down still fails the file with nothing on stdout, and the progress bar is drawn only on a
+terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from dra.documents import iter_documents, read_documents
+from dra.errors import InputError
+from gpudra.commands import translate as translate_command
+from gpudra.commands.policy import policy_set
+from gpudra.commands.translate import translate_file
+from gpudra.render.documents import yaml_stream
+from gpudra.render.translation import TranslationOutput, objects_with_templates, translation_json
+from policyengine.workload_translation import translate_documents
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOADS = ROOT / "tests" / "gpudra" / "fixtures" / "workloads"
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every workload fixture and a ConfigMap, twice (the second copy needs no new claim templates)."""
+    parts = [p.read_text() for p in sorted(WORKLOADS.glob("*.yaml"))]
+    parts.append("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: '1'}\n")
+    path = tmp_path_factory.mktemp("stream") / "stream.yaml"
+    path.write_text("---\n".join(parts + parts))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_the_streamed_output_is_the_whole_file_translation(stream: Path, fmt: str) -> None:
+    policies = policy_set(None)
+    objects, errors = translate_documents(read_documents(stream), policies)
+    assert not errors
+    expected = (
+        yaml_stream(objects_with_templates(objects))
+        if fmt == "yaml"
+        else json.dumps(translation_json(objects), indent=2) + "\n"
+    )
+    outcome = translate_file(stream, output=fmt)
+    assert outcome.code == 0, outcome.stderr
+    assert outcome.stdout == expected
+    built = TranslationOutput("json" if fmt == "json" else "yaml")
+    for obj in objects:
+        built.add(obj)
+    assert built.text() == expected
+
+
+def test_an_empty_list_and_an_empty_stream_print_as_before() -> None:
+    empty = TranslationOutput("json")
+    assert empty.text() == json.dumps(translation_json([]), indent=2) + "\n"
+    assert TranslationOutput("yaml").text() == yaml_stream([])
+
+
+def test_a_namespace_later_in_the_stream_decides_the_pods_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        (EXAMPLES / "pod-ray-train.yaml").read_text() + "---\n" + (EXAMPLES / "namespace-team-a.yaml").read_text()
+    )
+    outcome = translate_file(path)
+    assert outcome.code == 1 and not outcome.stdout
+    assert "namespace team-a allows at most 4" in outcome.stderr
+    assert translate_file(EXAMPLES / "pod-ray-train.yaml").code == 0  # without its Namespace it is allowed
+
+
+def test_documents_are_read_one_at_a_time_and_a_later_error_still_fails_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text((WORKLOADS / "job-vectoradd.yaml").read_text() + "---\nkind: Job\nspec: [\n")
+    documents = iter_documents(path)
+    assert next(documents).data["kind"] == "Job"  # yielded before the broken document is parsed
+    with pytest.raises(InputError, match="invalid YAML"):
+        next(documents)
+    outcome = translate_file(path)
+    assert outcome.code == 2 and not outcome.stdout and f"{path}:" in outcome.stderr
+
+
+def test_progress_is_reported_by_characters_read(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("a: 1\n---\nb: 2\n---\nc: 3\n")
+    seen: list[tuple[int, int]] = []
+    assert len(list(iter_documents(path, lambda done, total: seen.append((done, total))))) == 3
+    assert [total for _, total in seen] == [len(path.read_text())] * 3
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen) and seen[-1][0] == seen[-1][1]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_is_drawn_only_on_a_terminal(stream: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pipe = io.StringIO()
+    monkeypatch.setattr("sys.stderr", pipe)
+    with translate_command._progress_bar("x") as progress:
+        assert progress is None
+    assert translate_file(stream).code == 0 and pipe.getvalue() == ""
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    monkeypatch.setenv("TERM", "xterm")
+    with translate_command._progress_bar("translating") as progress:
+        assert progress is not None
+        progress(50, 100)
+        progress(100, 100)
+    assert "translating" in terminal.getvalue()
