@@ -162,8 +162,8 @@ def _templates(draw: st.DrawFn) -> dict[str, Any]:
     return {"metadata": metadata, "spec": {"containers": containers}}
 
 
-def _admission() -> tuple[Admission, RecordingApiServer]:
-    api = RecordingApiServer()
+def _admission(namespace: dict[str, Any] | None = None) -> tuple[Admission, RecordingApiServer]:
+    api = RecordingApiServer({NAMESPACE: namespace} if namespace is not None else None)
     store: PolicyStore[PolicySet] = PolicyStore(shipped_policies_dir(), load_policies)
     return Admission(store, WebhookMetrics(), writer=api, namespaces=NamespaceCache(api)), api
 
@@ -184,15 +184,23 @@ def _webhook_claim(admission: Admission, api: RecordingApiServer, pod: dict[str,
     return annotations["gpudra.io/policy"], api.templates[(NAMESPACE, name)]["spec"]["spec"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(REWRITTEN_KINDS), template=_templates())
-def test_translate_and_the_webhook_give_the_controllers_pods_the_same_claim(
-    kind: str, template: dict[str, Any]
+_NAMESPACE_LABELS = st.dictionaries(
+    st.sampled_from(["gpudra.io/topology", "gpudra.io/max-vram", "gpudra.io/max-gpus", "gpudra.io/mode"]),
+    st.sampled_from(["pcie", "160Gi", "8", "audit"]),
+    max_size=2,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(REWRITTEN_KINDS), template=_templates(), labels=_NAMESPACE_LABELS)
+def test_translate_and_the_webhook_give_a_controllers_pod_one_claim(
+    kind: str, template: dict[str, Any], labels: dict[str, str]
 ) -> None:
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": labels}}
     workload = _workload(kind, template)
-    objects, errors = translate_documents([Document(workload, "w.yaml", 1)], POLICIES)
+    objects, errors = translate_documents([Document(workload, "w.yaml", 1)], POLICIES, namespace)
     assert not errors
-    admission, api = _admission()
+    admission, api = _admission(namespace)
     for t in objects[0].templates:
         # The pod the controller creates from the template as written (not from gpudra's rewrite).
         pod = controller_pod(workload, t.pod.template, t.pod.pod)
