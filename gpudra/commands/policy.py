@@ -26,7 +26,7 @@ from policyengine import (
 from policyengine.k8s_features import parse_minor, unserved_features
 from policyengine.scheduler_path import scheduler_path
 from policyengine.testing import run_tests
-from policyengine.workload_translation import TemplatePod, namespace_for, namespaces_of
+from policyengine.workload_translation import TemplatePod, namespace_for, namespaces_of, passed_through
 
 from ..outcome import Outcome, emit
 from ..render.policy import explanation, lint_listing, policy_errors, policy_test_report, sizing_json
@@ -105,7 +105,8 @@ def explain(
     k8s_version: str | None = None,
 ) -> Outcome:
     """Why the policies decide what they decide for each pod template of the file (a Pod, a workload, a stream or
-    a `List`); exit 1 when one is denied, 2 when an object could not be read (the others are still explained).
+    a `List`); exit 1 when one is denied, 2 when an object could not be read (the others are still explained); a
+    kind gpudra cannot rewrite ahead of time is a warning and a file without pod templates a note (exit 0).
     `extended_resource_classes`: the cluster's KEP-5004 mapping (`extended_resource_mapping`): pods whose decision is
     only whole devices of a mapped class are said to be left to kube-scheduler, as `gpudra serve` leaves them;
     `k8s_version`: warn where a claim needs a feature that version does not serve by default."""
@@ -116,9 +117,14 @@ def explain(
         namespace = read_namespace(namespace_file)
     except (InputError, ValueError) as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
-    pods, input_errors = template_pods_of(documents)
+    pods, all_errors = template_pods_of(documents)
+    # As translate: a kind gpudra cannot rewrite ahead of time is a warning (its pods are decided at admission), and
+    # a file with nothing to explain is a note; only unreadable input is an error.
+    unknown, input_errors = passed_through(all_errors)
+    passed = "".join(f"warning: {w}\n" for w in unknown)
     if not pods and not input_errors:
-        return Outcome(stderr=f"error: {nothing_to_translate(pod_file, documents)}\n", code=EXIT_INPUT)
+        note = "" if unknown else f"note: {nothing_to_translate(pod_file, documents)}; nothing to explain\n"
+        return Outcome(stderr=passed + note)
     policies = policy_set(policies_dir).explaining()
     known = namespaces_of(documents)
     # Each template decided as the pod its controller creates, as translate and the webhook decide it.
@@ -127,9 +133,9 @@ def explain(
         for pod in pods
     ]
     notes = [_notes(p.decided, d, policies, mapping, minor) for p, d in decided]
-    stderr = "".join(f"error: {e}\n" for e in input_errors)
+    stderr = "".join(f"error: {e}\n" for e in input_errors) + passed
     code = EXIT_INPUT if input_errors else 0 if all(d.allowed for _, d in decided) else EXIT_DENIED
-    lone_pod = len(decided) == 1 and decided[0][0].is_pod and not input_errors
+    lone_pod = len(decided) == 1 and decided[0][0].is_pod and not input_errors and not unknown
     if as_json:
         if lone_pod:
             data = decided[0][1].to_json()
@@ -144,7 +150,7 @@ def explain(
         return Outcome(stdout=json.dumps(data, indent=2, sort_keys=False) + "\n", stderr=stderr, code=code)
     if lone_pod:
         text = explanation(decided[0][0].decided, policies, decided[0][1], _lines(notes[0]))
-        return Outcome(stdout=text, code=code)
+        return Outcome(stdout=text, stderr=stderr, code=code)
     texts = [
         f"== {p.label}\n" + explanation(p.decided, policies, d, _lines(n))
         for (p, d), n in zip(decided, notes, strict=True)

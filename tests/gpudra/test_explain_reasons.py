@@ -43,3 +43,14 @@ def test_a_ray_worker_is_explained_as_the_pod_kuberay_creates() -> None:
     out = explain(PATTERNS / "kuberay-raycluster.yaml")
     worker = out.stdout.split("spec.workerGroupSpecs[0].template")[1]
     assert "multi-gpu            priority 300   builds the claim (enforce)" in worker
+
+
+def test_explain_warns_for_kinds_decided_at_admission_and_notes_a_file_without_templates() -> None:
+    out = explain(PATTERNS / "kubeflow-trainer-v2.yaml")
+    assert out.code == 0, out.stderr
+    assert "== ClusterTrainingRuntime torch-distributed-gpu" in out.stdout
+    assert "warning: " in out.stderr and "TrainJob 'mnist-ddp'" in out.stderr and "gpudra serve" in out.stderr
+    out = explain(PATTERNS / "production-stack-vllmruntime.yaml")
+    assert out.code == 0 and out.stdout == "" and "spec.deploymentConfig.resources.gpu" in out.stderr
+    out = explain(PATTERNS / "configmap-only.yaml")
+    assert out.code == 0 and out.stderr.startswith("note: ") and "nothing to explain" in out.stderr
