@@ -7,8 +7,8 @@ v1.37.2 pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresource
 A gpudra decision whose claim is exactly that (every request of the class that maps the resource it replaces,
 with that resource's count, no selectors, capacity, tolerations, admin access, alternatives, constraints or driver
 config, and no HAMi resources that translation would remove) gives the pod nothing the scheduler does not: the pod
-is admitted unchanged, with no template and no API write. A policy keeps such pods for gpudra with
-`spec.extendedResourceMapping: Translate`.
+is admitted unchanged, with no template and no API write (in an audited namespace too: audit records what enforce
+would do). A policy keeps such pods for gpudra with `spec.extendedResourceMapping: Translate`.
 """
 
 from __future__ import annotations
@@ -70,7 +70,10 @@ def scheduler_path(
 ) -> SchedulerPath | None:
     """The reason `pod` is left to kube-scheduler's own claim under the cluster's KEP-5004 `mapping` (extended
     resource -> DeviceClass), or None when gpudra translates it as decided (see the module's rules)."""
-    if not mapping or not decision.mutates or decision.claim is None or not decision.containers:
+    # Audit mode too: what it records must be what enforce would do, and enforce would admit the pod unchanged.
+    if not mapping or not decision.allowed or decision.mode not in ("enforce", "audit"):
+        return None
+    if decision.claim is None or not decision.containers:
         return None
     if _policy_setting(policies, decision.policy) != LEAVE:
         return None

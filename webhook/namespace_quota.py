@@ -109,6 +109,11 @@ def desired_quota(
     }
 
 
+def _terminating(namespace: Mapping[str, Any]) -> bool:
+    metadata, status = namespace.get("metadata") or {}, namespace.get("status") or {}
+    return bool(metadata.get("deletionTimestamp")) or status.get("phase") == "Terminating"
+
+
 def _managed(quota: Mapping[str, Any]) -> bool:
     labels = (quota.get("metadata") or {}).get("labels") or {}
     return all(labels.get(k) == v for k, v in MANAGED_BY.items())
@@ -116,7 +121,8 @@ def _managed(quota: Mapping[str, Any]) -> bool:
 
 def sync_quotas(store: QuotaStore, *, dry_run: bool = False) -> QuotaReport:
     """One pass: every namespace with the label gets its quota (created or brought back to the label's value); a
-    gpudra quota whose namespace lost the label goes. A quota of that name gpudra did not create is left alone.
+    gpudra quota whose namespace lost the label goes. A quota of that name gpudra did not create is left alone, and
+    so is a namespace being deleted (the API server refuses new objects there: one would fail the whole pass).
     A store that lists DeviceClasses (`DeviceClassLister`) adds the classes and resources the cluster maps."""
     report = QuotaReport()
     mapping: dict[str, str] = {}
@@ -125,6 +131,9 @@ def sync_quotas(store: QuotaStore, *, dry_run: bool = False) -> QuotaReport:
     existing = {(q.get("metadata") or {}).get("namespace"): q for q in store.list_quotas(QUOTA_NAME)}
     for namespace in store.list_namespaces():
         name = str((namespace.get("metadata") or {}).get("name", ""))
+        if _terminating(namespace):  # the API server refuses new objects there; its quota goes with it
+            report.unchanged += 1
+            continue
         try:
             wanted = desired_quota(namespace, mapping)
         except ValueError as exc:

@@ -145,11 +145,20 @@ def _namespace(kube: Kube, labels: dict[str, str] | None = None) -> str:
     return name
 
 
+def _delete_namespace(kube: Kube, name: str) -> None:
+    """Delete it and wait until it is gone: a terminating namespace labelled with a cap would make another module's
+    `gpudra quota` pass meet it."""
+    kube.delete("Namespace", name)
+    wait_for(
+        lambda: name not in {n["metadata"]["name"] for n in kube.list("Namespace")}, timeout=120, what=f"{name} gone"
+    )
+
+
 @pytest.fixture
 def namespace(kube: Kube, webhook: Webhook) -> Iterator[str]:
     name = _namespace(kube)
     yield name
-    kube.delete("Namespace", name)
+    _delete_namespace(kube, name)
 
 
 def _bound(kube: Kube, namespace: str, name: str, ready: Any) -> dict[str, Any]:
@@ -232,4 +241,4 @@ def test_the_namespace_cap_counts_pods_left_to_the_scheduler(kube: Kube, webhook
         assert denied.value.status == 403 and "asks for 3 GPU devices" in body and "gpudra.io/max-gpus" in body
         assert kube.list("ResourceClaimTemplate", name) == []
     finally:
-        kube.delete("Namespace", name)
+        _delete_namespace(kube, name)

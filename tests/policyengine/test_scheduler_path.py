@@ -79,11 +79,14 @@ def test_a_namespace_vram_cap_adds_a_selector_so_gpudra_translates(policies: Pol
     assert scheduler_path(pod, decision, MAPPED, policies) is None
 
 
-def test_audit_mode_is_never_left_to_the_scheduler(policies: PolicySet) -> None:
+def test_audit_mode_records_what_enforce_would_do(policies: PolicySet) -> None:
+    """An audited namespace previews enforce: the pod would be left to the scheduler, not translated."""
     pod = legacy_pod(1)
     namespace = {"metadata": {"name": "team-x", "labels": {"gpudra.io/mode": "audit"}}}
     decision = policies.evaluate(pod, namespace, extended_resources=MAPPED)
-    assert scheduler_path(pod, decision, MAPPED, policies) is None
+    assert decision.mode == "audit" and scheduler_path(pod, decision, MAPPED, policies) is not None
+    off = {"metadata": {"name": "team-x", "labels": {"gpudra.io/mode": "off"}}}
+    assert scheduler_path(pod, policies.evaluate(pod, off, extended_resources=MAPPED), MAPPED, policies) is None
 
 
 def test_a_policy_field_keeps_whole_gpu_pods_for_gpudra(tmp_path: Path) -> None:

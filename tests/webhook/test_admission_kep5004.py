@@ -167,3 +167,35 @@ def test_pods_the_policies_deny_are_denied_whatever_the_mapping() -> None:
     admission, _, _ = make(Mapping(MAPPED))
     with pytest.raises(AdmissionDenied):
         mutate(admission, yaml.safe_load(yaml.safe_dump(example("pod-mixed.yaml"))))
+
+
+def test_sync_quotas_leaves_a_namespace_being_deleted_alone() -> None:
+    class Store:
+        def list_namespaces(self) -> list[dict[str, Any]]:
+            labels = {"gpudra.io/max-gpus": "1"}
+            return [
+                {"metadata": {"name": "gone", "labels": labels}, "status": {"phase": "Terminating"}},
+                {"metadata": {"name": "going", "labels": labels, "deletionTimestamp": "2026-12-05T08:00:00Z"}},
+            ]
+
+        def list_quotas(self, name: str) -> list[dict[str, Any]]:
+            return []
+
+        def put_quota(self, quota: dict[str, Any], *, exists: bool) -> None:
+            raise AssertionError("the API server refuses new objects in a terminating namespace")
+
+        def delete_quota(self, namespace: str, name: str) -> None:
+            raise AssertionError("nothing to delete")
+
+    report = sync_quotas(Store())
+    assert report.created == [] and report.unchanged == 2
+
+
+def test_an_audited_namespace_records_the_scheduler_path_not_a_translation() -> None:
+    namespaces = {"team-b": example("namespace-audit.yaml")}
+    admission, api, _ = make(Mapping(MAPPED), namespaces)
+    out = mutate(admission, legacy_pod(), namespace="team-b")
+    assert "patch" not in out and api.templates == {}
+    assert set(out["auditAnnotations"]) == {"left-to-scheduler"}
+    sized = mutate(admission, example("pod-legacy-vram.yaml"), uid="v", namespace="team-b")
+    assert "would-translate" in sized["auditAnnotations"] and api.templates == {}
