@@ -354,13 +354,15 @@ class PassedThroughKind:
 PASSED_THROUGH_KINDS: tuple[PassedThroughKind, ...] = (
     # kubeflow/trainer pkg/apis/trainer/v1alpha1/trainjob_types.go: Trainer.ResourcesPerNode; and
     # pkg/runtime/core/trainingruntime.go, which merges it over the runtime's `node` container's requests and limits
-    # and rebuilds that container's resources from them alone (its `claims` do not survive).
+    # and rebuilds that container's resources from them alone (its `claims` do not survive); trainjob_types.go's
+    # PodSpecPatch (runtimePatches) has no resourceClaims field.
     PassedThroughKind(
         "TrainJob",
         ("trainer.kubeflow.org",),
         (),
         "Kubeflow Trainer builds its pods from the runtime it names, with spec.trainer.resourcesPerNode replacing "
-        "the trainer `node` container's resources (a DRA claim reference there would not survive)",
+        "the trainer `node` container's resources (a DRA claim reference there would not survive), and "
+        "spec.runtimePatches cannot add a pod's resourceClaims",
     ),
     # vllm-project/production-stack operator/api/v1alpha1 (common.go): DeploymentConfig.Resources is the operator's
     # own {cpu, memory, gpu, gpuType}; operator/internal/controller/resources.go buildResourceRequirements writes
