@@ -10,6 +10,7 @@ path.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,20 @@ def test_an_ordinary_manifest_never_exits_2(tmp_path: Path, name: str) -> None:
     assert err.startswith(("note: ", "warning: ")) and "error" not in err.split(":")[0]
     if "nvidia.com/gpu: 1" in ORDINARY[name]:
         assert "nvidia.com/gpu" in err and "`gpudra serve` translates its pods" in err  # the GPU path is named
+
+
+def test_the_tree_translates_in_place_with_translate_r_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = CliRunner().invoke(app, ["translate", "-R", str(PATTERNS), "--out", str(out), "-o", "json"])
+    assert first.exit_code == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert not report["errors"] and not report["denied"] and len(report["changed"]) >= 12
+    ray = _documents((out / "kuberay-raycluster.yaml").read_text())[0]
+    assert ray["spec"]["workerGroupSpecs"][0]["rayStartParams"] == {"num-gpus": "2"}
+    # the pass-through kinds and the ConfigMap stay byte for byte
+    for name in ("production-stack-vllmruntime.yaml", "configmap-only.yaml"):
+        assert (out / name).read_bytes() == (PATTERNS / name).read_bytes()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    second = CliRunner().invoke(app, ["translate", "-R", str(out), "-o", "json"])
+    assert second.exit_code == 0 and json.loads(second.stdout)["changed"] == []
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
