@@ -149,6 +149,7 @@ def template_pods(document: Document) -> list[TemplatePod]:
     pods = [_template_pod(document, t) for t in templates]
     for pod in pods:
         try:
+            check_pod_shape(pod.pod)  # the template as written, then as its controller stamps it
             check_pod_shape(pod.decided)
         except AdmissionDenied as exc:
             detail = exc.message.removeprefix("gpudra: ")
