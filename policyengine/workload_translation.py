@@ -11,8 +11,9 @@ namespace (none when the workload names none, as kustomize and `kubectl apply -n
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -323,15 +324,34 @@ def _ray_gpu_key(key: str) -> bool:
     return key.endswith("gpu") or _MIG_RESOURCE.search(key) is not None
 
 
+def _ray_count(resources: Any, part: str, accepts: Callable[[str], bool]) -> tuple[str, int] | None:
+    """The first GPU key (sorted) `accepts` with a non-zero count in `resources[part]`, rounded up as Kubernetes'
+    Value() and Ray's _round_up_k8s_quantity do; None when there is none or it is unreadable."""
+    found = resources.get(part) if isinstance(resources, dict) else None
+    values: dict[str, Any] = found if isinstance(found, dict) else {}
+    for key in sorted(values):
+        if accepts(str(key)):
+            try:
+                count = math.ceil(Quantity.coerce(values[key]).value)
+            except (QuantityError, ValueError, OverflowError, TypeError):
+                return None
+            if count > 0:
+                return str(key), count
+    return None
+
+
 def _ray_gpus(pod: TemplatePod, translation: Translation) -> tuple[tuple[tuple[tuple[str | int, ...], Any], ...],
                                                                     tuple[str, ...]]:  # fmt: skip
-    """Keep Ray's count of GPUs when a Ray container's GPU limit moves to a claim.
+    """Keep Ray's count of GPUs when a Ray container's GPU resources move to a claim.
 
-    KubeRay starts Ray with `--num-gpus` from rayStartParams, else from the Ray container's (containers[0]) limits:
-    the first key in sorted order that `IsGPUResourceKey` accepts, with a non-zero value, as a whole number
-    (ray-operator/controllers/ray/common/pod.go generateRayStartCommand, addWellKnownAcceleratorResources); a group's
-    `resources` field with a GPU key overrides it (updateRayStartParamsResources). Translation removes that limit, so
-    Ray would see no GPU: the group's rayStartParams gets `num-gpus` with the count the limit gave."""
+    Without `num-gpus` in rayStartParams, two readers count a group's GPUs from the Ray container (containers[0]):
+    KubeRay starts Ray with `--num-gpus` from its limits, the first key in sorted order that `IsGPUResourceKey`
+    accepts (a name ending in `gpu`, or `nvidia.com/mig-<g>g.<gb>gb`) with a non-zero value (ray-operator/controllers/
+    ray/common/pod.go generateRayStartCommand, addWellKnownAcceleratorResources); and the Ray autoscaler plans the
+    group from its limits, then its requests, the first key ending in `gpu` (python/ray/autoscaler/_private/kuberay/
+    autoscaling_config.py _get_num_gpus). A group's `resources` field with a GPU key overrides both
+    (updateRayStartParamsResources). Translation removes those resources, so Ray and its autoscaler would count no
+    GPU: the group's rayStartParams gets `num-gpus` with the count they read (KubeRay's where both do)."""
     if pod.kind not in _RAY_KINDS or pod.template.role == "submitter" or len(pod.template.path) < 2:
         return (), ()
     group_path = pod.template.path[:-1]
@@ -346,26 +366,27 @@ def _ray_gpus(pod: TemplatePod, translation: Translation) -> tuple[tuple[tuple[t
         return (), ()
     containers = pod.template.template["spec"].get("containers") or []
     after = translation.pod["spec"].get("containers") or []
-    if not containers or not after:
+    if not containers or not after or not isinstance(containers[0], dict):
         return (), ()
-    before_limits = (containers[0].get("resources") or {}).get("limits") or {}
-    after_limits = (after[0].get("resources") or {}).get("limits") or {}
-    count = 0
-    for key in sorted(before_limits):
-        if _ray_gpu_key(key):
-            try:
-                count = int(Quantity.coerce(before_limits[key]).value)
-            except (QuantityError, ValueError, OverflowError):
-                return (), ()
-            if count:
-                if key in after_limits:  # the limit KubeRay reads is still there
-                    return (), ()
-                break
-    if not count:
+    before, now = containers[0].get("resources"), after[0].get("resources")
+
+    def autoscaler_key(key: str) -> bool:
+        return key.endswith("gpu")
+
+    readers = (("limits", _ray_gpu_key), ("limits", autoscaler_key), ("requests", autoscaler_key))
+    for part, accepts in readers:
+        found = _ray_count(before, part, accepts)
+        if found is None:
+            continue
+        if _ray_count(now, part, accepts) is not None:  # what this reader counts is still there
+            return (), ()
+        count = found[1]
+        break
+    else:
         return (), ()
     where = dotted((*group_path, "rayStartParams"))
-    note = (f"{where}: set num-gpus: \"{count}\" (KubeRay derives Ray's --num-gpus from the Ray container's GPU limit, "
-            "which moved to the DRA claim)")  # fmt: skip
+    note = (f"{where}: set num-gpus: \"{count}\" (KubeRay's --num-gpus and the Ray autoscaler count a group's GPUs "
+            "from the Ray container's GPU resources, which moved to the DRA claim)")  # fmt: skip
     if isinstance(params, dict):
         return (((*group_path, "rayStartParams", "num-gpus"), str(count)),), (note,)
     return (((*group_path, "rayStartParams"), {"num-gpus": str(count)}),), (note,)

@@ -357,13 +357,23 @@ def test_ray_groups_keep_their_gpu_count_when_the_limit_moves_to_a_claim(
     assert again == result  # idempotent: nothing left to move
 
 
-def test_a_gpu_request_without_a_limit_gives_ray_no_count() -> None:
+def test_a_gpu_request_without_a_limit_still_counts_for_the_ray_autoscaler() -> None:
+    # KubeRay reads limits only, but the autoscaler (python/ray/autoscaler/_private/kuberay/autoscaling_config.py
+    # _get_num_gpus) reads limits, then requests: the count it planned with is kept.
     obj = _ray({}, {})
     obj["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = {
-        "requests": {"nvidia.com/gpu": 1}
+        "requests": {"nvidia.com/gpu": 3}
     }
     result, _ = _translated(obj)
-    assert result["spec"]["workerGroupSpecs"][0]["rayStartParams"] == {}  # KubeRay reads limits only
+    assert result["spec"]["workerGroupSpecs"][0]["rayStartParams"] == {"num-gpus": "3"}
+
+
+def test_a_ray_sidecars_gpu_is_not_rays() -> None:
+    obj = _ray({"cpu": "1"}, {})
+    template = obj["spec"]["workerGroupSpecs"][0]["template"]["spec"]
+    template["containers"].append({"name": "side", "image": "s", "resources": {"limits": {"nvidia.com/gpu": 1}}})
+    result, warnings = _translated(obj)
+    assert result["spec"]["workerGroupSpecs"][0]["rayStartParams"] == {} and not any("num-gpus" in w for w in warnings)
 
 
 def test_kuberay_wraps_the_ray_containers_command_around_ray_start() -> None:
