@@ -212,6 +212,14 @@ def test_translate_and_the_webhook_give_a_controllers_pod_one_claim(
         else:
             ours = (t.decision.policy, t.templates[0]["spec"]["spec"])
             assert ours == webhook, t.pod.label
+    # Translating the result again changes nothing (Ray's num-gpus included), and the pods the controllers create
+    # from the rewritten templates are left alone by the webhook.
+    again, errors = translate_documents([Document(objects[0].result, "w.yaml", 1)], POLICIES, namespace)
+    assert not errors and again[0].result == objects[0].result and not again[0].changed
+    for first, t in zip(objects[0].templates, again[0].templates, strict=True):
+        if first.translation.changed:
+            pod = controller_pod(objects[0].result, t.pod.template, t.pod.pod)
+            assert _webhook_claim(admission, api, pod) == ("unchanged", None), t.pod.label
 
 
 def _template(gpus: int, **container: Any) -> dict[str, Any]:
