@@ -94,8 +94,9 @@ def test_lint_passes_on_the_shipped_policies_and_names_errors_otherwise(tmp_path
     broken.write_text(text)
     code, out, err = _run("policy", "lint", str(broken))
     assert code == 1 and out == "0 policies in 1 files, 1 errors\n"
+    line = text.splitlines().index("    expression: gpu.legacy &&") + 1
     assert (
-        err.startswith(f"error: {broken}:14:28: spec.matchConditions[0].expression")
+        err.startswith(f"error: {broken}:{line}:28: spec.matchConditions[0].expression")
         and "expression: gpu.legacy &&" in err
     )
 
