@@ -69,6 +69,7 @@ class ControllerStamp:
     init_env: bool = False
     owner: tuple[str, str, str] | None = None  # apiVersion, kind, name
     command: tuple[list[str], list[str]] | None = None  # the first container's new command and args
+    container_env: dict[int, tuple[dict[str, Any], ...]] = field(default_factory=dict)  # more env, by container index
 
 
 def _stand_in_hash(value: Any, length: int = 10) -> str:
@@ -97,7 +98,7 @@ def _env(name: str, value: str) -> dict[str, Any]:
     return {"name": name, "value": value}
 
 
-def _job_stamp(job: str, job_spec: Any, template: Mapping[str, Any]) -> ControllerStamp:
+def _job_stamp(job: str, job_spec: Any) -> ControllerStamp:
     """The Job controller's pod labels (strategy.go generateSelector), and for an Indexed Job the completion index."""
     forced = {
         "batch.kubernetes.io/controller-uid": STAND_IN_UID,
@@ -148,8 +149,8 @@ def _stateful_set(name: str, digest: str) -> ControllerStamp:
 def _job(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     if obj.get("kind") == "CronJob":
         # The CronJob controller names a Job `<cronjob>-<scheduled minutes since the epoch>` (cronjob/utils.go).
-        return _job_stamp(f"{_name(obj)}-29000000", _get(obj, "spec", "jobTemplate", "spec"), pod.template)
-    return _job_stamp(_name(obj), _get(obj, "spec"), pod.template)
+        return _job_stamp(f"{_name(obj)}-29000000", _get(obj, "spec", "jobTemplate", "spec"))
+    return _job_stamp(_name(obj), _get(obj, "spec"))
 
 
 def ray_cluster_name(obj: Mapping[str, Any]) -> str:
@@ -160,7 +161,7 @@ def ray_cluster_name(obj: Mapping[str, Any]) -> str:
 
 def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     if pod.role == "submitter":  # RayJob's submitter runs as a batch Job named after the RayJob
-        return _job_stamp(_name(obj), {}, pod.template)
+        return _job_stamp(_name(obj), {})
     cluster = ray_cluster_name(obj)
     head = pod.path[-2] == "headGroupSpec"
     node_type = "head" if head else "worker"
@@ -389,7 +390,7 @@ def _jobset_stamp(jobset: str, jobset_spec: Any, pod: PodTemplate, replicated_in
     }
     job_spec = dict(_get(rjob, "template", "spec") or {})
     job_spec.setdefault("completionMode", "Indexed")  # JobSet's webhook defaults it (jobset_webhook.go)
-    batch = _job_stamp(job, job_spec, pod.template)
+    batch = _job_stamp(job, job_spec)
     return ControllerStamp(
         forced={**keys, **batch.forced},
         annotations={**keys, **batch.annotations},
@@ -414,20 +415,28 @@ def _training_runtime(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerSta
         template_labels, Mapping) else None  # fmt: skip
     if ancestor != "trainer" or _get(obj, "spec", "mlPolicy", "torch") is None:
         return stamp
+    # torch.go: PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (the completion index), PET_MASTER_ADDR and
+    # PET_MASTER_PORT (constants.ContainerTrainerPort) upserted into the trainer's `node` container only.
     nodes = _get(obj, "spec", "mlPolicy", "numNodes")
+    rank = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
     torch_env = (
         _env("PET_NNODES", str(nodes if isinstance(nodes, int) else 1)),
         _env("PET_NPROC_PER_NODE", "auto"),
-        _env("PET_NODE_RANK", "0"),
+        {"name": "PET_NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": rank}}},
         _env("PET_MASTER_ADDR", f"{_name(obj)}-node-0-0.{_name(obj)}"),
-        _env("PET_MASTER_PORT", "29400"),
+        _env("PET_MASTER_PORT", "29500"),
     )
+    containers = _get(pod.template, "spec", "containers")
+    nodes_at = [
+        i for i, c in enumerate(containers if isinstance(containers, list) else []) if _get(c, "name") == "node"
+    ]
     return ControllerStamp(
         forced=stamp.forced,
         annotations=stamp.annotations,
-        env_last=stamp.env_last + torch_env,
+        env_last=stamp.env_last,
         init_env=True,
         owner=stamp.owner,
+        container_env=dict.fromkeys(nodes_at, torch_env),
     )
 
 
@@ -452,15 +461,28 @@ def controller_stamp(obj: Mapping[str, Any], template: PodTemplate) -> Controlle
     return stamp(obj, template) if stamp is not None else None
 
 
-def _with_env(container: Any, stamp: ControllerStamp) -> Any:
-    if not isinstance(container, Mapping):
+def _with_env(
+    container: Any, stamp: ControllerStamp, upsert: tuple[dict[str, Any], ...] = (), chosen: bool = True
+) -> Any:
+    """The container with the stamp's env (when `chosen`) and `upsert` (replacing variables of the same name, as
+    Kubeflow Trainer's apply.UpsertEnvVars does)."""
+    if not isinstance(container, Mapping) or not (chosen or upsert):
         return container
     env = container.get("env")
     current = list(env) if isinstance(env, list) else []
     names = {e.get("name") for e in current if isinstance(e, Mapping)}
-    first = [e for e in stamp.env_first if e["name"] not in names]
+    first = [e for e in stamp.env_first if e["name"] not in names] if chosen else []
     rest = [e for e in current if not (isinstance(e, Mapping) and e.get("name") in {f["name"] for f in first})]
-    return {**container, "env": [*first, *rest, *stamp.env_last]}
+    result = [*first, *rest, *(stamp.env_last if chosen else ())]
+    for variable in upsert:
+        at = next(
+            (i for i, e in enumerate(result) if isinstance(e, Mapping) and e.get("name") == variable["name"]), None
+        )
+        if at is None:
+            result.append(variable)
+        else:
+            result[at] = variable
+    return {**container, "env": result}
 
 
 def controller_pod(obj: Mapping[str, Any], template: PodTemplate, pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -480,11 +502,13 @@ def controller_pod(obj: Mapping[str, Any], template: PodTemplate, pod: Mapping[s
         metadata["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": name, "uid": STAND_IN_UID,
                                         "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
     spec = dict(pod.get("spec") or {})
-    if stamp.env_first or stamp.env_last:
+    if stamp.env_first or stamp.env_last or stamp.container_env:
         containers = spec.get("containers")
         if isinstance(containers, list):
             chosen = range(len(containers)) if stamp.env_containers is None else stamp.env_containers
-            spec["containers"] = [_with_env(c, stamp) if i in chosen else c for i, c in enumerate(containers)]
+            spec["containers"] = [
+                _with_env(c, stamp, stamp.container_env.get(i, ()), i in chosen) for i, c in enumerate(containers)
+            ]
     if stamp.command is not None and isinstance(spec.get("containers"), list) and spec["containers"]:
         first = spec["containers"][0]
         if isinstance(first, Mapping):

@@ -398,3 +398,18 @@ def test_kuberay_wraps_the_ray_containers_command_around_ray_start() -> None:
     template["metadata"]["annotations"] = {"ray.io/overwrite-container-cmd": "true"}
     kept = _pod_of(_workload("RayCluster", template))["spec"]["containers"][0]
     assert kept["command"] == ["python", "serve.py"] and kept["args"] == ["--tensor-parallel-size", "2"]
+
+
+def test_a_trainer_runtimes_node_container_gets_the_torch_env_and_others_do_not() -> None:
+    # kubeflow/trainer pkg/runtime/framework/plugins/torch/torch.go: PET_* upserted into the `node` container of the
+    # trainer's replicated Job; the Job's completion index reaches every container (JobSet's Indexed Jobs).
+    template = _template(2, env=[{"name": "PET_NNODES", "value": "9"}])
+    template["spec"]["containers"][0]["name"] = "node"
+    template["spec"]["containers"].append({"name": "sidecar", "image": "s"})
+    pod = _pod_of(_workload("TrainingRuntime", template))
+    node, sidecar = pod["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in node["env"]}
+    assert env["PET_NNODES"] == "2" and env["PET_MASTER_ADDR"] == "wl-node-0-0.wl" and env["PET_MASTER_PORT"] == "29500"
+    assert [e["name"] for e in node["env"]].count("PET_NNODES") == 1
+    assert [e["name"] for e in sidecar["env"]] == ["JOB_COMPLETION_INDEX"]
+    assert pod["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "node"
