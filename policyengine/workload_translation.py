@@ -281,12 +281,24 @@ def translate_template(
     decision = policies.evaluate(pod.decided or pod.pod, namespace_object)
     translation = translate(pod.pod, decision, pod.prefix)
     templates = tuple(_owned_template(rct, pod, target) for rct in translation.templates)
-    patch = _prefixed(translation.patch, pointer(*pod.template.path))
+    patch = _prefixed(_template_ops(pod, translation), pointer(*pod.template.path))
     changes, notes = _ray_gpus(pod, translation) if translation.changed else ((), ())
     notes += _runtime_notes(pod) if translation.changed else ()
     for path, value in changes:
         patch += ({"op": "add", "path": pointer(*path), "value": value},)
     return TemplateTranslation(pod, decision, translation, templates, patch, changes, notes)
+
+
+def _template_ops(pod: TemplatePod, translation: Translation) -> tuple[dict[str, Any], ...]:
+    """The translation's patch as it applies to the template: the pod the policies saw always has metadata (its
+    namespace and generated name), so a template without `metadata` gets the whole rewritten metadata in one op
+    instead of ops under a `/metadata` it does not have."""
+    template = pod.template.template
+    if pod.is_pod or not translation.changed or isinstance(template.get("metadata"), dict):
+        return translation.patch
+    metadata = {k: v for k, v in translation.pod["metadata"].items() if k not in pod.added}
+    ops = [op for op in translation.patch if not op["path"].startswith("/metadata")]
+    return (*ops, {"op": "add", "path": "/metadata", "value": metadata})
 
 
 def _runtime_notes(pod: TemplatePod) -> tuple[str, ...]:

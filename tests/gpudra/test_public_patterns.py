@@ -10,10 +10,12 @@ path.
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
+import jsonpatch
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -197,3 +199,21 @@ def test_the_tree_translates_in_place_with_translate_r_and_a_second_run_changes_
     second = CliRunner().invoke(app, ["translate", "-R", str(out), "-o", "json"])
     assert second.exit_code == 0 and json.loads(second.stdout)["changed"] == []
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_the_json_patches_turn_each_input_object_into_its_output(path: Path) -> None:
+    result = CliRunner().invoke(app, ["translate", str(path), "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    if "objects" not in data:  # a file of one Pod: {"pod", "templates", "patch", "warnings"}
+        (original,) = _documents(path.read_text())
+        assert jsonpatch.apply_patch(copy.deepcopy(original), data["patch"]) == data["pod"]
+        return
+    originals = [d for d in _documents(path.read_text()) if d.get("kind") != "ResourceClaimTemplate"]
+    by_object: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for t in data["translations"]:
+        by_object.setdefault((t["kind"], t["name"]), []).extend(t["patch"])
+    for original, output in zip(originals, data["objects"], strict=True):
+        ops = by_object.get((original["kind"], original["metadata"]["name"]), [])
+        assert jsonpatch.apply_patch(copy.deepcopy(original), ops) == output, path.name
