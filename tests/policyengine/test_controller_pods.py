@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dra.documents import Document
+from dra.errors import InputError
 from kubeapi import NamespaceCache
 from policyengine import PolicySet, load_policies, shipped_policies_dir
 from policyengine.controller_pods import controller_pod
@@ -413,3 +414,39 @@ def test_a_trainer_runtimes_node_container_gets_the_torch_env_and_others_do_not(
     assert [e["name"] for e in node["env"]].count("PET_NNODES") == 1
     assert [e["name"] for e in sidecar["env"]] == ["JOB_COMPLETION_INDEX"]
     assert pod["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "node"
+
+
+_SCALARS = st.sampled_from(["", "x", "2", "1.5", "true", "nvidia.com/gpu"])
+_JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 10) | _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["name", "a", "cpu"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_READ_KEYS = [
+    *("labels", "annotations", "rayStartParams", "resources", "env", "groupName", "size", "replicas"),
+    *("replicatedJobs", "mlPolicy", "command", "args", "completionMode", "name", "metadata", "limits"),
+]
+
+
+def _dict_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path] if isinstance(value, dict) else []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found += _dict_paths(item, (*path, key))
+    return found
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(REWRITTEN_KINDS), data=st.data())
+def test_odd_shapes_in_what_the_controller_model_reads_are_input_errors_never_crashes(kind: str, data: Any) -> None:
+    workload = _workload(kind, _template(2, args=["--tensor-parallel-size", "2"]))
+    for _ in range(data.draw(st.integers(1, 3))):
+        target: Any = workload
+        path = data.draw(st.sampled_from(_dict_paths(workload)))
+        for part in path:
+            target = target[part]
+        target[data.draw(st.sampled_from(_READ_KEYS))] = data.draw(_JUNK)
+    objects, errors = translate_documents([Document(workload, "w.yaml", 1)], POLICIES)  # raises only on a bug
+    assert len(objects) == 1 and all(isinstance(e, InputError) for e in errors)
