@@ -11,6 +11,7 @@ has it, the pure-Python loader otherwise, with the same data and error lines.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -135,27 +136,31 @@ def yaml_error(err: yaml.YAMLError, name: str) -> InputError:
     return InputError(f"{text} at column {mark.column + 1}", source=name, line=mark.line + 1)
 
 
+_BRACKET = re.compile(r"[\[\]{}]")
+# A line (as YAML and str.splitlines break them) that opens with two or more `- ` items: `- - x`.
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_NESTED_ITEMS = re.compile(rf"(?:\A|(?<=[{_BREAKS}]))[^\S{_BREAKS}]*(?:-[ \t][^\S{_BREAKS}]*){{2,}}")
+
+
 def _nesting_estimate(text: str) -> int:
     """A cheap over-estimate of YAML nesting depth (flow brackets, or `- - -` on one line).
 
     libyaml recurses in C and crashes the process on very deep input, so such input goes to the pure-Python parser,
-    and input deeper than any Kubernetes object is rejected before parsing.
+    and input deeper than any Kubernetes object is rejected before parsing. Only the brackets and the lines of
+    nested items are looked at (regular expressions), so a long stream costs milliseconds here.
     """
     deepest = 0
     if text.count("[") + text.count("{") > _SAFE_DEPTH:
         depth = 0
-        for ch in text:
-            if ch in "[{":
+        for match in _BRACKET.finditer(text):
+            if match.group() in "[{":
                 depth += 1
                 deepest = max(deepest, depth)
-            elif ch in "]}" and depth:
+            elif depth:
                 depth -= 1
     if text.count("- ") > _SAFE_DEPTH:
-        for line in text.splitlines():
-            rest, dashes = line.lstrip(), 0
-            while rest.startswith("- ") or rest.startswith("-\t"):
-                rest, dashes = rest[2:].lstrip(), dashes + 1
-            deepest = max(deepest, dashes * (_SAFE_DEPTH // 32))
+        for match in _NESTED_ITEMS.finditer(text):
+            deepest = max(deepest, match.group().count("-") * (_SAFE_DEPTH // 32))
     return deepest
 
 
@@ -215,13 +220,13 @@ def yaml_nodes(
     fast = depth <= _SAFE_DEPTH and _Loader is not _PyLoader and libyaml_available()
     loader = _Loader(text) if fast else _PyLoader(text)
     allowance = MAX_ALIAS_NODES
-    may_alias = "*" in text  # an alias is written `*name`: text without a `*` has none to expand
+    may_alias = "*" in text  # an alias is written `*name`: a document without a `*` has none to expand
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
-            if may_alias:
+            if may_alias and text.find("*", node.start_mark.index, node.end_mark.index) >= 0:
                 allowance -= _expanded_size(node, name, allowance)
             yield node, loader
     except yaml.YAMLError as err:

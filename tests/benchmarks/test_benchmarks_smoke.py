@@ -56,6 +56,7 @@ SMOKE: dict[str, tuple[list[str], bool]] = {
     "simulate_vs_baseline.py": (["{root}", "{traces}", "--strategies", "gpudra", "--scales", "1"], False),
     "sizing_bounds.py": (["--repeats", "1", "--cases", "ordinary,expansion"], False),
     "timing_bounds.py": (["--repeat", "1"], False),
+    "translate_stream.py": (["--mb", "0.2"], False),
     "webhook_memory.py": (["--pods", "10", "--annotation-bytes", "1024"], False),
     "webhook_reliability.py": (
         ["--random", "10", "--normal", "20", "--rounds", "1", "--half-sent", "3", "--half-sent-bytes", "65536"],
