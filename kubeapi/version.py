@@ -3,6 +3,7 @@ features the cluster's Kubernetes version does not serve (policyengine.k8s_featu
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Any
@@ -19,16 +20,24 @@ def server_minor(api_client: Any, *, timeout: float = 2.0) -> int | None:
     `timeout` seconds or does not say (then nothing is warned about versions)."""
     from kubernetes import client
 
+    errors: tuple[type[Exception], ...] = (*api_errors(), ValueError)
     try:
-        info = client.VersionApi(api_client).get_code(_request_timeout=(timeout, timeout))
-    except api_errors() as exc:
+        # The raw JSON, not the client's model: a /version missing a field the model requires is still a version.
+        response: Any = client.VersionApi(api_client).get_code(
+            _preload_content=False, _request_timeout=(timeout, timeout)
+        )
+        info = json.loads(response.data)
+    except errors as exc:
         log.warning("could not read the API server's version (no version warnings): %s: %s", type(exc).__name__, exc)
         return None
     # `minor` may carry a `+` (GKE, EKS: "37+"); gitVersion is v1.37.2[-suffix].
-    for text in (getattr(info, "minor", None), getattr(info, "git_version", None)):
+    fields = info if isinstance(info, dict) else {}
+    for text in (fields.get("minor"), fields.get("gitVersion")):
         if isinstance(text, str):
             match = re.fullmatch(r"(\d+)\+?", text) or re.match(r"v?1\.(\d+)", text)
             if match:
-                return int(match.group(1))
+                minor = int(match.group(1))
+                log.info("the API server is Kubernetes 1.%d: claims it does not serve are warned about", minor)
+                return minor
     log.warning("the API server's version says no minor (%r): no version warnings", info)
     return None
