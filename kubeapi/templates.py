@@ -1,14 +1,24 @@
 """ResourceClaimTemplates on the API server: the webhook's side effects (create the template a decision needs,
 AlreadyExists with the same spec is success, a different spec under the same hash-derived name is an error; read
-Namespaces and claims), and the store `gpudra gc` lists and deletes through. Every call is bounded by a timeout."""
+Namespaces and claims), and the store `gpudra gc` lists and deletes through. Every call is bounded by a timeout.
+
+`SharedTemplates` puts those calls off the admission path for identical claims: a burst of replicas (or of distinct
+pods asking for the same GPUs) shares one template, created once, instead of one create-or-reuse round trip each.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
 import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
+
+from dra.cancellation import check_deadline
 
 from .client import one_attempt_per_call, parse_timestamp
 from .errors import ApiServerError, api_errors, status_of
@@ -23,6 +33,7 @@ __all__ = [
     "VERSION",
     "KubeSideEffects",
     "KubeTemplateStore",
+    "SharedTemplates",
     "TemplateResult",
     "TemplateWriter",
     "spec_digest",
@@ -46,6 +57,9 @@ class TemplateResult:
     name: str
     namespace: str
     created: bool  # False: an identical template already existed
+    # The latest time (Unix seconds) the API server is known to hold as the template's last use: its creation, or the
+    # `gpudra.io/last-used` stamp written or read. None: not known (then `SharedTemplates` does not remember it).
+    active_at: float | None = None
 
 
 class TemplateWriter(Protocol):
@@ -89,11 +103,12 @@ class KubeSideEffects:
         metadata["namespace"] = namespace
         metadata["annotations"] = {**metadata.get("annotations", {}), SPEC_DIGEST_ANNOTATION: digest}
         body["metadata"] = metadata
+        asked = time.time()  # the API server's creationTimestamp is no earlier
         try:
             self._custom.create_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, body, _request_timeout=self._timeout()
             )
-            return TemplateResult(name, namespace, created=True)
+            return TemplateResult(name, namespace, created=True, active_at=asked)
         except api_errors() as exc:
             if status_of(exc) != 409:
                 raise ApiServerError(self._explain("create ResourceClaimTemplate", namespace, name, exc)) from exc
@@ -107,16 +122,21 @@ class KubeSideEffects:
                 f"ResourceClaimTemplate {namespace}/{name} exists with a different spec; "
                 "it was not created by gpudra for this request (rename or delete it)"
             )
-        if not self._stamp_if_stale(namespace, name, annotations.get(LAST_USED_ANNOTATION)):
+        active_at = self._stamp_if_stale(namespace, name, annotations.get(LAST_USED_ANNOTATION))
+        if active_at is None:
             return None
-        return TemplateResult(name, namespace, created=False)
+        return TemplateResult(name, namespace, created=False, active_at=active_at)
 
-    def _stamp_if_stale(self, namespace: str, name: str, last_used: Any) -> bool:
-        """Mark a reused template as used now (so collection leaves it alone); False when it is gone."""
+    def _stamp_if_stale(self, namespace: str, name: str, last_used: Any) -> float | None:
+        """Mark a reused template as used now (so collection leaves it alone) unless its stamp is recent; the stamp
+        it holds now (Unix seconds), or None when it is gone."""
         now = dt.datetime.now(dt.UTC)
         stamped = parse_timestamp(last_used)
         if stamped is not None and (now - stamped).total_seconds() < LAST_USED_RESOLUTION:
-            return True
+            return stamped.timestamp()
+        # The stamp is written in whole seconds: what the server holds is no later than `now`, and no earlier than
+        # `now` truncated.
+        now = now.replace(microsecond=0)
         patch = {"metadata": {"annotations": {LAST_USED_ANNOTATION: now.strftime("%Y-%m-%dT%H:%M:%SZ")}}}
         try:
             self._custom.patch_namespaced_custom_object(
@@ -124,9 +144,9 @@ class KubeSideEffects:
             )
         except api_errors() as exc:
             if status_of(exc) == 404:
-                return False
+                return None
             raise ApiServerError(self._explain("mark ResourceClaimTemplate used", namespace, name, exc)) from exc
-        return True
+        return now.timestamp()
 
     def _get(self, plural: str, namespace: str, name: str, what: str) -> dict[str, Any] | None:
         """One resource.k8s.io/v1 object, or None when it does not exist."""
@@ -174,6 +194,129 @@ class KubeSideEffects:
             reason = getattr(exc, "reason", "") or ""
             return f"could not {what} {target}: API server answered {status} {reason}".strip()
         return f"could not {what} {target} within {self.timeout:g}s: {type(exc).__name__}: {exc}"
+
+
+# How long a template this process ensured is handed to further pods without asking the API server again. The
+# template collector cannot take it meanwhile (reuse is bounded below by the last use the server holds, see
+# SharedTemplates); what this bounds is how long a template deleted by hand goes unnoticed.
+DEFAULT_REUSE_SECONDS = 10.0
+_WAIT_SLICE_SECONDS = 0.05
+
+
+class _Flight:
+    """One ensure in progress; callers asking for the same template meanwhile wait for its outcome."""
+
+    __slots__ = ("done", "result", "error")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: TemplateResult | None = None
+        self.error: ApiServerError | None = None
+
+
+class SharedTemplates:
+    """A `TemplateWriter` that creates (or reuses) each template once for identical claims.
+
+    Concurrent callers asking for the same template (namespace, name, spec digest) share one call to `writer`, and a
+    template ensured here is handed to later callers from memory, as `created=False`, while both hold:
+
+    - less than `reuse_seconds` have passed since it was ensured, and
+    - less than LAST_USED_RESOLUTION have passed since the last use the API server holds (`TemplateResult.active_at`:
+      its creation or `gpudra.io/last-used` stamp). `KubeSideEffects` itself skips re-stamping a template stamped
+      within LAST_USED_RESOLUTION, and the collector's idle floor (`webhook.template_gc.MIN_IDLE_FLOOR`) is built on
+      that bound, so a template handed out from memory is exactly as safe from collection as one confirmed by a call.
+
+    A failure is shared by the callers that waited for it and never remembered. Bounded by `max_entries` (least
+    recently used out first)."""
+
+    def __init__(
+        self,
+        writer: TemplateWriter,
+        *,
+        reuse_seconds: float = DEFAULT_REUSE_SECONDS,
+        max_entries: int = 4096,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be above 0 (got {max_entries})")
+        self._writer = writer
+        self.reuse_seconds = reuse_seconds
+        self.max_entries = max_entries
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._known: OrderedDict[tuple[str, str, str], float] = OrderedDict()  # key -> handed out until (clock)
+        self._flights: dict[tuple[str, str, str], _Flight] = {}
+        self._waiting = 0
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    @property
+    def waiting(self) -> int:
+        """Callers waiting now for another caller's call."""
+        return self._waiting
+
+    def ensure_template(self, namespace: str, template: dict[str, Any]) -> TemplateResult:
+        name = template["metadata"]["name"]
+        key = (namespace, name, spec_digest(template))
+        with self._lock:
+            until = self._known.get(key)
+            if until is not None:
+                if self._clock() < until:
+                    self._known.move_to_end(key)
+                    return TemplateResult(name, namespace, created=False)
+                del self._known[key]
+            flight = self._flights.get(key)
+            leader = flight is None
+            if flight is None:
+                flight = self._flights[key] = _Flight()
+        if not leader:
+            return self._wait(flight, name, namespace)
+        try:
+            result = self._writer.ensure_template(namespace, template)
+        except ApiServerError as exc:
+            flight.error = exc
+            raise
+        else:
+            flight.result = result
+            self._remember(key, result)
+            return result
+        finally:
+            with self._lock:
+                del self._flights[key]
+            flight.done.set()
+
+    def _wait(self, flight: _Flight, name: str, namespace: str) -> TemplateResult:
+        with self._lock:
+            self._waiting += 1
+        try:
+            while not flight.done.wait(_WAIT_SLICE_SECONDS):
+                check_deadline()  # the review was answered at its deadline: stop waiting for it
+        finally:
+            with self._lock:
+                self._waiting -= 1
+        if flight.result is not None:
+            return TemplateResult(name, namespace, created=False, active_at=flight.result.active_at)
+        if flight.error is not None:
+            raise ApiServerError(str(flight.error))
+        # The leader stopped without an outcome (its own deadline passed): nothing is known about the template.
+        raise ApiServerError(f"ResourceClaimTemplate {namespace}/{name}: the call creating it was abandoned")
+
+    def _remember(self, key: tuple[str, str, str], result: TemplateResult) -> None:
+        if result.active_at is None or self.reuse_seconds <= 0:
+            return
+        until = min(self._clock() + self.reuse_seconds, result.active_at + LAST_USED_RESOLUTION)
+        with self._lock:
+            self._known[key] = until
+            self._known.move_to_end(key)
+            while len(self._known) > self.max_entries:
+                self._known.popitem(last=False)
+
+    def get_namespace(self, name: str) -> dict[str, Any] | None:
+        return self._writer.get_namespace(name)
+
+    def reachable(self) -> tuple[bool, str]:
+        return self._writer.reachable()
 
 
 class KubeTemplateStore:

@@ -19,7 +19,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from kubeapi import KubeSideEffects, NamespaceCache, TemplateWriter, api_client
+from kubeapi import KubeSideEffects, NamespaceCache, SharedTemplates, TemplateWriter, api_client
 from policyengine import PolicySet, load_policies
 from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
 from webhook.app import DEFAULT_DEADLINE_SECONDS, BackgroundService, create_app
@@ -124,10 +124,13 @@ def build_app(
         refuse=refuse_empty,
     )
     metrics.policies_loaded.set(len(store.current.policies))
+    kube: KubeSideEffects | None = None
     if writer is None and settings.side_effects:
-        writer = KubeSideEffects(
+        kube = KubeSideEffects(
             api_client(settings.kubeconfig, in_cluster=settings.in_cluster), timeout=settings.api_timeout_seconds
         )
+        # Identical claims share one template, created once: a burst of replicas makes one call, not one each.
+        writer = SharedTemplates(kube)
     namespaces = NamespaceCache(writer) if writer is not None else None
     sizing: RecommendationCache | None = None
     if settings.sizing_recommendations not in ("auto", "on", "off"):
@@ -154,7 +157,7 @@ def build_app(
         k8s_minor = server_minor(view_client, timeout=settings.api_timeout_seconds)
     admission = Admission(
         store, metrics, writer=writer, namespaces=namespaces, rollout=RolloutConfig(), exempt_namespaces=exempt,
-        claims=writer if isinstance(writer, KubeSideEffects) else None, sizing=sizing,
+        claims=kube or (writer if isinstance(writer, KubeSideEffects) else None), sizing=sizing,
         extended_resources=device_classes.mapping if device_classes is not None else None, k8s_minor=k8s_minor,
     )  # fmt: skip
     certificate = _certificate(settings)
