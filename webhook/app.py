@@ -6,6 +6,10 @@ details; `/metrics` is Prometheus text. Malformed reviews get a 4xx with a reaso
 review is answered as a denial that names the error, never as a 500 and never as a silently unmutated pod. Bodies are
 read within bounds (webhook.body); decisions run on a small thread pool with a deadline, and reviews of large bodies
 on a lane of their own, so neither a slow review nor a flood of huge ones stalls the others or the health checks.
+
+The review endpoints are answered straight from ASGI (`WebhookApp`): a burst of pod creations is what they serve,
+and FastAPI's per-request stack (a dozen middleware layers, routing, dependency solving) cost more than the decision
+(benchmarks/admission.py, docs/admission-performance.md). The probes and `/metrics` go through FastAPI as before.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
 
 from fastapi import FastAPI, Request, Response
@@ -36,7 +40,14 @@ from webhook.review import (
     parse_review,
 )
 
-__all__ = ["DEFAULT_DEADLINE_SECONDS", "AdmissionHandler", "BackgroundService", "ReadinessCheck", "create_app"]
+__all__ = [
+    "DEFAULT_DEADLINE_SECONDS",
+    "AdmissionHandler",
+    "BackgroundService",
+    "ReadinessCheck",
+    "WebhookApp",
+    "create_app",
+]
 
 log = logging.getLogger("gpudra.webhook")
 
@@ -66,6 +77,30 @@ class BackgroundService(Protocol):
     def stop(self, timeout: float = ...) -> None: ...
 
 
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ReviewEndpoint = Callable[[Request], Awaitable[Response]]
+
+
+class WebhookApp(FastAPI):
+    """FastAPI, with `POST` to the review paths answered before its middleware stack and router."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reviews: dict[str, ReviewEndpoint] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            endpoint = self.reviews.get(scope["path"])
+            if endpoint is not None:
+                scope["app"] = self
+                response = await endpoint(Request(scope, receive))
+                await response(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(
     handler: AdmissionHandler,
     *,
@@ -81,7 +116,7 @@ def create_app(
     body_seconds: float = DEFAULT_BODY_SECONDS,
     large_body_bytes: int = DEFAULT_LARGE_BODY_BYTES,
     body_budget: BodyBudget | None = None,
-) -> FastAPI:
+) -> WebhookApp:
     """Build the app. `periodic` callables (policy and certificate reloads) run every `period_seconds`; each
     review's decision runs off the event loop and is answered within `deadline_seconds` (webhook.deadline);
     bodies must arrive within `body_seconds`, and all bodies in flight fit `body_budget` (webhook.body); those
@@ -124,8 +159,9 @@ def create_app(
             for service in background:
                 await asyncio.to_thread(service.stop)
 
-    app = FastAPI(title="gpudra admission webhook", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = WebhookApp(title="gpudra admission webhook", lifespan=lifespan, docs_url=None, redoc_url=None)
     collector = ByteBudgetCollector()  # large reviews would otherwise outpace the cyclic collector (collector.py)
+    latency: dict[str, Any] = {}  # the latency histogram's child per endpoint, looked up once
 
     async def answer(endpoint: str, request: Request, decide: Callable[[ReviewRequest], dict[str, Any]]) -> Response:
         started = time.perf_counter()
@@ -196,22 +232,29 @@ def create_app(
                     f"gpudra webhook internal error: {type(exc).__name__}: {exc}", code=500, reason="InternalError"
                 ),
             )
-        metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+        observed = latency.get(endpoint)
+        if observed is None:
+            observed = latency[endpoint] = metrics.latency.labels(endpoint)
+        observed.observe(time.perf_counter() - started)
         return JSONResponse(result)
 
-    @app.post("/mutate")
     async def mutate(request: Request) -> Response:
         return await answer("mutate", request, handler.mutate)
 
-    @app.post("/validate")
     async def validate(request: Request) -> Response:
         return await answer("validate", request, handler.validate)
 
+    app.reviews["/mutate"] = mutate
+    app.reviews["/validate"] = validate
     if enable_echo:
 
-        @app.post("/echo")
         async def echo(request: Request) -> Response:
             return await answer("echo", request, lambda review: allowed_response(review.uid))
+
+        app.reviews["/echo"] = echo
+    for path, endpoint in app.reviews.items():
+        # Also routed, so that other methods on these paths get FastAPI's 405 and the app lists them.
+        app.add_api_route(path, endpoint, methods=["POST"])
 
     @app.get("/healthz")
     async def healthz() -> Response:

@@ -124,8 +124,11 @@ def _dry_run(value: Any) -> bool:
 
 def _check_shape(doc: Any, body: bytes) -> None:
     """Refuse nesting beyond MAX_NESTING and strings holding lone surrogates (not encodable in the answer), naming
-    where; iterative, so the check itself cannot overflow the stack."""
+    where; iterative, so the check itself cannot overflow the stack. The common case (neither) is one walk that
+    builds no paths; only a body that fails it is walked again to name where."""
     look_for_surrogates = _SURROGATE.search(body) is not None
+    if not look_for_surrogates and _within_nesting(doc):
+        return
     stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
     while stack:
         value, path, depth = stack.pop()
@@ -140,6 +143,21 @@ def _check_shape(doc: Any, body: bytes) -> None:
             stack.extend((item, f"{path}/{i}", depth + 1) for i, item in enumerate(value))
         elif look_for_surrogates and isinstance(value, str):
             _encodable(value, path)
+
+
+def _within_nesting(doc: Any) -> bool:
+    """Whether no value in `doc` is more than MAX_NESTING levels deep (the top level is 0): no container below
+    level MAX_NESTING - 1 holds anything."""
+    level: list[Any] = [doc] if type(doc) is dict or type(doc) is list else []
+    for _ in range(MAX_NESTING):
+        if not level:
+            return True
+        deeper: list[Any] = []
+        for value in level:
+            items = value.values() if type(value) is dict else value
+            deeper.extend(item for item in items if type(item) is dict or type(item) is list)
+        level = deeper
+    return not any(level)
 
 
 def _encodable(text: str, path: str) -> None:
