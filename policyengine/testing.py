@@ -1,9 +1,8 @@
 """Policy tests in the spirit of `kyverno test`: input pods and namespaces, a policy set, expected outcomes.
 
-A `GPUClaimPolicyTest` file names its policies (paths relative to the file; default: the directory above it),
-lists Namespace and Pod objects, and a list of cases, each with a pod, an optional namespace and admission
-request, and `expect`: allowed, policy, mode, message (substring), claim, patch, pod, warnings, variables.
-Every stated expectation is compared exactly (variables: the named ones); failures come back as diffs.
+A `GPUClaimPolicyTest` file names its policies (default: the directory above it), Namespace and Pod objects and cases:
+a pod, optional namespace, admission request and KEP-5004 `extendedResourceMapping` (resource -> DeviceClass), and
+`expect` (docs/policy-authoring.md), compared exactly (variables: the named ones); failures come back as diffs.
 """
 
 from __future__ import annotations
@@ -20,12 +19,16 @@ import yaml
 from dra.documents import parse_yaml
 from dra.errors import InputError, PolicyError
 from policyengine import PolicySet, load_policies, shipped_policies_dir
-from policyengine.translate import translate
+from policyengine.scheduler_path import scheduler_path
+from policyengine.translate import Translation, translate
 
 __all__ = ["TEST_KIND", "CaseResult", "PolicyTestResult", "find_test_files", "run_test_file", "run_tests"]
 
 TEST_KIND = "GPUClaimPolicyTest"
-_EXPECT_KEYS = ("allowed", "policy", "mode", "message", "claim", "patch", "pod", "warnings", "variables", "templates")
+_EXPECT_KEYS = (
+    "allowed", "policy", "mode", "message", "claim", "patch", "pod", "warnings", "variables", "templates",
+    "leftToScheduler",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -122,8 +125,12 @@ def _run_case(
         namespace = namespaces[namespace]
     if not isinstance(pod, dict):
         return CaseResult(name, ("'pod' must name a pod of this file or be a Pod object",))
-    decision = policies.evaluate(pod, namespace, case.get("request"))
-    translation = translate(pod, decision)
+    mapping = case.get("extendedResourceMapping") or {}
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        return CaseResult(name, ("'extendedResourceMapping' must map extended resources to DeviceClass names",))
+    decision = policies.evaluate(pod, namespace, case.get("request"), extended_resources=mapping)
+    left = scheduler_path(pod, decision, mapping, policies) is not None
+    translation = Translation(pod, warnings=decision.warnings) if left else translate(pod, decision)
     outcome = {
         "allowed": decision.allowed,
         "policy": decision.policy,
@@ -135,6 +142,7 @@ def _run_case(
         "warnings": list(translation.warnings),
         "variables": decision.variables,
         "templates": list(translation.templates),
+        "leftToScheduler": left,
     }
     return _compare(name, case.get("expect") or {}, outcome)
 
