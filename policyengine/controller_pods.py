@@ -58,7 +58,9 @@ STAND_IN_UID = "00000000-0000-0000-0000-000000000000"
 class ControllerStamp:
     """What a controller adds to the pods of one template: labels the template may override (`labels`), labels it
     may not (`forced`), annotations (forced), env (`env_first`: put first unless the container already names them,
-    as LWS does; `env_last`: appended), which containers get the env (None: all), and the controlling owner."""
+    as LWS does; `env_last`: appended), which containers get the env (None: all; `init_env`: init containers too),
+    env upserted into single containers (`container_env`, by index), the first container's new command and args
+    (KubeRay's `ray start` wrapper), and the controlling owner."""
 
     labels: dict[str, str] = field(default_factory=dict)
     forced: dict[str, str] = field(default_factory=dict)
