@@ -4,7 +4,9 @@ timeout, with one idea of what a failed call is (`errors`), one paging loop (`pa
 - `client`: the ApiClient (kubeconfig or service account, one attempt per call) and API timestamps;
 - `templates`: the webhook's side effects (ResourceClaimTemplates, Namespace and claim reads) and gc's store;
 - `namespaces`: the admission path's bounded Namespace cache;
-- `quotas`: `gpudra quota`'s store.
+- `quotas`: `gpudra quota`'s store;
+- `deviceclasses`: the DeviceClasses' KEP-5004 extended-resource mapping, kept by a list+watch cache;
+- `version`: the API server's minor version (`/version`).
 """
 
 from __future__ import annotations
