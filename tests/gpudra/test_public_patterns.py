@@ -20,8 +20,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from dra.documents import read_documents
 from gpudra.cli import app
+from policyengine import load_policies
+from policyengine.controller_pods import controller_pod
+from policyengine.workload_translation import translate_documents
 from policyengine.workloads import UnknownWorkload, pod_templates
+from tests.policyengine.test_controller_pods import NAMESPACE, _admission, _webhook_claim
 
 PATTERNS = Path(__file__).resolve().parents[1] / "fixtures" / "public_patterns"
 FILES = sorted(PATTERNS.glob("*.yaml"))
@@ -217,3 +222,24 @@ def test_the_json_patches_turn_each_input_object_into_its_output(path: Path) -> 
     for original, output in zip(originals, data["objects"], strict=True):
         ops = by_object.get((original["kind"], original["metadata"]["name"]), [])
         assert jsonpatch.apply_patch(copy.deepcopy(original), ops) == output, path.name
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_translate_and_the_webhook_agree_on_every_public_pattern(path: Path) -> None:
+    """Item 1 on the real shapes: each template's claim and policy from `translate` are the webhook's for the pod
+    the workload's controller creates (tests/policyengine/test_controller_pods.py has the generated spread)."""
+    documents = read_documents(path)
+    objects, _ = translate_documents(documents, load_policies())
+    for obj in objects:
+        for t in obj.templates:
+            admission, api = _admission()
+            namespace = t.pod.namespace or NAMESPACE
+            pod = controller_pod(obj.document.data, t.pod.template, t.pod.pod)
+            pod = {**pod, "metadata": {**pod["metadata"], "namespace": namespace}}
+            webhook = _webhook_claim(admission, api, pod, namespace)
+            if t.denied:
+                assert webhook[0] == "denied", t.pod.label
+            elif not t.translation.changed:
+                assert webhook == ("unchanged", None), t.pod.label
+            else:
+                assert (t.decision.policy, t.templates[0]["spec"]["spec"]) == webhook, t.pod.label

@@ -169,10 +169,12 @@ def _admission(namespace: dict[str, Any] | None = None) -> tuple[Admission, Reco
     return Admission(store, WebhookMetrics(), writer=api, namespaces=NamespaceCache(api)), api
 
 
-def _webhook_claim(admission: Admission, api: RecordingApiServer, pod: dict[str, Any]) -> tuple[str, Any]:
+def _webhook_claim(
+    admission: Admission, api: RecordingApiServer, pod: dict[str, Any], namespace: str = NAMESPACE
+) -> tuple[str, Any]:
     """What the webhook does with the pod: ("denied", message), ("unchanged", None) or (policy, the claim spec)."""
     try:
-        response = admission.mutate(parse_review(pod_review(pod, uid="u", namespace=NAMESPACE)))["response"]
+        response = admission.mutate(parse_review(pod_review(pod, uid="u", namespace=namespace)))["response"]
     except AdmissionDenied as exc:
         return "denied", exc.message
     if "patch" not in response:
@@ -182,7 +184,7 @@ def _webhook_claim(admission: Admission, api: RecordingApiServer, pod: dict[str,
     if "gpudra.io/translated" not in annotations:
         return "unchanged", None
     name = annotations["gpudra.io/translated"]
-    return annotations["gpudra.io/policy"], api.templates[(NAMESPACE, name)]["spec"]["spec"]
+    return annotations["gpudra.io/policy"], api.templates[(namespace, name)]["spec"]["spec"]
 
 
 _NAMESPACE_LABELS = st.dictionaries(
