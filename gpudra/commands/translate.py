@@ -15,84 +15,43 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as RichProgress
 
-from dra.documents import Document, iter_text_documents
+from dra.documents import Document
 from dra.errors import InputError
 from dra.yamlio import read_source
-from policyengine import PolicySet
-from policyengine.k8s_features import parse_minor, unserved_features
+from policyengine.k8s_features import parse_minor
 from policyengine.manifest_tree import translate_tree
-from policyengine.workload_translation import (
-    TemplateTranslation,
-    namespaces_of,
-    passed_through,
-    translate_documents,
-)
 
 from ..options import OptionError, output_format
 from ..outcome import Outcome, emit
 from ..render.policy import policy_errors
 from ..render.translation import TranslationOutput, tree_table
 from ..terminal import styled
+from ._translate_stream import translate_stream
 from ._workload_inputs import nothing_to_translate, read_namespace
 from .policy import EXIT_DENIED, EXIT_INPUT, Source, policy_set
 
 Progress = Callable[[int, int], None]
 
 
-def _lone_pod_json(t: TemplateTranslation) -> dict[str, object]:
-    """The contract for a file of one Pod: `{"pod", "templates", "patch", "warnings"}`."""
-    return {
-        "pod": t.rewritten_template(),
-        "templates": list(t.templates),
-        "patch": list(t.patch),
-        "warnings": list(t.warnings),
-    }
-
-
-@dataclass
-class _Found:
-    """What a pass over the stream keeps besides the output text: messages, the kinds seen, the first translation."""
-
-    unknown: list[str] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-    denied: list[tuple[str, str]] = field(default_factory=list)  # (template label, message)
-    warnings: list[tuple[str, str]] = field(default_factory=list)
-    unserved: list[tuple[str, str]] = field(default_factory=list)  # what the target cluster would not serve
-    kinds: set[str] = field(default_factory=set)
-    translations: int = 0
-    first: TemplateTranslation | None = None
-
-
-def _unserved(t: TemplateTranslation, minor: int) -> list[str]:
-    """What the target cluster would not serve, per claim template of `t`."""
-    found: list[str] = []
-    for template in t.templates:
-        spec = (template.get("spec") or {}).get("spec") or {}
-        name = template["metadata"]["name"]
-        found.extend(f"ResourceClaimTemplate {name} {w}" for w in unserved_features(spec, minor))
-    return found
-
-
 @contextmanager
 def _progress_bar(label: str) -> Iterator[Progress | None]:
-    """A progress bar on stderr (characters of the stream read) while it is a terminal; None otherwise."""
+    """A progress bar on stderr (characters of the stream read) while it is a terminal; None otherwise. It is drawn
+    when the count moves (no refresh thread: worker processes are forked while it shows)."""
     if not sys.stderr.isatty():
         yield None
         return
     with RichProgress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+        console=Console(stderr=True), transient=True, auto_refresh=False,
     ) as bar:  # fmt: skip
         task = bar.add_task(label, total=None)
         last = -1
@@ -101,39 +60,9 @@ def _progress_bar(label: str) -> Iterator[Progress | None]:
             nonlocal last
             if done - last >= total // 500 or done == total:  # a few hundred updates, however long the stream
                 last = done
-                bar.update(task, completed=done, total=total)
+                bar.update(task, completed=done, total=total, refresh=True)
 
         yield advance
-
-
-def _translate_stream(
-    text: str, name: str, policies: PolicySet, namespace: Mapping[str, Any] | None, minor: int | None,
-    out: TranslationOutput,
-) -> _Found:  # fmt: skip
-    """Translate the stream one document at a time into `out` (the output stops growing at the first failure)."""
-    found = _Found()
-    known: dict[str, dict[str, Any]] = {}
-    if namespace is None and "Namespace" in text:  # a pod is decided in its Namespace, wherever the stream has it
-        known = namespaces_of(iter_text_documents(text, name))
-    with _progress_bar(f"translating {name}") as progress:
-        for document in iter_text_documents(text, name, progress):
-            found.kinds.add(str(document.data.get("kind") or "<no kind>"))
-            objects, all_errors = translate_documents([document], policies, namespace, known)
-            unknown, errors = passed_through(all_errors)
-            found.unknown.extend(unknown)
-            found.errors.extend(errors)
-            for t in (t for o in objects for t in o.templates):
-                found.translations += 1
-                found.first = found.first or t
-                if t.denied:
-                    found.denied.append((t.pod.label, t.decision.message))
-                found.warnings.extend((t.pod.label, w) for w in t.warnings)
-                if minor is not None:
-                    found.unserved.extend((t.pod.label, w) for w in _unserved(t, minor))
-            if not found.errors and not found.denied:
-                for obj in objects:
-                    out.add(obj)
-    return found
 
 
 def translate_file(
@@ -142,11 +71,13 @@ def translate_file(
     output: str = "yaml",
     namespace_file: Source | None = None,
     k8s_version: str | None = None,
+    jobs: int | None = None,
 ) -> Outcome:
     """Every object of the file with its pod templates translated, as a YAML stream or the JSON of the CLI contract.
 
-    The stream is read and translated one document at a time (`dra.documents.iter_text_documents`), the output
-    kept as text: a long stream costs about its text and its output's, never all its objects at once."""
+    The stream is read and translated one document at a time, the output kept as text (a long stream costs about
+    its text and its output's, never all its objects at once), over `jobs` worker processes for a long stream
+    (`_translate_stream`: None picks them; the output is the same)."""
     try:
         fmt = output_format(output)
         minor = parse_minor(k8s_version) if k8s_version is not None else None
@@ -157,7 +88,8 @@ def translate_file(
     policies = policy_set(policies_dir)
     out = TranslationOutput(fmt)
     try:
-        found = _translate_stream(text, name, policies, namespace, minor, out)
+        with _progress_bar(f"translating {name}") as progress:
+            found = translate_stream(text, name, policies, namespace, minor, out, jobs=jobs, progress=progress)
     except InputError as exc:  # unreadable YAML further down the stream
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     del text
@@ -166,10 +98,7 @@ def translate_file(
         kinds = [Document({"kind": k}, name, 0) for k in sorted(found.kinds)]
         note = "" if found.unknown else f"note: {nothing_to_translate(pod_file, kinds)}; printed unchanged\n"
         return Outcome(stdout=out.text(), stderr=passed + note)
-    lone_pod = (
-        found.translations == 1 and found.first is not None and found.first.pod.is_pod
-        and not found.errors and not found.unknown
-    )  # fmt: skip
+    lone_pod = found.translations == 1 and found.first_is_pod and not found.errors and not found.unknown
 
     def named(label: str, message: str) -> str:
         return message if lone_pod else f"{label}: {message}"
@@ -179,8 +108,8 @@ def translate_file(
     if found.errors or found.denied:
         return Outcome(stderr=stderr, code=EXIT_INPUT if found.errors else EXIT_DENIED)
     stderr += passed + "".join(f"warning: {named(label, w)}\n" for label, w in found.warnings + found.unserved)
-    if fmt == "json" and lone_pod and found.first is not None:
-        return Outcome(stdout=json.dumps(_lone_pod_json(found.first), indent=2) + "\n", stderr=stderr)
+    if fmt == "json" and lone_pod and found.first_pod is not None:
+        return Outcome(stdout=json.dumps(found.first_pod, indent=2) + "\n", stderr=stderr)
     return Outcome(stdout=out.text(), stderr=stderr)
 
 
@@ -237,6 +166,9 @@ def register(app: typer.Typer) -> None:
         k8s_version: str | None = typer.Option(
             None, "--k8s-version", help="Warn where a claim needs a feature this Kubernetes version does not serve."
         ),
+        jobs: int | None = typer.Option(
+            None, "--jobs", min=1, help="Worker processes for a long stream (default: the CPUs, for 4 MB or more)."
+        ),
     ) -> None:
         """Print the objects with their pod templates rewritten to DRA and the ResourceClaimTemplates they need."""
         if recursive:
@@ -244,4 +176,4 @@ def register(app: typer.Typer) -> None:
         elif out is not None or dry_run:
             emit(Outcome(stderr="error: --out and --dry-run go with -R DIR\n", code=EXIT_INPUT))
         else:
-            emit(translate_file(path, policies, output, namespace, k8s_version))
+            emit(translate_file(path, policies, output, namespace, k8s_version, jobs))

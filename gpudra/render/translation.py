@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from rich.table import Table
@@ -11,7 +12,7 @@ from rich.table import Table
 from dra.documents import dump_documents
 from policyengine.workload_translation import ObjectTranslation, TemplateTranslation
 
-__all__ = ["TranslationOutput", "objects_with_templates", "translation_json", "tree_table"]
+__all__ = ["Rendered", "TranslationOutput", "objects_with_templates", "rendered", "translation_json", "tree_table"]
 
 
 def _key(rct: dict[str, Any]) -> tuple[str, str]:
@@ -54,6 +55,27 @@ def translation_json(objects: Sequence[ObjectTranslation]) -> dict[str, Any]:
     return {"objects": [o.result for o in objects], "templates": templates, "translations": translations}
 
 
+@dataclass(frozen=True)
+class Rendered:
+    """One object as `TranslationOutput` prints it: its text, its templates' texts by key, its translations'."""
+
+    obj: str
+    templates: tuple[tuple[tuple[str, str], str], ...]
+    translations: tuple[str, ...] = ()
+
+
+def rendered(fmt: Literal["yaml", "json"], obj: ObjectTranslation) -> Rendered:
+    """The object's text in `fmt` (YAML documents, or JSON items as `translation_json` indents them)."""
+    if fmt == "yaml":
+        templates = tuple((_key(rct), dump_documents([rct])) for rct in obj.claim_templates)
+        return Rendered(dump_documents([obj.result]), templates)
+    return Rendered(
+        _json_item(obj.result),
+        tuple((_key(rct), _json_item(rct)) for rct in obj.claim_templates),
+        tuple(_json_item(_translation_entry(t)) for t in obj.templates),
+    )
+
+
 class TranslationOutput:
     """What `gpudra translate` prints, built one object at a time so that a long stream is held as text, never as
     objects: the YAML stream of `objects_with_templates`, or the JSON of `translation_json` (the same text as
@@ -66,17 +88,21 @@ class TranslationOutput:
 
     def add(self, obj: ObjectTranslation) -> None:
         """The object, then the ResourceClaimTemplates it is the first to need."""
-        templates: list[dict[str, Any]] = []
-        for rct in obj.claim_templates:
-            if _key(rct) not in self._seen:
-                self._seen.add(_key(rct))
-                templates.append(rct)
-        if self.fmt == "yaml":
-            self._parts["objects"].append(dump_documents([obj.result, *templates]))
+        self.add_rendered(rendered(self.fmt, obj))
+
+    def add_rendered(self, piece: Rendered) -> None:
+        """`add` of an object rendered elsewhere (`rendered`, in a worker process)."""
+        templates: list[str] = []
+        for key, text in piece.templates:
+            if key not in self._seen:
+                self._seen.add(key)
+                templates.append(text)
+        if self.fmt == "yaml":  # one stream: documents joined by `---` lines, as `dump_documents` joins them
+            self._parts["objects"].append("---\n".join([piece.obj, *templates]))
             return
-        self._parts["objects"].append(_json_item(obj.result))
-        self._parts["templates"].extend(_json_item(t) for t in templates)
-        self._parts["translations"].extend(_json_item(_translation_entry(t)) for t in obj.templates)
+        self._parts["objects"].append(piece.obj)
+        self._parts["templates"].extend(templates)
+        self._parts["translations"].extend(piece.translations)
 
     def text(self) -> str:
         if self.fmt == "yaml":

@@ -13,9 +13,11 @@ import pytest
 
 from dra.documents import iter_documents, read_documents
 from dra.errors import InputError
+from gpudra.commands import _translate_stream as stream_module
 from gpudra.commands import translate as translate_command
 from gpudra.commands.policy import policy_set
 from gpudra.commands.translate import translate_file
+from gpudra.outcome import Outcome
 from gpudra.render.documents import yaml_stream
 from gpudra.render.translation import TranslationOutput, objects_with_templates, translation_json
 from policyengine.workload_translation import translate_documents
@@ -110,3 +112,51 @@ def test_the_progress_bar_is_drawn_only_on_a_terminal(stream: Path, monkeypatch:
         progress(50, 100)
         progress(100, 100)
     assert "translating" in terminal.getvalue()
+
+
+# Worker processes: a stream cut into batches gives the one-process output, messages and exit code.
+
+
+@pytest.fixture
+def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream_module, "_MIN_BATCH_CHARS", 1500)
+
+
+def _same_in_workers(path: Path, fmt: str = "yaml") -> tuple[Outcome, Outcome]:
+    alone, spread = translate_file(path, output=fmt, jobs=1), translate_file(path, output=fmt, jobs=3)
+    assert (spread.stdout, spread.stderr, spread.code) == (alone.stdout, alone.stderr, alone.code)
+    return alone, spread
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_workers_print_what_one_process_prints(stream: Path, fmt: str, small_batches: None) -> None:
+    alone, _ = _same_in_workers(stream, fmt)
+    assert alone.code == 0 and alone.stdout
+    text = stream.read_text()
+    found = stream_module.translate_stream(
+        text, str(stream), policy_set(None), None, None, TranslationOutput("yaml"), jobs=3
+    )
+    assert found.jobs == 3 and len(stream_module._batches(text, 3)) > 3
+
+
+def test_workers_report_a_broken_document_at_its_line(stream: Path, tmp_path: Path, small_batches: None) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(stream.read_text() + "---\nkind: Job\nspec: [\n")
+    alone, _ = _same_in_workers(path)
+    lines = path.read_text().count("\n")
+    assert alone.code == 2 and alone.stderr.startswith(f"error: {path}:{lines + 1}: invalid YAML")  # after `[`
+
+
+def test_workers_deny_and_decide_in_a_later_namespace(stream: Path, tmp_path: Path, small_batches: None) -> None:
+    path = tmp_path / "s.yaml"
+    pod = (EXAMPLES / "pod-ray-train.yaml").read_text()
+    path.write_text(pod + "---\n" + stream.read_text() + "---\n" + (EXAMPLES / "namespace-team-a.yaml").read_text())
+    alone, _ = _same_in_workers(path)
+    assert alone.code == 1 and "namespace team-a allows at most 4" in alone.stderr
+
+
+def test_a_stream_with_aliases_stays_in_one_process(stream: Path, small_batches: None) -> None:
+    text = stream.read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+    text += "  labels: &l {x: y}\n  annotations: *l\n"
+    found = stream_module.translate_stream(text, "s", policy_set(None), None, None, TranslationOutput("yaml"), jobs=3)
+    assert found.jobs == 1 and found.translations > 0
