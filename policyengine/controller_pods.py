@@ -87,6 +87,11 @@ def _name(obj: Mapping[str, Any]) -> str:
     return name if isinstance(name, str) and name else "workload"
 
 
+def _namespace(obj: Mapping[str, Any]) -> str:
+    namespace = _get(obj, "metadata", "namespace")
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
 def _get(value: Any, *path: str | int) -> Any:
     for part in path:
         if isinstance(part, int):
@@ -181,7 +186,7 @@ def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
         forced = {**{str(k): str(v) for k, v in group_labels.items()}, **forced}
     if obj.get("kind") == "RayService":
         forced["ray.io/serve"] = "false" if head else "true"
-    namespace = str(_get(obj, "metadata", "namespace") or "default")
+    namespace = _namespace(obj)
     head_service = f"{cluster}-head-svc.{namespace}.svc.cluster.local"
     container = _get(pod.template, "spec", "containers", 0)
     start = _ray_start(group_spec, container, head, head_service)
@@ -355,7 +360,7 @@ def _lws(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     forced.update(_stateful_set(statefulset, revision).forced)
     forced["statefulset.kubernetes.io/pod-name"] = f"{name}-0" if leader else f"{name}-0-1"
     forced["apps.kubernetes.io/pod-index"] = "0" if leader else "1"
-    namespace = _get(obj, "metadata", "namespace") or "default"
+    namespace = _namespace(obj)
     env = (
         _env("LWS_LEADER_ADDRESS", f"{name}-0.{name}.{namespace}"),
         _env("LWS_GROUP_SIZE", size_text),
@@ -365,7 +370,9 @@ def _lws(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
                            owner=("apps/v1", "StatefulSet", statefulset))  # fmt: skip
 
 
-def _jobset_stamp(jobset: str, jobset_spec: Any, pod: PodTemplate, replicated_index: int) -> ControllerStamp:
+def _jobset_stamp(
+    jobset: str, namespace: str, jobset_spec: Any, pod: PodTemplate, replicated_index: int
+) -> ControllerStamp:
     replicated = _get(jobset_spec, "replicatedJobs")
     jobs = replicated if isinstance(replicated, list) else []
     rjob = jobs[replicated_index] if replicated_index < len(jobs) else {}
@@ -384,7 +391,7 @@ def _jobset_stamp(jobset: str, jobset_spec: Any, pod: PodTemplate, replicated_in
         "jobset.sigs.k8s.io/replicatedjob-replicas": replicas_text,
         "jobset.sigs.k8s.io/global-replicas": str(total),
         "jobset.sigs.k8s.io/job-index": "0",
-        "jobset.sigs.k8s.io/job-key": hashlib.sha1(f"default/{job}".encode()).hexdigest(),
+        "jobset.sigs.k8s.io/job-key": hashlib.sha1(f"{namespace}/{job}".encode()).hexdigest(),  # jobHashKey
         "jobset.sigs.k8s.io/job-global-index": str(global_index),
         "jobset.sigs.k8s.io/group-name": group,
         "jobset.sigs.k8s.io/group-replicas": replicas_text,
@@ -404,14 +411,14 @@ def _jobset_stamp(jobset: str, jobset_spec: Any, pod: PodTemplate, replicated_in
 
 def _jobset(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     index = pod.path[2] if len(pod.path) > 2 and isinstance(pod.path[2], int) else 0
-    return _jobset_stamp(_name(obj), _get(obj, "spec"), pod, index)
+    return _jobset_stamp(_name(obj), _namespace(obj), _get(obj, "spec"), pod, index)
 
 
 def _training_runtime(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     """A TrainJob's pods: the JobSet made of the runtime's template (pkg/runtime/framework/plugins/jobset), with the
     torch plugin's env on the trainer's `node` container (pkg/runtime/framework/plugins/torch)."""
     index = pod.path[4] if len(pod.path) > 4 and isinstance(pod.path[4], int) else 0
-    stamp = _jobset_stamp(_name(obj), _get(obj, "spec", "template", "spec"), pod, index)
+    stamp = _jobset_stamp(_name(obj), _namespace(obj), _get(obj, "spec", "template", "spec"), pod, index)
     template_labels = _get(obj, *pod.path[:-2], "metadata", "labels")  # the replicated Job's template
     ancestor = template_labels.get("trainer.kubeflow.org/trainjob-ancestor-step") if isinstance(
         template_labels, Mapping) else None  # fmt: skip
