@@ -160,6 +160,12 @@ def _job(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     return _job_stamp(_name(obj), _get(obj, "spec"))
 
 
+def _check_label(value: str) -> str:
+    """KubeRay utils.CheckLabel: the last 63 characters, a leading punctuation mark replaced by `r`."""
+    value = value[-63:]
+    return "r" + value[1:] if value and not value[0].isalnum() else value
+
+
 def ray_cluster_name(obj: Mapping[str, Any]) -> str:
     """The RayCluster a KubeRay object's pods belong to: a RayCluster's own name, else `<name>-xxxxx`."""
     name = _name(obj)
@@ -176,7 +182,7 @@ def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     group = "headgroup" if head else str(_get(group_spec, "groupName") or pod.role)
     labels = {
         "ray.io/is-ray-node": "yes",
-        "ray.io/identifier": f"{cluster}-{node_type}"[:63].rstrip("-_."),
+        "ray.io/identifier": _check_label(f"{cluster}-{node_type}"),
         "app.kubernetes.io/name": "kuberay",
         "app.kubernetes.io/created-by": "kuberay-operator",
     }
