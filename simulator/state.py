@@ -148,6 +148,11 @@ class ClusterState:
         self.nodes = [
             NodeState(i, n, templates.setdefault(n.template, len(templates))) for i, n in enumerate(spec.nodes)
         ]
+        # template id -> the spec of its first node: what every node of a template shares (its name aside)
+        self.template_specs: list[NodeSpec] = []
+        for node in self.nodes:
+            if node.template == len(self.template_specs):
+                self.template_specs.append(node.spec)
         self.total_gpus = spec.total_gpus
         self.classes: dict[int, dict[int, None]] = {}  # class id -> member nodes (insertion-ordered)
         self.sig_ids: dict[Sig, int] = {}

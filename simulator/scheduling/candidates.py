@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,9 @@ class ClassFit:
     plugin_scores: tuple[tuple[str, int], ...] = ()  # the base's parts, by plugin
 
 
+ClassFitFn = Callable[[ClusterState, int, Any, Any], ClassFit | None]  # (state, class id, demand, pod)
+
+
 class Candidates:
     """The classes one pod shape fits, by group; `seen` is how far into `ClusterState.born` it has looked."""
 
@@ -55,6 +59,30 @@ class Candidates:
         self.fits[cid] = fit
         heapq.heappush(self.groups.setdefault(fit.raw, []), (-fit.base, cid))
         self._unsynced.append(cid)
+
+    def catch_up(self, state: ClusterState, class_fit: ClassFitFn, demand: Any, pod: Any) -> None:
+        """Look at the classes born since `seen`: the live ones not known to fail are added with
+        `class_fit(state, cid, demand, pod)`, computed once per class (a class back from the dead is added again:
+        its heap entry may be gone)."""
+        born, classes = state.born, state.classes
+        fits, unfit, groups, unsynced = self.fits, self.unfit, self.groups, self._unsynced
+        push = heapq.heappush
+        for cid in born[self.seen :]:
+            if cid not in classes or cid in unfit:
+                continue
+            fit = fits.get(cid)
+            if fit is None:
+                fit = class_fit(state, cid, demand, pod)
+                if fit is None:
+                    unfit.add(cid)
+                    continue
+                fits[cid] = fit
+            heap = groups.get(fit.raw)
+            if heap is None:
+                heap = groups[fit.raw] = []
+            push(heap, (-fit.base, cid))
+            unsynced.append(cid)
+        self.seen = len(born)
 
     def synced(self) -> Candidates:
         """The arrays (`mask`, `bases`, `raws` by class id) brought up to date, in one write."""

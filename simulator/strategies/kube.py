@@ -106,25 +106,29 @@ class KubeScheduled(Strategy):
 
     def class_fit(self, state: ClusterState, cid: int, demand: Demand, pod: SimPod) -> ClassFit | None:
         """`simulator.scheduling.class_fit` with this strategy's devices and memoised node-local scores (the
-        engine's hot path: the cheap CPU/memory filter first, the node looked up once)."""
+        engine's hot path: the cheap CPU/memory filter first, from the signature; a node looked up only when the
+        pod's constraints or the node's taints need one)."""
         sig = state.sigs[cid]
-        profile = self.profile
-        if self._fit_filter and (sig[1] < demand.cpu or sig[2] < demand.mem):
+        free_cpu, free_mem = sig[1], sig[2]
+        if self._fit_filter and (free_cpu < demand.cpu or free_mem < demand.mem):
             return None
-        node = state.nodes[next(iter(state.classes[cid]))]
-        spec = node.spec
+        spec = state.template_specs[sig[0]]  # what the class's nodes share (their names aside)
         constrained = pod.pod is not None or spec.taints
-        if (constrained or pod.gpu_models) and not passes_pod_filters(profile, node, pod):
-            return None
+        node = None
+        if constrained or pod.gpu_models:
+            node = state.representative(cid)
+            if not passes_pod_filters(self.profile, node, pod):
+                return None
         found = self.devices(state, cid, demand)
         if found is None:
             return None
-        raw = (found[2], *pod_raw(profile, node, pod)) if constrained and self._needs_raw else (found[2], 0, 0)
+        if node is not None and constrained and self._needs_raw:
+            raw = (found[2], *pod_raw(self.profile, node, pod))
+        else:
+            raw = (found[2], 0, 0)
         if self._scorer is not None:
             # the total only: the per-plugin parts are for `simulator.scheduling.decide`, which scores on its own
-            fit, balanced = self._scorer(
-                spec.cpu_milli, spec.memory_mib, node.free_cpu, node.free_mem, demand.cpu, demand.mem
-            )
+            fit, balanced = self._scorer(spec.cpu_milli, spec.memory_mib, free_cpu, free_mem, demand.cpu, demand.mem)
             return ClassFit(found[0], found[1], (fit or 0) + (balanced or 0), raw)
         scores = self.node_local_score(state, cid, demand, pod)
         return ClassFit(found[0], found[1], sum(scores.values()), raw, tuple(scores.items()))
@@ -137,19 +141,7 @@ class KubeScheduled(Strategy):
         cands = self._candidates.get(did)
         if cands is None:
             cands = self._candidates[did] = Candidates()
-        born, classes, fits, unfit = state.born, state.classes, cands.fits, cands.unfit
-        for position in range(cands.seen, len(born)):
-            cid = born[position]
-            if cid not in classes or cid in unfit:
-                continue
-            fit = fits.get(cid)  # known: back from the dead, its heap entry may be gone
-            if fit is None:
-                fit = self.class_fit(state, cid, demand, pod)
-                if fit is None:
-                    unfit.add(cid)
-                    continue
-            cands.add(cid, fit)
-        cands.seen = len(born)
+        cands.catch_up(state, self.class_fit, demand, pod)
         return cands
 
     def choose(self, state: ClusterState, pod: SimPod) -> tuple[int, tuple[Part, ...]] | None:
