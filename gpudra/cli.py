@@ -13,20 +13,34 @@ from typing import Any
 
 import typer
 
-# Command name -> module in gpudra.commands, in the order `gpudra --help` lists them.
-COMMANDS: dict[str, str] = {
-    "translate": "translate",
-    "cel": "cel",
-    "policy": "policy",
-    "allocate": "allocate",
-    "inventory": "inventory",
-    "simulate": "simulate",
-    "sweep": "sweep",
-    "serve": "serve",
-    "certs": "certs",
-    "gc": "gc",
-    "quota": "quota",
-    "recommend": "recommend",
+# Command name -> (module in gpudra.commands, the line `gpudra --help` lists), in the order `gpudra --help` lists
+# them; tests/cli check each line against the command's own help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "translate": (
+        "translate",
+        "Print the objects with their pod templates rewritten to DRA and the ResourceClaimTemplates they need.",
+    ),
+    "allocate": ("allocate", 'Print {"allocation": ...} or {"unsatisfiable": reason} (exit 1).'),
+    "inventory": (
+        "inventory",
+        "Print this node's ResourceSlices; --capture writes a snapshot, --from reads one, --catalog invents one.",
+    ),
+    "simulate": ("simulate", "Compare placement strategies; with no arguments: the built-in cluster and workload."),
+    "sweep": ("sweep", "Run every grid point; writes results.csv, results.json and index.html to the config's output."),
+    "serve": ("serve", "Serve /mutate, /validate, /healthz, /readyz and /metrics."),
+    "certs": (
+        "certs",
+        "Write a CA and a serving certificate with the Service DNS names as SANs; print the base64 caBundle.",
+    ),
+    "gc": ("gc", "Delete gpudra's ResourceClaimTemplates that no pod uses; print what went as JSON."),
+    "quota": (
+        "quota",
+        "Create, update or delete the gpudra-gpu-cap ResourceQuota of each namespace from its gpudra.io/max-gpus "
+        "label; print what changed as JSON.",
+    ),
+    "recommend": ("recommend", "Recommend VRAM per GPU workload from observed use; write GPUSizingRecommendations."),
+    "cel": ("cel", "Kubernetes CEL: evaluate expressions as the API server and the DRA allocator do."),
+    "policy": ("policy", "Lint, test and explain GPUClaimPolicy files."),
 }
 
 
@@ -34,8 +48,7 @@ def _root() -> None:
     """gpudra: legacy GPU requests to right-sized DRA claims, policy tooling, allocator and simulator."""
 
 
-def build_app(only: str | None = None) -> typer.Typer:
-    """The typer app with every command, or with command `only` alone."""
+def _bare_app() -> typer.Typer:
     built = typer.Typer(
         name="gpudra",
         help="Right-sized, topology-aware GPU allocation with Kubernetes DRA: translate, policies, allocate, simulate.",
@@ -44,9 +57,28 @@ def build_app(only: str | None = None) -> typer.Typer:
         pretty_exceptions_enable=False,
     )
     built.callback()(_root)
-    for name, module in COMMANDS.items():
+    return built
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The typer app with every command, or with command `only` alone."""
+    built = _bare_app()
+    for name, (module, _) in COMMANDS.items():
         if only is None or name == only:
             importlib.import_module(f"gpudra.commands.{module}").register(built)
+    return built
+
+
+def _listed() -> None:  # pragma: no cover - the directory only lists: a named command runs its real app
+    raise AssertionError("a listed command ran in place of its module's")
+
+
+def directory_app() -> typer.Typer:
+    """The app `gpudra`, `gpudra --help` and an unknown command get: every command listed by its line, none of their
+    modules imported (listing them all would import the simulator, the web server, ...)."""
+    built = _bare_app()
+    for name, (_, summary) in COMMANDS.items():
+        built.command(name, help=summary)(_listed)
     return built
 
 
@@ -60,4 +92,4 @@ def __getattr__(name: str) -> Any:
 def main() -> None:
     """Run the command line."""
     command = sys.argv[1] if len(sys.argv) > 1 else None
-    build_app(command if command in COMMANDS else None)()
+    (build_app(command) if command in COMMANDS else directory_app())()

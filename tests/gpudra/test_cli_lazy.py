@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+from typer import main as typer_main
 from typer.testing import CliRunner
 
 HEAVY = ("numpy", "kubernetes", "fastapi", "uvicorn", "matplotlib", "dra.model", "policyengine", "simulator", "webhook")
@@ -63,3 +64,23 @@ def test_the_full_app_still_lists_every_command() -> None:
 
     shown = CliRunner().invoke(app, ["--help"], terminal_width=200).output
     assert all(name in shown for name in COMMANDS)
+
+
+def test_help_lists_every_command_with_its_own_line_and_imports_none() -> None:
+    from gpudra.cli import COMMANDS, app
+
+    result = _run("--help")
+    assert not _loaded(result, "gpudra.commands")
+    assert [m for m in HEAVY if _loaded(result, m)] == []
+    real = {command.name: command for command in typer_main.get_command(app).commands.values()}  # type: ignore[attr-defined]
+    for name, (_, line) in COMMANDS.items():
+        assert real[name].get_short_help_str(limit=1000) == line, name
+        assert name in str(result["stdout"])
+
+
+def test_an_unknown_command_is_refused_with_a_suggestion() -> None:
+    from gpudra.cli import directory_app
+
+    done = CliRunner().invoke(directory_app(), ["tranlate"])
+    assert done.exit_code == 2
+    assert "translate" in done.output
