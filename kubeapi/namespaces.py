@@ -1,4 +1,8 @@
-"""Namespace objects for admission, cached briefly and bounded (every GPU pod in a namespace asks for the same one)."""
+"""Namespace objects for admission, cached briefly and bounded (every GPU pod in a namespace asks for the same one).
+
+A burst's first reviews in a namespace all miss at once: one of them reads it, the others wait for that read.
+(A watch over every namespace would serve them from memory, but needs list and watch on all namespaces, where one
+read per namespace per `ttl` is what admission costs the API server now.)"""
 
 from __future__ import annotations
 
@@ -8,9 +12,35 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from dra.cancellation import check_deadline
+
+from .errors import ApiServerError
 from .templates import TemplateWriter
 
 __all__ = ["NamespaceCache"]
+
+_WAIT_SLICE_SECONDS = 0.05
+
+
+class _Read:
+    """One Namespace read in progress; callers asking for the same name meanwhile wait for its outcome."""
+
+    __slots__ = ("done", "read", "value", "error")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.read = False
+        self.value: dict[str, Any] | None = None
+        self.error: ApiServerError | None = None
+
+    def outcome(self) -> dict[str, Any] | None:
+        while not self.done.wait(_WAIT_SLICE_SECONDS):
+            check_deadline()  # the review was answered at its deadline: stop waiting for it
+        if self.read:
+            return self.value
+        if self.error is not None:
+            raise ApiServerError(str(self.error))
+        raise ApiServerError("the Namespace read this review waited for was abandoned")  # its caller's deadline
 
 
 class NamespaceCache:
@@ -32,6 +62,13 @@ class NamespaceCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[float, dict[str, Any] | None, int]] = OrderedDict()
         self._bytes = 0
+        self._reads: dict[str, _Read] = {}  # reads in progress, by name
+        self._waiting = 0
+
+    @property
+    def waiting(self) -> int:
+        """Callers waiting now for another caller's read."""
+        return self._waiting
 
     @property
     def size(self) -> tuple[int, int]:
@@ -46,7 +83,28 @@ class NamespaceCache:
             if hit is not None and now - hit[0] < self._ttl:
                 self._entries.move_to_end(name)
                 return hit[1]
-        value = self._writer.get_namespace(name)
+            read = self._reads.get(name)
+            leader = read is None
+            if read is None:
+                read = self._reads[name] = _Read()
+        if not leader:
+            with self._lock:
+                self._waiting += 1
+            try:
+                return read.outcome()
+            finally:
+                with self._lock:
+                    self._waiting -= 1
+        try:
+            value = read.value = self._writer.get_namespace(name)
+            read.read = True
+        except ApiServerError as exc:
+            read.error = exc
+            raise
+        finally:
+            with self._lock:
+                del self._reads[name]
+            read.done.set()
         weight = len(name) + len(json.dumps(value, separators=(",", ":"), default=str))
         with self._lock:
             old = self._entries.pop(name, None)

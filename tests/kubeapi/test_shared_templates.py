@@ -188,3 +188,44 @@ def test_bounded_in_entries(clock: Clock) -> None:
     assert len(shared) == 2
     shared.ensure_template("team-a", template("a"))  # the least recently used went first
     assert len(writer.calls) == 4
+
+
+def test_concurrent_namespace_misses_share_one_read() -> None:
+    from kubeapi import NamespaceCache
+
+    gate, entered = threading.Event(), threading.Event()
+    reads: list[str] = []
+
+    class Slow(Writer):
+        def get_namespace(self, name: str) -> dict[str, Any] | None:
+            reads.append(name)
+            entered.set()
+            assert gate.wait(30)
+            if name == "unreachable":
+                raise ApiServerError("could not read Namespace unreachable within 2s")
+            return None if name == "gone" else {"metadata": {"name": name, "labels": {"a": "b"}}}
+
+    cache = NamespaceCache(Slow(Clock()))
+    for name in ("team-a", "gone", "unreachable"):
+        gate.clear()
+        entered.clear()
+        results: list[Any] = []
+
+        def get(name: str = name, results: list[Any] = results) -> None:
+            try:
+                results.append(cache.get(name))
+            except ApiServerError as exc:
+                results.append(str(exc))
+
+        threads = [threading.Thread(target=get) for _ in range(5)]
+        threads[0].start()
+        assert entered.wait(30)
+        for thread in threads[1:]:
+            thread.start()
+        while cache.waiting < 4:
+            threading.Event().wait(0.01)
+        gate.set()
+        for thread in threads:
+            thread.join(30)
+        assert len(results) == 5 and all(r == results[0] for r in results), results
+    assert reads == ["team-a", "gone", "unreachable"]
