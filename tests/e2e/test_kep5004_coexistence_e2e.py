@@ -230,6 +230,36 @@ def test_a_right_sized_pod_gets_gpudras_claim(kube: Kube, namespace: str) -> Non
     assert result["pool"] == NODE
 
 
+def _mapped_to(hook: Webhook) -> str:
+    detail: str = json.loads(_https(hook, "/readyz"))["checks"]["deviceClasses"]["detail"]
+    return detail
+
+
+def _left_alone_on_dry_run(kube: Kube, namespace: str) -> bool:
+    answer = kube.request("POST", kube.path("Pod", namespace) + "?dryRun=All", _pod("dry", 1))
+    return "resourceClaims" not in answer["spec"]
+
+
+def test_the_webhook_follows_the_device_classes_as_they_change(kube: Kube, namespace: str, webhook: Webhook) -> None:
+    """A newer class mapping nvidia.com/gpu takes the mapping over (as in the scheduler's own cache): gpudra's
+    whole-GPU claim names gpu.nvidia.com, which no longer maps it, so the pod is translated; once that class is
+    deleted, the pod is left to the scheduler again. Server-side dry runs: nothing is created."""
+    assert _left_alone_on_dry_run(kube, namespace)
+    (mapped,) = [c for c in device_classes() if c["metadata"]["name"] == "gpu.nvidia.com"]
+    # Named below gpu.nvidia.com so that it wins even if both were created within the same second.
+    newer = {**mapped, "metadata": {"name": "a-kep5004-whole-gpus"}}
+    kube.create(newer)
+    try:
+        wait_for(lambda: "nvidia.com/gpu -> a-kep5004-whole-gpus" in _mapped_to(webhook), timeout=60,
+                 what="the webhook's cache seeing the newer class")  # fmt: skip
+        assert not _left_alone_on_dry_run(kube, namespace)
+    finally:
+        kube.delete("DeviceClass", "a-kep5004-whole-gpus")
+    wait_for(lambda: "nvidia.com/gpu -> gpu.nvidia.com" in _mapped_to(webhook), timeout=60,
+             what="the webhook's cache seeing the class deleted")  # fmt: skip
+    assert _left_alone_on_dry_run(kube, namespace)
+
+
 def test_the_namespace_cap_counts_pods_left_to_the_scheduler(kube: Kube, webhook: Webhook) -> None:
     name = _namespace(kube, {"gpudra.io/max-gpus": "2"})
     try:
