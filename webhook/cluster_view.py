@@ -20,13 +20,19 @@ def device_class_cache(
 ) -> DeviceClassCache:
     """The DeviceClass cache over `api_client` (its own client: the watch holds a connection for minutes), or over
     `source` when given; its events and mapping counted in `metrics` (gpudra_deviceclass_cache_events,
-    gpudra_extended_resource_mappings)."""
+    gpudra_extended_resource_mapping)."""
     cache: DeviceClassCache | None = None
+    shown: list[tuple[str, str]] = []  # the pairs the gauge holds
 
     def on_event(event: str) -> None:
         metrics.deviceclass_cache_events.labels(event).inc()
         if cache is not None:
-            metrics.extended_resource_mappings.set(len(extended_resource_pairs(cache.mapping())))
+            pairs = extended_resource_pairs(cache.mapping())
+            if list(pairs) != shown:
+                metrics.extended_resource_mapping.clear()
+                for resource, device_class in pairs:
+                    metrics.extended_resource_mapping.labels(resource, device_class).set(1)
+                shown[:] = pairs
 
     cache = DeviceClassCache(source or KubeDeviceClassSource(api_client, timeout=timeout), on_event=on_event)
     return cache

@@ -95,9 +95,11 @@ class WebhookMetrics:
             ["policy", "device_class"],
             registry=r,
         )
-        self.extended_resource_mappings = Gauge(
-            "gpudra_extended_resource_mappings",
-            "Legacy GPU resources (nvidia.com/gpu, nvidia.com/mig-*) the cluster's DeviceClasses map (KEP-5004).",
+        self.extended_resource_mapping = Gauge(
+            "gpudra_extended_resource_mapping",
+            "1 for each legacy GPU resource (nvidia.com/gpu, nvidia.com/mig-*) a DeviceClass maps (KEP-5004), by "
+            "resource and DeviceClass.",
+            ["resource", "device_class"],
             registry=r,
         )
         self.deviceclass_cache_events = Counter(

@@ -201,7 +201,11 @@ def test_the_webhook_counts_events_and_mapped_legacy_resources() -> None:
     cache = device_class_cache(None, metrics, source=source)
     cache.run(passes=1)
     value = metrics.registry.get_sample_value
-    assert value("gpudra_extended_resource_mappings") == 1  # example.com/fpga is no legacy GPU resource
+    mapped = {"resource": "nvidia.com/gpu", "device_class": "gpu.nvidia.com"}
+    assert value("gpudra_extended_resource_mapping", mapped) == 1
+    assert value("gpudra_extended_resource_mapping", {"resource": "example.com/fpga", "device_class": "o"}) is None
     assert value("gpudra_deviceclass_cache_events_total", {"event": "list"}) == 1
     assert value("gpudra_deviceclass_cache_events_total", {"event": "change"}) == 1
     assert value("gpudra_deviceclass_cache_events_total", {"event": "restart"}) == 1
+    cache.apply("MODIFIED", device_class("gpu.nvidia.com"))  # the class no longer maps it: the series goes
+    assert value("gpudra_extended_resource_mapping", mapped) is None
