@@ -29,7 +29,14 @@ from policyengine.testing import run_tests
 from policyengine.workload_translation import TemplatePod, namespace_for, namespaces_of, passed_through
 
 from ..outcome import Outcome, emit
-from ..render.policy import explanation, lint_listing, policy_errors, policy_test_report, sizing_json
+from ..render.policy import (
+    controller_additions,
+    explanation,
+    lint_listing,
+    policy_errors,
+    policy_test_report,
+    sizing_json,
+)
 from ._workload_inputs import nothing_to_translate, read_namespace, read_objects, template_pods_of
 
 EXIT_DENIED = 1
@@ -152,7 +159,7 @@ def explain(
         text = explanation(decided[0][0].decided, policies, decided[0][1], _lines(notes[0]))
         return Outcome(stdout=text, stderr=stderr, code=code)
     texts = [
-        f"== {p.label}\n" + explanation(p.decided, policies, d, _lines(n))
+        f"== {p.label}\n" + explanation(p.decided, policies, d, _lines(n), controller_additions(p.pod, p.decided))
         for (p, d), n in zip(decided, notes, strict=True)
     ]
     return Outcome(stdout="\n".join(texts), stderr=stderr, code=code)

@@ -11,7 +11,7 @@ from policyengine.testing import PolicyTestResult
 
 from .documents import yaml_stream
 
-__all__ = ["explanation", "lint_listing", "policy_errors", "policy_test_report", "sizing_json"]
+__all__ = ["controller_additions", "explanation", "lint_listing", "policy_errors", "policy_test_report", "sizing_json"]
 
 
 def sizing_json(pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -102,12 +102,53 @@ def _variable_lines(decision: Decision) -> list[str]:
     return lines
 
 
-def explanation(pod: dict[str, Any], policies: PolicySet, decision: Decision, notes: Sequence[str] = ()) -> str:
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def controller_additions(template_pod: dict[str, Any], decided: dict[str, Any]) -> list[str]:
+    """What the workload's controller adds to the template's pod (`policyengine.controller_pods`), as explain lists
+    it: the labels and annotations it sets, the env it adds per container, the commands it rewrites."""
+    before, after = _mapping(template_pod.get("metadata")), _mapping(decided.get("metadata"))
+    lines: list[str] = []
+    for field in ("labels", "annotations"):
+        old, new = _mapping(before.get(field)), _mapping(after.get(field))
+        changed = [f"{k}={v}" for k, v in new.items() if old.get(k) != v]
+        if changed:
+            lines.append(f"  {field}: " + ", ".join(changed))
+    owners = after.get("ownerReferences")
+    if isinstance(owners, list) and owners and owners != before.get("ownerReferences"):
+        lines.append("  owner: " + ", ".join(f"{o.get('kind')}/{o.get('name')}" for o in owners if isinstance(o, dict)))
+    old_containers = _mapping(template_pod.get("spec")).get("containers") or []
+    for index, container in enumerate(_mapping(decided.get("spec")).get("containers") or []):
+        original = old_containers[index] if index < len(old_containers) else {}
+        if not isinstance(container, dict) or not isinstance(original, dict):
+            continue
+        names = {e.get("name") for e in original.get("env") or [] if isinstance(e, dict)}
+        added = [
+            str(e.get("name")) for e in container.get("env") or [] if isinstance(e, dict) and e.get("name") not in names
+        ]
+        if added:
+            lines.append(f"  env of {container.get('name')}: " + ", ".join(added))
+        if (container.get("command"), container.get("args")) != (original.get("command"), original.get("args")):
+            lines.append(f"  command of {container.get('name')}: {json.dumps(container.get('command'))} "
+                         f"{json.dumps(container.get('args'))}")  # fmt: skip
+    return ["as its controller creates it:", *lines] if lines else []
+
+
+def explanation(
+    pod: dict[str, Any],
+    policies: PolicySet,
+    decision: Decision,
+    notes: Sequence[str] = (),
+    controller: Sequence[str] = (),
+) -> str:
     """Which policies matched and why, the verdict (and `notes` on it, such as the scheduler's own path), each
-    container's request, the claim, warnings, variables."""
+    container's request, the claim, warnings, variables; `controller`: what the workload's controller adds to the
+    pod (`controller_additions`), right after its name."""
     meta = pod.get("metadata") or {}
     name = meta.get("name") or (str(meta.get("generateName", "")) + "<generated>")
-    lines = [f"pod {decision.namespace}/{name}", "policies (in evaluation order):"]
+    lines = [f"pod {decision.namespace}/{name}", *controller, "policies (in evaluation order):"]
     for policy in policies.policies:
         lines.append(f"  {policy.name:<20} priority {policy.priority:<5} {_policy_state(policy.name, decision)}")
     lines.extend(f"  error: {e}" for e in policies.errors)

@@ -54,3 +54,16 @@ def test_explain_warns_for_kinds_decided_at_admission_and_notes_a_file_without_t
     assert out.code == 0 and out.stdout == "" and "spec.deploymentConfig.resources.gpu" in out.stderr
     out = explain(PATTERNS / "configmap-only.yaml")
     assert out.code == 0 and out.stderr.startswith("note: ") and "nothing to explain" in out.stderr
+
+
+def test_explain_lists_what_the_controller_adds_to_a_workloads_pod() -> None:
+    out = explain(PATTERNS / "leaderworkerset-vllm.yaml")
+    worker = out.stdout.split("spec.leaderWorkerTemplate.workerTemplate")[1]
+    added = worker.split("policies (in evaluation order):")[0]
+    assert "as its controller creates it:" in added and "leaderworkerset.sigs.k8s.io/worker-index=1" in added
+    assert "annotations: leaderworkerset.sigs.k8s.io/size=2, leaderworkerset.sigs.k8s.io/leader-name=vllm-0" in added
+    assert "env of vllm-worker: LWS_LEADER_ADDRESS, LWS_GROUP_SIZE, LWS_WORKER_INDEX" in added
+    out = explain(PATTERNS / "kuberay-raycluster.yaml")
+    assert 'command of ray-worker: ["/bin/bash", "-c", "--"]' in out.stdout and "--num-gpus=2" in out.stdout
+    single = explain(PATTERNS / "hami-pod.yaml")  # a Pod is decided as written: nothing added
+    assert "as its controller creates it" not in single.stdout
