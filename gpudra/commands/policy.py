@@ -31,6 +31,7 @@ from policyengine.workload_translation import TemplatePod, namespace_for, namesp
 from ..outcome import Outcome, emit
 from ..render.policy import (
     controller_additions,
+    controller_json,
     explanation,
     lint_listing,
     policy_errors,
@@ -179,6 +180,7 @@ def _template_json(pod: TemplatePod, decision: Decision, notes: tuple[str | None
         "role": pod.template.role,
         "decision": decision.to_json(),
         "sizing": sizing_json(pod.decided),
+        "controller": controller_json(pod.pod, pod.decided),
         "leftToScheduler": notes[0],
         "versionWarnings": notes[1],
     }

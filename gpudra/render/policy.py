@@ -11,7 +11,15 @@ from policyengine.testing import PolicyTestResult
 
 from .documents import yaml_stream
 
-__all__ = ["controller_additions", "explanation", "lint_listing", "policy_errors", "policy_test_report", "sizing_json"]
+__all__ = [
+    "controller_additions",
+    "controller_json",
+    "explanation",
+    "lint_listing",
+    "policy_errors",
+    "policy_test_report",
+    "sizing_json",
+]
 
 
 def sizing_json(pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -106,33 +114,46 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def controller_additions(template_pod: dict[str, Any], decided: dict[str, Any]) -> list[str]:
-    """What the workload's controller adds to the template's pod (`policyengine.controller_pods`), as explain lists
-    it: the labels and annotations it sets, the env it adds per container, the commands it rewrites."""
+def controller_json(template_pod: dict[str, Any], decided: dict[str, Any]) -> dict[str, Any]:
+    """What the workload's controller adds to the template's pod (`policyengine.controller_pods`): the labels and
+    annotations it sets, its owner, the env it adds and the command and args it sets, per container; {} for none."""
     before, after = _mapping(template_pod.get("metadata")), _mapping(decided.get("metadata"))
-    lines: list[str] = []
+    added: dict[str, Any] = {}
     for field in ("labels", "annotations"):
         old, new = _mapping(before.get(field)), _mapping(after.get(field))
-        changed = [f"{k}={v}" for k, v in new.items() if old.get(k) != v]
+        changed = {k: v for k, v in new.items() if old.get(k) != v}
         if changed:
-            lines.append(f"  {field}: " + ", ".join(changed))
+            added[field] = changed
     owners = after.get("ownerReferences")
     if isinstance(owners, list) and owners and owners != before.get("ownerReferences"):
-        lines.append("  owner: " + ", ".join(f"{o.get('kind')}/{o.get('name')}" for o in owners if isinstance(o, dict)))
+        added["owner"] = [f"{o.get('kind')}/{o.get('name')}" for o in owners if isinstance(o, dict)]
     old_containers = _mapping(template_pod.get("spec")).get("containers") or []
     for index, container in enumerate(_mapping(decided.get("spec")).get("containers") or []):
         original = old_containers[index] if index < len(old_containers) else {}
         if not isinstance(container, dict) or not isinstance(original, dict):
             continue
         names = {e.get("name") for e in original.get("env") or [] if isinstance(e, dict)}
-        added = [
+        env = [
             str(e.get("name")) for e in container.get("env") or [] if isinstance(e, dict) and e.get("name") not in names
         ]
-        if added:
-            lines.append(f"  env of {container.get('name')}: " + ", ".join(added))
+        if env:
+            added.setdefault("env", {})[str(container.get("name"))] = env
         if (container.get("command"), container.get("args")) != (original.get("command"), original.get("args")):
-            lines.append(f"  command of {container.get('name')}: {json.dumps(container.get('command'))} "
-                         f"{json.dumps(container.get('args'))}")  # fmt: skip
+            command = {"command": container.get("command"), "args": container.get("args")}
+            added.setdefault("command", {})[str(container.get("name"))] = command
+    return added
+
+
+def controller_additions(template_pod: dict[str, Any], decided: dict[str, Any]) -> list[str]:
+    """`controller_json` as explain prints it, under the pod's name."""
+    added = controller_json(template_pod, decided)
+    lines = [f"  {field}: " + ", ".join(f"{k}={v}" for k, v in added[field].items())
+             for field in ("labels", "annotations") if field in added]  # fmt: skip
+    if "owner" in added:
+        lines.append("  owner: " + ", ".join(added["owner"]))
+    lines.extend(f"  env of {name}: " + ", ".join(env) for name, env in added.get("env", {}).items())
+    lines.extend(f"  command of {name}: {json.dumps(c['command'])} {json.dumps(c['args'])}"
+                 for name, c in added.get("command", {}).items())  # fmt: skip
     return ["as its controller creates it:", *lines] if lines else []
 
 

@@ -67,3 +67,11 @@ def test_explain_lists_what_the_controller_adds_to_a_workloads_pod() -> None:
     assert 'command of ray-worker: ["/bin/bash", "-c", "--"]' in out.stdout and "--num-gpus=2" in out.stdout
     single = explain(PATTERNS / "hami-pod.yaml")  # a Pod is decided as written: nothing added
     assert "as its controller creates it" not in single.stdout
+
+
+def test_explain_json_carries_what_the_controller_adds() -> None:
+    data = json.loads(explain(PATTERNS / "leaderworkerset-vllm.yaml", as_json=True).stdout)
+    leader, worker = data["templates"]
+    assert leader["controller"]["labels"]["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
+    assert worker["controller"]["env"] == {"vllm-worker": ["LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"]}
+    assert worker["controller"]["owner"] == ["StatefulSet/vllm-0"]
