@@ -1,15 +1,19 @@
 """Admission latency and throughput of `gpudra serve`, against a no-op echo on the same server, in one run.
 
-    python benchmarks/admission.py [--requests 4000] [--concurrency 32] [--through-apiserver --pods 200]
+    python benchmarks/admission.py [--requests 4000] [--concurrency 32] [--workers 2]
+        [--through-apiserver [--no-loopback] --pods 200 --rounds 3 --deployments 10 --replicas 100]
 
-Starts `gpudra serve --enable-echo` over HTTPS on loopback (one worker), drives `/echo` (an allowed
-AdmissionReview, same stack: uvicorn, FastAPI, review parsing) and `/mutate` (the shipped policies) with the same
-client, bounded in count and time, and prints JSON: p50/p99 latency and reviews/s, and the ratios to echo, for two
-`/mutate` loads: `unique_pods` (every review a distinct pod, name and a label varied, so the webhook's decision
-cache cannot help) and `replicas` (Deployment-style generateName replicas of a few pod templates, which arrive
-identical at mutating admission and so hit the cache).
+Starts `gpudra serve --enable-echo` over HTTPS on loopback (`--workers` processes), drives `/echo` (an allowed
+AdmissionReview, same stack: uvicorn, review parsing, the decision threads) and `/mutate` (the shipped policies) with
+the same client, bounded in count and time, and prints JSON: p50/p99 latency and reviews/s, and the ratios to echo,
+for two `/mutate` loads: `unique_pods` (every review a distinct pod, name and a label varied, so the webhook's
+decision cache cannot help) and `replicas` (Deployment-style generateName replicas of a few pod templates, which
+arrive identical at mutating admission and so hit the cache).
 With `--through-apiserver` it also creates pods through the real kube-apiserver built by
-tests/controlplane/build.sh, with and without the webhook registered, and reports pod-creation latency both ways.
+tests/controlplane/build.sh, with the webhook registered as shipped (side effects through that API server): bursts of
+`--pods` concurrent creations without the webhook (namespaces it skips), with it, and of the pods it makes created
+directly, over `--rounds` rounds; then `--deployments` Deployments scaled to `--replicas` at once (see
+`through_apiserver`). `through_apiserver.p99_ratio` is the webhook's p99 over the legacy pods' without it.
 """
 
 from __future__ import annotations
@@ -122,7 +126,7 @@ async def _drive(
 
 
 class _Server:
-    def __init__(self, workdir: Path, kubeconfig: Path | None = None) -> None:
+    def __init__(self, workdir: Path, kubeconfig: Path | None = None, workers: int = 1) -> None:
         self.certs = workdir / "certs"
         write_dev_certificates(self.certs, ["localhost"], ip_addresses=["127.0.0.1"])
         self.port = _free_port()
@@ -140,6 +144,8 @@ class _Server:
             str(self.certs / "tls.crt"),
             "--key",
             str(self.certs / "tls.key"),
+            "--workers",
+            str(workers),
         ]
         if kubeconfig is not None:
             args += ["--kubeconfig", str(kubeconfig)]
@@ -174,12 +180,12 @@ def _ratios(mutate: dict[str, Any], echo: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def loopback(requests: int, concurrency: int, limit_s: float) -> dict[str, Any]:
+def loopback(requests: int, concurrency: int, limit_s: float, workers: int) -> dict[str, Any]:
     unique = [_review(pod, f"uid-u{i}") for i, pod in enumerate(unique_pods(requests))]
     replicas = [_review(pod, f"uid-r{i}") for i, pod in enumerate(replica_pods(requests))]
     warmup = [_review(pod, f"uid-w{i}") for i, pod in enumerate(unique_pods(300))]
     with tempfile.TemporaryDirectory() as tmp:
-        server = _Server(Path(tmp))
+        server = _Server(Path(tmp), workers=workers)
         try:
             base = f"https://127.0.0.1:{server.port}"
             asyncio.run(_drive(base + "/mutate", warmup, concurrency, server.ctx, limit_s))
@@ -192,6 +198,7 @@ def loopback(requests: int, concurrency: int, limit_s: float) -> dict[str, Any]:
             server.stop()
     echo = {key: round((echo_before[key] + echo_after[key]) / 2, 3) for key in ("p50_ms", "p99_ms", "reviews_per_s")}
     return {
+        "workers": workers,
         "echo": {"mean_of_runs": echo, "before": echo_before, "after": echo_after},
         "mutate": {
             "unique_pods": {**mutate_unique, "ratio": _ratios(mutate_unique, echo)},
@@ -205,44 +212,184 @@ def loopback(requests: int, concurrency: int, limit_s: float) -> dict[str, Any]:
     }
 
 
-def through_apiserver(pods: int, concurrency: int) -> dict[str, Any]:
+def _webhook_configuration(server: _Server) -> dict[str, Any]:
     import base64
+
+    webhook = yaml.safe_load((ROOT / "manifests" / "base" / "mutatingwebhook.yaml").read_text())
+    webhook["webhooks"][0]["clientConfig"] = {
+        "url": f"https://127.0.0.1:{server.port}/mutate",
+        "caBundle": base64.b64encode((server.certs / "ca.crt").read_bytes()).decode(),
+    }
+    return dict(webhook)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of `pid` and its live descendants (uvicorn's worker processes), from /proc."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / _TICKS
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        total += times.get(current, 0.0)
+        todo.extend(children.get(current, []))
+    return total
+
+
+def _pod_count(kube: Any, namespace: str) -> int:
+    """Pods in `namespace`, from one item and the list's remainingItemCount (no 1,000-pod lists while polling)."""
+    page = kube.request("GET", kube.path("Pod", namespace) + "?limit=1")
+    return len(page["items"]) + int(page["metadata"].get("remainingItemCount") or 0)
+
+
+def _translated(kube: Any, namespace: str) -> int:
+    return sum(1 for p in kube.list("Pod", namespace) if "resourceClaims" in p["spec"])
+
+
+def _deployment(legacy: dict[str, Any], name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    spec = {k: v for k, v in copy.deepcopy(legacy["spec"]).items() if k != "restartPolicy"}  # Deployments: Always
+    template = {"metadata": {"labels": labels}, "spec": spec}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": template},
+    }
+
+
+# The bursts through the API server: the legacy pods without the webhook (the issue's baseline), the pods the webhook
+# makes of them created directly without it (the same DRA work after admission: ResourceClaims, scheduling), and
+# the legacy pods with the webhook translating them.
+_BURSTS = ("legacy", "translated", "webhook")
+
+
+def through_apiserver(
+    pods: int, concurrency: int, deployments: int, replicas: int, workers: int, rounds: int
+) -> dict[str, Any]:
+    """Bursts through a real kube-apiserver with the webhook registered; the bursts without it go to namespaces
+    labelled `gpudra.io/webhook=disabled`, which its namespaceSelector skips:
+
+    - `pods` pods created by `concurrency` client threads at once, `rounds` times for each of _BURSTS, the order
+      rotating from round to round (the machine's load drifts); the latency of each creation, pooled over the rounds,
+      and the CPU seconds each process spent per burst;
+    - `deployments` Deployments scaled from 0 to `replicas` at once: kube-controller-manager creates the pods
+      (no kubelet runs them); the time until all exist.
+
+    A small warm-up burst of each kind comes first (connections, imports and the API server's caches warm for all),
+    so the figures are a warm webhook's, as in a running cluster."""
+    import uuid
 
     import kubernetes.client
 
+    from policyengine import load_policies
+    from policyengine.translate import translate
     from tests.controlplane.cluster import running
-    from tests.controlplane.kube import Kube
+    from tests.controlplane.kube import Kube, wait_for
 
     legacy = yaml.safe_load((ROOT / "examples" / "pod-legacy-1gpu.yaml").read_text())
+    policies = load_policies()
 
-    def create_all(kube: Kube, namespace: str) -> list[float]:
-        def one(i: int) -> float:
+    def namespace(kube: Kube, prefix: str, webhook: bool) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        labels = {} if webhook else {"gpudra.io/webhook": "disabled"}
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+        wait_for(lambda: kube.list("ServiceAccount", name), timeout=30, what=f"ServiceAccount {name}/default")
+        return name
+
+    def pods_for(kube: Kube, kind: str, ns: str, count: int) -> list[dict[str, Any]]:
+        made = []
+        for i in range(count):
             pod = copy.deepcopy(legacy)
-            pod["metadata"] = {"name": f"p-{i}", "namespace": namespace}
+            pod["metadata"] = {"name": f"p-{i}", "namespace": ns}
+            if kind == "translated":
+                namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                translation = translate(pod, policies.evaluate(pod, namespace_object, {"operation": "CREATE"}))
+                if i == 0:
+                    for template in translation.templates:
+                        kube.create(template, ns)
+                pod = translation.pod
+            made.append(pod)
+        return made
+
+    def create_all(kube: Kube, manifests: list[dict[str, Any]]) -> list[float]:
+        def one(pod: dict[str, Any]) -> float:
             started = time.perf_counter()
             kube.create(pod)
             return time.perf_counter() - started
 
         with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
-            return list(pool.map(one, range(pods)))
+            return list(pool.map(one, manifests))
 
+    def scale_all(kube: Kube, ns: str) -> float:
+        names = [f"d-{i}" for i in range(deployments)]
+        for name in names:
+            kube.create(_deployment(legacy, name), ns)
+        total = deployments * replicas
+        started = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(deployments) as pool:
+            list(pool.map(lambda n: kube.patch("Deployment", n, {"spec": {"replicas": replicas}}, ns), names))
+        deadline = time.monotonic() + 300
+        while _pod_count(kube, ns) < total:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{ns}: {_pod_count(kube, ns)} of {total} pods after 300 s")
+            time.sleep(0.1)
+        return time.perf_counter() - started
+
+    latencies: dict[str, list[float]] = {kind: [] for kind in _BURSTS}
+    cpu: dict[str, dict[str, float]] = {kind: {} for kind in _BURSTS}
+    per_round: list[dict[str, float]] = []
+    translated = dict.fromkeys(_BURSTS, 0)
+    scaled: dict[bool, float] = {}
+    scaled_translated = {False: 0, True: 0}
     with running() as cp, tempfile.TemporaryDirectory() as tmp:
         config = cp.configuration()
         config.connection_pool_maxsize = concurrency
         kube = Kube(kubernetes.client.ApiClient(config))
-        plain_ns, hooked_ns = kube.create_namespace("bench-plain"), kube.create_namespace("bench-webhook")
-        plain = create_all(kube, plain_ns)
-        server = _Server(Path(tmp), kubeconfig=cp.kubeconfig)
+        server = _Server(Path(tmp), kubeconfig=cp.kubeconfig, workers=workers)
+        pids = {name: c.process.pid for name, c in cp.components.items() if c.process is not None}
+        pids["webhook"] = server.proc.pid
+
+        def usage() -> dict[str, float]:
+            used = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+            used["client"] = time.process_time()
+            return used
+
         try:
-            webhook = yaml.safe_load((ROOT / "manifests" / "base" / "mutatingwebhook.yaml").read_text())
-            webhook["webhooks"][0]["clientConfig"] = {
-                "url": f"https://127.0.0.1:{server.port}/mutate",
-                "caBundle": base64.b64encode((server.certs / "ca.crt").read_bytes()).decode(),
-            }
-            kube.create(webhook)
+            kube.create(_webhook_configuration(server))
             time.sleep(2)  # the API server picks up webhook configurations asynchronously
-            with_webhook = create_all(kube, hooked_ns)
-            translated = sum(1 for p in kube.list("Pod", hooked_ns) if "resourceClaims" in p["spec"])
+            for kind in _BURSTS:
+                ns = namespace(kube, "bench-warm", kind == "webhook")
+                create_all(kube, pods_for(kube, kind, ns, min(pods, 20)))
+            for i in range(rounds):
+                p99: dict[str, float] = {}
+                for kind in _BURSTS[i % 3 :] + _BURSTS[: i % 3]:
+                    ns = namespace(kube, f"bench-{kind}", kind == "webhook")
+                    manifests = pods_for(kube, kind, ns, pods)
+                    before = usage()
+                    values = create_all(kube, manifests)
+                    for name, used in usage().items():
+                        cpu[kind][name] = cpu[kind].get(name, 0.0) + (used - before[name]) / rounds
+                    latencies[kind] += values
+                    p99[kind] = _percentile(values, 0.99)
+                    translated[kind] += _translated(kube, ns)
+                per_round.append({base: round(p99["webhook"] / p99[base], 3) for base in ("legacy", "translated")})
+            if deployments:
+                for webhook in (False, True):
+                    ns = namespace(kube, "bench-deploy", webhook)
+                    scaled[webhook] = scale_all(kube, ns)
+                    scaled_translated[webhook] = _translated(kube, ns)
         finally:
             server.stop()
 
@@ -252,15 +399,44 @@ def through_apiserver(pods: int, concurrency: int) -> dict[str, Any]:
             "p99_ms": round(_percentile(values, 0.99) * 1000, 2),
         }
 
-    return {
-        "pods": pods,
+    def ratio(kind: str, base: str) -> float:
+        return round(_percentile(latencies[kind], 0.99) / _percentile(latencies[base], 0.99), 3)
+
+    result: dict[str, Any] = {
+        "pods": pods * rounds,
+        "pods_per_burst": pods,
+        "rounds": rounds,
         "concurrency": concurrency,
-        "without_webhook": summary(plain),
-        "with_webhook": summary(with_webhook),
-        "p99_ratio": round(_percentile(with_webhook, 0.99) / _percentile(plain, 0.99), 3),
-        "pods_translated": translated,
+        "webhook_workers": workers,
+        "without_webhook": summary(latencies["legacy"]),
+        "without_webhook_translated_pods": summary(latencies["translated"]),
+        "with_webhook": summary(latencies["webhook"]),
+        "p99_ratio": ratio("webhook", "legacy"),
+        "p99_ratio_vs_translated_pods": ratio("webhook", "translated"),
+        "p99_ratio_translated_pods_vs_legacy": ratio("translated", "legacy"),
+        "p99_ratio_per_round": per_round,
+        "pods_translated": translated["webhook"],
+        "pods_translated_without_webhook": translated["legacy"],
+        "cpu_seconds_per_burst": {kind: {name: round(v, 3) for name, v in cpu[kind].items()} for kind in _BURSTS},
+        "bursts": {
+            "legacy": "the legacy GPU pods, in namespaces the webhook skips",
+            "translated": "the pods the webhook makes of them (and their template), created directly, webhook skipped",
+            "webhook": "the legacy GPU pods, translated by the webhook",
+        },
         "context": "Kyverno publishes ~244 ms p99 for one mutating policy at 200 concurrent pod creations (3 replicas)",
     }
+    if deployments:
+        result["deployments"] = {
+            "deployments": deployments,
+            "pods": deployments * replicas,
+            "without_webhook_s": round(scaled[False], 3),
+            "with_webhook_s": round(scaled[True], 3),
+            "ratio": round(scaled[True] / scaled[False], 3),
+            "pods_translated": scaled_translated[True],
+            "pods_translated_without_webhook": scaled_translated[False],
+            "what": "Deployments scaled from 0 at once; seconds until kube-controller-manager has created every pod",
+        }
+    return result
 
 
 def main() -> None:
@@ -268,15 +444,21 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--limit-seconds", type=float, default=60.0)
+    parser.add_argument("--workers", type=int, default=1, help="gpudra serve --workers for every run")
     parser.add_argument("--through-apiserver", action="store_true")
-    parser.add_argument("--pods", type=int, default=200)
+    parser.add_argument("--no-loopback", action="store_true", help="only the runs through the API server")
+    parser.add_argument("--pods", type=int, default=200, help="pods per burst through the API server")
+    parser.add_argument("--rounds", type=int, default=3, help="bursts each way through the API server")
+    parser.add_argument("--deployments", type=int, default=10, help="0: no Deployment burst")
+    parser.add_argument("--replicas", type=int, default=100, help="pods per Deployment in the Deployment burst")
     args = parser.parse_args()
-    result: dict[str, Any] = {
-        "machine": {"cpus": os.cpu_count()},
-        "loopback": loopback(args.requests, args.concurrency, args.limit_seconds),
-    }
+    result: dict[str, Any] = {"machine": {"cpus": os.cpu_count()}}
+    if not args.no_loopback:
+        result["loopback"] = loopback(args.requests, args.concurrency, args.limit_seconds, args.workers)
     if args.through_apiserver:
-        result["through_apiserver"] = through_apiserver(args.pods, min(args.pods, 200))
+        result["through_apiserver"] = through_apiserver(
+            args.pods, min(args.pods, 200), args.deployments, args.replicas, args.workers, args.rounds
+        )
     print(json.dumps(result, indent=2))
 
 

@@ -72,7 +72,7 @@ def rss_kib(pid: int) -> int:
 class Serve:
     """`gpudra serve` over HTTPS on loopback (one process), with side effects through `kubeconfig`."""
 
-    def __init__(self, workdir: Path, kubeconfig: Path) -> None:
+    def __init__(self, workdir: Path, kubeconfig: Path, env: dict[str, str] | None = None) -> None:
         self.certs = workdir / "certs"
         write_dev_certificates(self.certs, ["localhost"], ip_addresses=["127.0.0.1"])
         self.port = _free_port()
@@ -84,7 +84,8 @@ class Serve:
                 "--cert", str(self.certs / "tls.crt"), "--key", str(self.certs / "tls.key"),
                 "--kubeconfig", str(kubeconfig),
             ],
-            stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT,
+            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
         self.ctx = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
         self._wait()
@@ -115,6 +116,16 @@ class Serve:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         self._log.close()
+
+
+def deployment_environment() -> dict[str, str]:
+    """The literal environment variables the shipped Deployment gives the webhook (manifests/base/deployment.yaml:
+    glibc's malloc settings), so that the soak measures the process as it runs in a cluster."""
+    for doc in yaml.safe_load_all((ROOT / "manifests" / "base" / "deployment.yaml").read_text()):
+        if isinstance(doc, dict) and doc.get("kind") == "Deployment":
+            (container,) = (c for c in doc["spec"]["template"]["spec"]["containers"] if c["name"] == "webhook")
+            return {e["name"]: str(e["value"]) for e in container.get("env", []) if "value" in e}
+    raise RuntimeError("manifests/base/deployment.yaml holds no Deployment")
 
 
 def soak_pods(namespace: str) -> Iterator[dict[str, Any]]:
@@ -359,11 +370,14 @@ def soak(
     concurrency: int = 4,
     window_seconds: float = 60.0,
     kubeconfig: Path | None = None,
+    deployment_env: bool = True,
 ) -> dict[str, Any]:
-    """The whole benchmark: a cluster (given or started), a namespace, `gpudra serve`, the soak, the figures."""
+    """The whole benchmark: a cluster (given or started), a namespace, `gpudra serve` (with the shipped Deployment's
+    environment unless `deployment_env` is off), the soak, the figures."""
+    env = deployment_environment() if deployment_env else {}
     with _cluster(kubeconfig) as config, tempfile.TemporaryDirectory(prefix="gpudra-soak-") as tmp:
         namespace = _namespace(config)
-        server = Serve(Path(tmp), config)
+        server = Serve(Path(tmp), config, env)
         try:
             figures = run_soak(
                 server, namespace, seconds=minutes * 60, rate=rate, concurrency=concurrency,
@@ -379,6 +393,7 @@ def soak(
         "window_seconds": window_seconds,
         "machine": {"cpus": os.cpu_count()},
         "mode": "direct AdmissionReviews to /mutate; side effects through the real kube-apiserver",
+        "environment": env,
         **figures,
         "serve_log_tail": log_tail if figures["failures"] else [],
     }
@@ -391,10 +406,13 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="client connections")
     parser.add_argument("--window-seconds", type=float, default=60.0)
     parser.add_argument("--kubeconfig", type=Path, default=None, help="an API server (default: start one)")
+    parser.add_argument(
+        "--no-deployment-env", action="store_true", help="serve without the Deployment's environment (malloc settings)"
+    )
     args = parser.parse_args()
     result = soak(
         args.minutes, rate=args.rate, concurrency=args.concurrency, window_seconds=args.window_seconds,
-        kubeconfig=args.kubeconfig,
+        kubeconfig=args.kubeconfig, deployment_env=not args.no_deployment_env,
     )  # fmt: skip
     print(json.dumps(result, indent=2))
 
