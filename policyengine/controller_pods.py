@@ -22,7 +22,8 @@ labels, annotations, env and controlling ownerReference its controller adds, eac
   named `<name>-<5 random characters>` (utils.GenerateRayClusterName): the stand-in is `<name>-xxxxx`;
 - Kubeflow training-operator v1 (pkg/controller.v1/common/pod.go: `training.kubeflow.org/job-name`,
   `operator-name`, `replica-type` (lower case), `replica-index`, `job-role: master`; pytorch/envvar.go: env
-  `PYTHONUNBUFFERED`, and with a Master `MASTER_ADDR`, `MASTER_PORT`, `WORLD_SIZE`, `RANK`);
+  `PYTHONUNBUFFERED`, and with a Master `MASTER_ADDR`, `MASTER_PORT`, `WORLD_SIZE`, `RANK`), and mpi-operator v2's
+  MPIJob (kubeflow.org/v2beta1: `operator-name: mpi-operator`, `job-name`, `job-role`);
 - LeaderWorkerSet (pkg/controllers/leaderworkerset_controller.go and pod_controller.go: `leaderworkerset.sigs.k8s.io/
   name`, `template-revision-hash`, `worker-index`, `group-index`, `group-key`, the `size` and `leader-name`
   annotations; pkg/webhooks/pod_webhook.go with pkg/utils/pod/pod_utils.go `AddLWSVariables`: env
@@ -321,6 +322,17 @@ _KUBEFLOW_OPERATOR = {
 def _kubeflow(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     kind, name = str(obj.get("kind")), _name(obj)
     replica = pod.role.lower()
+    if kind == "MPIJob" and obj.get("apiVersion") == "kubeflow.org/v2beta1":
+        # kubeflow/mpi-operator v2 (pkg/controller/mpi_job_controller.go defaultLabels): operator-name mpi-operator,
+        # the job name and its role; workers also get their replica index.
+        forced = {
+            "training.kubeflow.org/operator-name": "mpi-operator",
+            "training.kubeflow.org/job-name": name,
+            "training.kubeflow.org/job-role": replica,
+        }
+        if replica == "worker":
+            forced["training.kubeflow.org/replica-index"] = "0"
+        return ControllerStamp(forced=forced, owner=("kubeflow.org/v2beta1", kind, name))
     forced = {
         "training.kubeflow.org/job-name": name,
         "training.kubeflow.org/operator-name": _KUBEFLOW_OPERATOR[kind],

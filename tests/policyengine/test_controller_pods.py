@@ -466,3 +466,13 @@ def test_odd_shapes_in_what_the_controller_model_reads_are_input_errors_never_cr
         target[data.draw(st.sampled_from(_READ_KEYS))] = data.draw(_JUNK)
     objects, errors = translate_documents([Document(workload, "w.yaml", 1)], POLICIES)  # raises only on a bug
     assert len(objects) == 1 and all(isinstance(e, InputError) for e in errors)
+
+
+def test_an_mpi_operator_v2_job_gets_its_role_labels() -> None:
+    # kubeflow/mpi-operator pkg/controller/mpi_job_controller.go defaultLabels
+    workload = _workload("MPIJob", _template(1))
+    workload["apiVersion"] = "kubeflow.org/v2beta1"
+    labels = _pod_of(workload, 1)["metadata"]["labels"]
+    assert labels["training.kubeflow.org/operator-name"] == "mpi-operator"
+    assert labels["training.kubeflow.org/job-role"] == "worker" and labels["training.kubeflow.org/replica-index"] == "0"
+    assert _pod_of(workload, 0)["metadata"]["labels"]["training.kubeflow.org/job-role"] == "launcher"
