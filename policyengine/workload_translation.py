@@ -1,8 +1,10 @@
 """Translating the pod templates of Kubernetes objects ahead of admission (`gpudra translate`, `policy explain`).
 
-Each pod template an object holds (`policyengine.workloads`) is decided as the pod it stamps out: the template's
-metadata and spec, in the workload's namespace. An enforced decision rewrites the template in a copy of the object
-and adds the ResourceClaimTemplate it names, called after the workload and the template's role
+Each pod template an object holds (`policyengine.workloads`) is decided as the pod its controller stamps out: the
+template's metadata and spec, in the workload's namespace, with what the controller adds (`policyengine.
+controller_pods`: KubeRay's, LWS's, JobSet's, the Job controller's labels, env and commands), so the decision is the
+webhook's for that pod. An enforced decision rewrites the template (as written, without those additions) in a copy
+of the object and adds the ResourceClaimTemplate it names, called after the workload and the template's role
 (`<workload>[-<role>]-<hash>`, the hash still the claim spec's, so identical requests of one template share it).
 Those templates belong to the manifests, not to the webhook: they carry no `app.kubernetes.io/managed-by: gpudra`
 label, so `gpudra gc` never deletes one a Deployment scaled to zero still needs, and they sit in the workload's
