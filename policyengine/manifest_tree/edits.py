@@ -18,7 +18,9 @@ exactly `new`, or `edited_text` returns None (the caller then writes the documen
 from __future__ import annotations
 
 import difflib
+import io
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +33,7 @@ __all__ = ["edited_text", "same_data"]
 
 
 _FIRST = object()
+_ITEM_PREFIX = re.compile(r"[ \t]*(?:-[ \t]+)*")
 
 
 class _Unsupported(Exception):
@@ -136,17 +139,17 @@ class _Editor:
     # The text written for new keys and items.
 
     def _emit(self, data: Any, column: int, indented: bool, flow: bool = False) -> str:
-        """`data` as block YAML (its innermost collections in flow style with `flow`), every line after the first
-        indented by `column` (the first sits where the replaced text began); ends without a line break."""
-        dumped = yaml.dump(
-            data,
-            Dumper=_IndentedDumper if indented else _Dumper,
-            sort_keys=False,
-            default_flow_style=None if flow else False,
-            allow_unicode=True,
-            width=4096,
-            indent=self.style.step,
-        )
+        """`data` as block YAML (with `flow`, a mapping whose values are written in flow style), every line after the
+        first indented by `column` (the first sits where the replaced text began); ends without a line break."""
+        dumper = _IndentedDumper if indented else _Dumper
+        options: dict[str, Any] = {"allow_unicode": True, "width": 4096, "indent": self.style.step}
+        if flow:
+            representer = dumper(io.StringIO(), default_flow_style=True, sort_keys=False, **options)
+            node: Any = representer.represent_data(data)
+            node.flow_style = False
+            dumped = yaml.serialize(node, Dumper=dumper, **options)
+        else:
+            dumped = yaml.dump(data, Dumper=dumper, sort_keys=False, default_flow_style=False, **options)
         lines = str(dumped).rstrip("\n").split("\n")
         if lines[-1] == "...":  # a top-level scalar's end marker, never part of a key or item
             lines.pop()
@@ -179,10 +182,10 @@ class _Editor:
         raise _Unsupported
 
     def _mapping(self, node: yaml.MappingNode, old: dict[Any, Any], new: dict[Any, Any]) -> list[_Edit]:
-        if node.flow_style or not node.value or len(node.value) != len(old):  # `{}`, flow style, a merge key
+        if node.flow_style or not node.value or len(node.value) != len(old) or not new:  # `{}`, flow, a merge key
             raise _Unsupported
         pairs = dict(zip(old, node.value, strict=True))
-        if any(not isinstance(k, yaml.ScalarNode) for k, _ in node.value):
+        if any(not isinstance(k, yaml.ScalarNode) or not self._plain_key(k) for k, _ in node.value):
             raise _Unsupported
         edits: list[_Edit] = []
         for key, (key_node, value_node) in pairs.items():
@@ -196,6 +199,11 @@ class _Editor:
         edits.extend(self._added_keys(node, pairs, new))
         return edits
 
+    def _plain_key(self, key: yaml.Node) -> bool:
+        """The key opens its line, or follows its item's `- ` (not `? key`, not a key after a flow indicator)."""
+        start = int(key.start_mark.index)
+        return _ITEM_PREFIX.fullmatch(self.text, _line_start(self.text, start), start) is not None
+
     def _delete_pair(self, key: yaml.Node, value: yaml.Node) -> _Edit:
         start = int(key.start_mark.index)
         if not _blank_before(self.text, start):  # the first key of a `- key: value` item
@@ -204,7 +212,7 @@ class _Editor:
 
     def _replace_pair(self, key: yaml.Node, value: yaml.Node, name: Any, data: Any, mapping: yaml.MappingNode) -> _Edit:
         column = int(key.start_mark.column)
-        flow = isinstance(value, yaml.CollectionNode) and bool(value.flow_style)  # `limits: {cpu: "8"}` stays so
+        flow = isinstance(value, yaml.CollectionNode) and bool(value.flow_style) and type(data) in (dict, list)
         text = self._emit({name: data}, column, self._sequences_indented(mapping), flow)
         return _Edit(int(key.start_mark.index), _content_end(self.text, value), text)
 
@@ -224,8 +232,8 @@ class _Editor:
         edits: list[_Edit] = []
         for after, run in runs.items():
             if after is _FIRST:
-                first = next((pairs[k][0] for k in new if k in pairs), None)
-                if first is None or not _blank_before(self.text, first.start_mark.index):
+                first = node.value[0][0]  # before the mapping's first key, kept or removed
+                if not _blank_before(self.text, first.start_mark.index):
                     raise _Unsupported
                 at = _line_start(self.text, first.start_mark.index)
             else:
@@ -240,7 +248,7 @@ class _Editor:
     # Sequences.
 
     def _sequence(self, node: yaml.SequenceNode, old: list[Any], new: list[Any]) -> list[_Edit]:
-        if node.flow_style or not node.value or len(node.value) != len(old):
+        if node.flow_style or not node.value or len(node.value) != len(old) or not new:  # `[]` is written again
             raise _Unsupported
         items = list(node.value)
         dashes = [_dash(self.text, item) for item in items]

@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dra.yamlio import load_yaml
 from gpudra.commands.translate import translate_directory
@@ -100,7 +103,8 @@ def _edit(text: str, new: object) -> str | None:
         ),
         # a flow mapping is written again as one key, in flow style, the rest stays
         ("# top\na: {b: 1}\nc: 2  # two\n", {"a": {"b": 2}, "c": 2}, "# top\na: {b: 2}\nc: 2  # two\n"),
-        ("a: {b: 1}\n", {"a": {"b": {"c": [1]}}}, "a:\n  b:\n    c: [1]\n"),
+        ("a: {b: 1}\n", {"a": {"b": {"c": [1]}}}, "a: {b: {c: [1]}}\n"),
+        ("a: []\n", {"a": None, "x": None}, "a: null\nx: null\n"),
         # the first key of an item cannot lose its line alone: the item is written again
         ("l:\n  - a: 1\n    b: 2\n  - a: 3\n", {"l": [{"b": 2}, {"a": 3}]}, "l:\n  - b: 2\n  - a: 3\n"),
         # items removed and inserted in a list of a different length
@@ -143,3 +147,46 @@ def test_strict_input_checks_still_apply(tmp_path: Path) -> None:
     assert outcome.code == 2
     assert "duplicate key 'name'" in outcome.stderr and "aliases expand to more than" in outcome.stderr
     assert (tmp_path / "dup.yaml").read_text() == duplicate and (tmp_path / "bomb.yaml").read_text() == bomb
+
+
+_LEAF = st.none() | st.booleans() | st.integers(-3, 3) | st.text("ab: #-\n'\"", max_size=6)
+_TREE = st.recursive(
+    _LEAF, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text("abc", max_size=3), inner, max_size=3),
+    max_leaves=12,
+)  # fmt: skip
+
+
+def _mutated(data: st.DataObject, value: Any, depth: int = 0) -> Any:
+    """`value` with random keys and items removed, added and changed, at any depth."""
+    if isinstance(value, dict) and value and depth < 4:
+        out = {}
+        for key, item in value.items():
+            choice = data.draw(st.sampled_from(["keep", "drop", "change", "descend"]))
+            if choice != "drop":
+                out[key] = data.draw(_TREE) if choice == "change" else _mutated(data, item, depth + 1)
+        if data.draw(st.booleans()):
+            out[data.draw(st.text("xyz", min_size=1, max_size=3))] = data.draw(_TREE)
+        return out
+    if isinstance(value, list) and value and depth < 4:
+        items = [_mutated(data, item, depth + 1) for item in value if data.draw(st.booleans())]
+        return items + data.draw(st.lists(_TREE, max_size=2))
+    return data.draw(_TREE) if data.draw(st.booleans()) else value
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text("abc", min_size=1, max_size=3), _TREE, min_size=1, max_size=4), st.data(), st.booleans())
+def test_any_edit_of_a_block_document_is_made_in_place(
+    old: dict[str, Any], data: st.DataObject, indented: bool
+) -> None:
+    class Dumper(yaml.SafeDumper):
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            return super().increase_indent(flow, indentless and not indented)
+
+    text = "# head\n" + yaml.dump(old, Dumper=Dumper, sort_keys=False, default_flow_style=False)
+    new = _mutated(data, old)
+    edited = _edit(text, new)
+    if new:  # a document that became empty cannot keep a line; anything else is edited where it changed
+        assert edited is not None and edited.startswith("# head\n")
+        assert same_data(_data(edited)[0], new)
+        if same_data(old, new):
+            assert edited == text

@@ -160,3 +160,14 @@ def test_a_stream_with_aliases_stays_in_one_process(stream: Path, small_batches:
     text += "  labels: &l {x: y}\n  annotations: *l\n"
     found = stream_module.translate_stream(text, "s", policy_set(None), None, None, TranslationOutput("yaml"), jobs=3)
     assert found.jobs == 1 and found.translations > 0
+
+
+def test_an_alias_bomb_is_refused_in_one_process_or_many(stream: Path, tmp_path: Path, small_batches: None) -> None:
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+    )
+    path = tmp_path / "bomb.yaml"
+    path.write_text(stream.read_text() + "---\n" + bomb)
+    for jobs in (1, 3):
+        outcome = translate_file(path, jobs=jobs)
+        assert outcome.code == 2 and not outcome.stdout and "aliases expand to more than" in outcome.stderr
