@@ -73,6 +73,8 @@ class ControllerStamp:
     owner: tuple[str, str, str] | None = None  # apiVersion, kind, name
     command: tuple[list[str], list[str]] | None = None  # the first container's new command and args
     container_env: dict[int, tuple[dict[str, Any], ...]] = field(default_factory=dict)  # more env, by container index
+    init_containers: tuple[dict[str, Any], ...] = ()  # appended after the template's own
+    init_extra_env: tuple[dict[str, Any], ...] = ()  # appended to every init container (KubeRay's FQ_RAY_IP, RAY_IP)
 
 
 def _stand_in_hash(value: Any, length: int = 10) -> str:
@@ -200,8 +202,24 @@ def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     env = _ray_env(container, cluster, head, head_service, start, obj.get("kind") == "RayService")
     annotations = _get(pod.template, "metadata", "annotations")
     overwrite = isinstance(annotations, Mapping) and str(annotations.get("ray.io/overwrite-container-cmd")).lower()
+    # DefaultWorkerPodTemplate appends the wait-gcs-ready init container (ENABLE_INIT_CONTAINER_INJECTION, on by
+    # default) with the Ray container's env and fixed resources; BuildPod gives every init container FQ_RAY_IP and
+    # RAY_IP (setInitContainerEnvVars; empty on the head).
+    fqdn = "" if head else head_service
+    init: tuple[dict[str, Any], ...] = ()
+    if not head and isinstance(container, Mapping):
+        fixed = {"cpu": "200m", "memory": "256Mi"}
+        wait = {"name": "wait-gcs-ready", "image": container.get("image"), "command": ["/bin/bash", "-c", "--"],
+                "args": [f"ray health-check --address {head_service}:6379 (every 5 s until it answers)"],
+                "resources": {"limits": dict(fixed), "requests": dict(fixed)}}  # fmt: skip
+        for key in ("env", "volumeMounts", "securityContext"):
+            if container.get(key) is not None:
+                wait[key] = container[key]
+        init = (wait,)
     return ControllerStamp(labels=labels, forced=forced, env_last=env, env_containers=(0,),
                            command=None if overwrite == "true" else _ray_command(container, start),
+                           init_containers=init,
+                           init_extra_env=(_env("FQ_RAY_IP", fqdn), _env("RAY_IP", fqdn.split(".")[0])),
                            owner=("ray.io/v1", "RayCluster", cluster))  # fmt: skip
 
 
@@ -512,6 +530,13 @@ def _with_env(
     return {**container, "env": result}
 
 
+def _appended_env(container: Any, env: tuple[dict[str, Any], ...]) -> Any:
+    if not env or not isinstance(container, Mapping):
+        return container
+    current = container.get("env")
+    return {**container, "env": [*(current if isinstance(current, list) else []), *env]}
+
+
 def controller_pod(obj: Mapping[str, Any], template: PodTemplate, pod: Mapping[str, Any]) -> dict[str, Any]:
     """`pod` (the template as a pod) as `obj`'s controller creates it: a new mapping sharing what it leaves alone.
     `pod` itself is returned for a Pod and a kind whose controller adds nothing modelled here."""
@@ -541,7 +566,10 @@ def controller_pod(obj: Mapping[str, Any], template: PodTemplate, pod: Mapping[s
         if isinstance(first, Mapping):
             command, args = stamp.command
             spec["containers"] = [{**first, "command": command, "args": args}, *spec["containers"][1:]]
-        init = spec.get("initContainers")
-        if stamp.init_env and isinstance(init, list):
-            spec["initContainers"] = [_with_env(c, stamp) for c in init]
+    init = spec.get("initContainers")
+    if stamp.init_env and isinstance(init, list):
+        spec["initContainers"] = init = [_with_env(c, stamp) for c in init]
+    if stamp.init_containers or stamp.init_extra_env:
+        init = [*(init if isinstance(init, list) else []), *stamp.init_containers]
+        spec["initContainers"] = [_appended_env(c, stamp.init_extra_env) for c in init]
     return {**pod, "metadata": metadata, "spec": spec}

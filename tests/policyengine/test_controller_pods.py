@@ -476,3 +476,20 @@ def test_an_mpi_operator_v2_job_gets_its_role_labels() -> None:
     assert labels["training.kubeflow.org/operator-name"] == "mpi-operator"
     assert labels["training.kubeflow.org/job-role"] == "worker" and labels["training.kubeflow.org/replica-index"] == "0"
     assert _pod_of(workload, 0)["metadata"]["labels"]["training.kubeflow.org/job-role"] == "launcher"
+
+
+def test_init_containers_get_the_controllers_env_too() -> None:
+    # LWS AddLWSVariables covers init containers; the Job controller's completion index env too; KubeRay appends
+    # wait-gcs-ready to a worker (pod.go DefaultWorkerPodTemplate) and gives every init container FQ_RAY_IP/RAY_IP.
+    template = _template(1)
+    template["spec"]["initContainers"] = [{"name": "fetch", "image": "busybox"}]
+    lws = _pod_of(_workload("LeaderWorkerSet", template), 1)["spec"]["initContainers"][0]
+    assert [e["name"] for e in lws["env"]] == ["LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"]
+    job = _pod_of(_workload("Job", template))["spec"]["initContainers"][0]
+    assert [e["name"] for e in job["env"]] == ["JOB_COMPLETION_INDEX"]
+    ray = _pod_of(_workload("RayCluster", template))["spec"]["initContainers"]
+    assert [c["name"] for c in ray] == ["fetch", "wait-gcs-ready"]
+    assert ray[1]["resources"]["limits"] == {"cpu": "200m", "memory": "256Mi"}
+    assert all([e["name"] for e in c["env"]][-2:] == ["FQ_RAY_IP", "RAY_IP"] for c in ray)
+    head = _pod_of(_workload("RayCluster", template), 0)["spec"]["initContainers"]
+    assert [c["name"] for c in head] == ["fetch"] and head[0]["env"][0] == {"name": "FQ_RAY_IP", "value": ""}
