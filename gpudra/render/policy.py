@@ -116,7 +116,8 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 def controller_json(template_pod: dict[str, Any], decided: dict[str, Any]) -> dict[str, Any]:
     """What the workload's controller adds to the template's pod (`policyengine.controller_pods`): the labels and
-    annotations it sets, its owner, the env it adds and the command and args it sets, per container; {} for none."""
+    annotations it sets, its owner, the env it adds and the command and args it sets, per container, and the init
+    containers it adds; {} for none."""
     before, after = _mapping(template_pod.get("metadata")), _mapping(decided.get("metadata"))
     added: dict[str, Any] = {}
     for field in ("labels", "annotations"):
@@ -141,6 +142,12 @@ def controller_json(template_pod: dict[str, Any], decided: dict[str, Any]) -> di
         if (container.get("command"), container.get("args")) != (original.get("command"), original.get("args")):
             command = {"command": container.get("command"), "args": container.get("args")}
             added.setdefault("command", {})[str(container.get("name"))] = command
+    old_init = {
+        c.get("name") for c in _mapping(template_pod.get("spec")).get("initContainers") or [] if isinstance(c, dict)
+    }
+    new_init = [c.get("name") for c in _mapping(decided.get("spec")).get("initContainers") or [] if isinstance(c, dict)]
+    if any(name not in old_init for name in new_init):
+        added["initContainers"] = [str(name) for name in new_init if name not in old_init]
     return added
 
 
@@ -152,6 +159,8 @@ def controller_additions(template_pod: dict[str, Any], decided: dict[str, Any]) 
     if "owner" in added:
         lines.append("  owner: " + ", ".join(added["owner"]))
     lines.extend(f"  env of {name}: " + ", ".join(env) for name, env in added.get("env", {}).items())
+    if "initContainers" in added:
+        lines.append("  init containers: " + ", ".join(added["initContainers"]))
     lines.extend(f"  command of {name}: {json.dumps(c['command'])} {json.dumps(c['args'])}"
                  for name, c in added.get("command", {}).items())  # fmt: skip
     return ["as its controller creates it:", *lines] if lines else []
