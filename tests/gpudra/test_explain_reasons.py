@@ -65,6 +65,7 @@ def test_explain_lists_what_the_controller_adds_to_a_workloads_pod() -> None:
     assert "env of vllm-worker: LWS_LEADER_ADDRESS, LWS_GROUP_SIZE, LWS_WORKER_INDEX" in added
     out = explain(PATTERNS / "kuberay-raycluster.yaml")
     assert 'command of ray-worker: ["/bin/bash", "-c", "--"]' in out.stdout and "--num-gpus=2" in out.stdout
+    assert "  init containers: wait-gcs-ready" in out.stdout
     single = explain(PATTERNS / "hami-pod.yaml")  # a Pod is decided as written: nothing added
     assert "as its controller creates it" not in single.stdout
 
