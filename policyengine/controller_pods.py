@@ -74,6 +74,7 @@ class ControllerStamp:
     command: tuple[list[str], list[str]] | None = None  # the first container's new command and args
     container_env: dict[int, tuple[dict[str, Any], ...]] = field(default_factory=dict)  # more env, by container index
     init_containers: tuple[dict[str, Any], ...] = ()  # appended after the template's own
+    containers: tuple[dict[str, Any], ...] = ()  # appended after the template's own (KubeRay's autoscaler)
     init_extra_env: tuple[dict[str, Any], ...] = ()  # appended to every init container (KubeRay's FQ_RAY_IP, RAY_IP)
 
 
@@ -198,7 +199,21 @@ def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     namespace = _namespace(obj)
     head_service = f"{cluster}-head-svc.{namespace}.svc.cluster.local"
     container = _get(pod.template, "spec", "containers", 0)
-    start = _ray_start(group_spec, container, head, head_service)
+    # In-tree autoscaling (utils.IsAutoscalingEnabled): the head runs Ray with no-monitor and gets the autoscaler
+    # sidecar (pod.go DefaultHeadPodTemplate, BuildAutoscalerContainer: the Ray image, 500m / 512Mi).
+    autoscaling = head and _get(obj, *pod.path[:-2], "enableInTreeAutoscaling") is True
+    start = _ray_start(group_spec, container, head, head_service, autoscaling)
+    sidecars: tuple[dict[str, Any], ...] = ()
+    if autoscaling:
+        fixed = {"cpu": "500m", "memory": "512Mi"}
+        sidecars = ({
+            "name": "autoscaler",
+            "image": _get(container, "image"),
+            "command": ["/bin/bash", "-c", "--"],
+            "args": ["ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) "
+                     "--cluster-namespace $(RAY_CLUSTER_NAMESPACE)"],
+            "resources": {"limits": dict(fixed), "requests": dict(fixed)},
+        },)  # fmt: skip
     env = _ray_env(container, cluster, head, head_service, start, obj.get("kind") == "RayService")
     annotations = _get(pod.template, "metadata", "annotations")
     overwrite = isinstance(annotations, Mapping) and str(annotations.get("ray.io/overwrite-container-cmd")).lower()
@@ -219,6 +234,7 @@ def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     return ControllerStamp(labels=labels, forced=forced, env_last=env, env_containers=(0,),
                            command=None if overwrite == "true" else _ray_command(container, start),
                            init_containers=init,
+                           containers=sidecars,
                            init_extra_env=(_env("FQ_RAY_IP", fqdn), _env("RAY_IP", fqdn.split(".")[0])),
                            owner=("ray.io/v1", "RayCluster", cluster))  # fmt: skip
 
@@ -238,7 +254,7 @@ def _ray_gpu_key(key: str) -> bool:
     return key.endswith("gpu") or re.search(r"nvidia\.com/mig-\d+g\.\d+gb$", key) is not None
 
 
-def _ray_start(group: Any, container: Any, head: bool, head_service: str) -> str:
+def _ray_start(group: Any, container: Any, head: bool, head_service: str, autoscaling: bool = False) -> str:
     """The `ray start` command KubeRay generates (common/pod.go: updateRayStartParamsResources,
     setMissingRayStartParams, generateRayStartCommand, addWellKnownAcceleratorResources, convertParamMap); custom
     accelerators and the group's non-standard resources are left out."""
@@ -250,6 +266,8 @@ def _ray_start(group: Any, container: Any, head: bool, head_service: str) -> str
         field = {"cpu": "num-cpus", "memory": "memory"}.get(key) or ("num-gpus" if _ray_gpu_key(key) else None)
         if field is not None and number is not None:
             params[field] = str(number)
+    if autoscaling:
+        params["no-monitor"] = "true"
     if head:
         params.setdefault("dashboard-host", "0.0.0.0")
     else:
@@ -561,6 +579,8 @@ def controller_pod(obj: Mapping[str, Any], template: PodTemplate, pod: Mapping[s
             spec["containers"] = [
                 _with_env(c, stamp, stamp.container_env.get(i, ()), i in chosen) for i, c in enumerate(containers)
             ]
+    if stamp.containers and isinstance(spec.get("containers"), list):
+        spec["containers"] = [*spec["containers"], *stamp.containers]
     if stamp.command is not None and isinstance(spec.get("containers"), list) and spec["containers"]:
         first = spec["containers"][0]
         if isinstance(first, Mapping):

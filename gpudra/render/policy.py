@@ -116,8 +116,8 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 def controller_json(template_pod: dict[str, Any], decided: dict[str, Any]) -> dict[str, Any]:
     """What the workload's controller adds to the template's pod (`policyengine.controller_pods`): the labels and
-    annotations it sets, its owner, the env it adds and the command and args it sets, per container, and the init
-    containers it adds; {} for none."""
+    annotations it sets, its owner, the env it adds and the command and args it sets, per container, and the
+    containers and init containers it adds; {} for none."""
     before, after = _mapping(template_pod.get("metadata")), _mapping(decided.get("metadata"))
     added: dict[str, Any] = {}
     for field in ("labels", "annotations"):
@@ -130,7 +130,10 @@ def controller_json(template_pod: dict[str, Any], decided: dict[str, Any]) -> di
         added["owner"] = [f"{o.get('kind')}/{o.get('name')}" for o in owners if isinstance(o, dict)]
     old_containers = _mapping(template_pod.get("spec")).get("containers") or []
     for index, container in enumerate(_mapping(decided.get("spec")).get("containers") or []):
-        original = old_containers[index] if index < len(old_containers) else {}
+        if index >= len(old_containers):  # a container the controller adds (KubeRay's autoscaler)
+            added.setdefault("containers", []).append(str(_mapping(container).get("name")))
+            continue
+        original = old_containers[index]
         if not isinstance(container, dict) or not isinstance(original, dict):
             continue
         names = {e.get("name") for e in original.get("env") or [] if isinstance(e, dict)}
@@ -159,6 +162,8 @@ def controller_additions(template_pod: dict[str, Any], decided: dict[str, Any]) 
     if "owner" in added:
         lines.append("  owner: " + ", ".join(added["owner"]))
     lines.extend(f"  env of {name}: " + ", ".join(env) for name, env in added.get("env", {}).items())
+    if "containers" in added:
+        lines.append("  containers: " + ", ".join(added["containers"]))
     if "initContainers" in added:
         lines.append("  init containers: " + ", ".join(added["initContainers"]))
     lines.extend(f"  command of {name}: {json.dumps(c['command'])} {json.dumps(c['args'])}"

@@ -85,7 +85,7 @@ def _workload(kind: str, template: dict[str, Any]) -> dict[str, Any]:
     }
     others: dict[str, tuple[str, dict[str, Any]]] = {
         "RayCluster": ("ray.io/v1", {"spec": ray_cluster}),
-        "RayService": ("ray.io/v1", {"spec": {"rayClusterConfig": ray_cluster}}),
+        "RayService": ("ray.io/v1", {"spec": {"rayClusterConfig": {**ray_cluster, "enableInTreeAutoscaling": True}}}),
         "RayJob": ("ray.io/v1", {"spec": {"rayClusterSpec": ray_cluster, "submitterPodTemplate": t()}}),
         "RayCronJob": ("ray.io/v1", {"spec": {"jobTemplate": {"rayClusterSpec": ray_cluster}}}),
         "LeaderWorkerSet": (
@@ -493,3 +493,15 @@ def test_init_containers_get_the_controllers_env_too() -> None:
     assert all([e["name"] for e in c["env"]][-2:] == ["FQ_RAY_IP", "RAY_IP"] for c in ray)
     head = _pod_of(_workload("RayCluster", template), 0)["spec"]["initContainers"]
     assert [c["name"] for c in head] == ["fetch"] and head[0]["env"][0] == {"name": "FQ_RAY_IP", "value": ""}
+
+
+def test_in_tree_autoscaling_adds_kuberays_autoscaler_to_the_head() -> None:
+    # pod.go DefaultHeadPodTemplate: no-monitor in rayStartParams and BuildAutoscalerContainer's sidecar
+    workload = _workload("RayCluster", _template(2))
+    workload["spec"]["enableInTreeAutoscaling"] = True
+    head = _pod_of(workload, 0)
+    assert [c["name"] for c in head["spec"]["containers"]] == ["main", "autoscaler"]
+    assert head["spec"]["containers"][1]["resources"]["limits"] == {"cpu": "500m", "memory": "512Mi"}
+    assert " --no-monitor " in head["spec"]["containers"][0]["args"][0]
+    worker = _pod_of(workload, 1)
+    assert [c["name"] for c in worker["spec"]["containers"]] == ["main"]
