@@ -237,12 +237,57 @@ def yaml_nodes(
         loader.dispose()
 
 
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")
+)  # fmt: skip
+
+
+def _constructed(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """The data of a document without aliases, built in one recursive pass: what `construct_document` builds, with
+    the same errors (duplicate and unhashable keys), at a fraction of its bookkeeping. Merge keys and tags other
+    than the plain JSON-like ones go through `construct_document`."""
+    kind = type(node)
+    tag = node.tag
+    if kind is yaml.ScalarNode:
+        if tag == _STR_TAG:
+            return node.value
+        if tag in _SCALAR_TAGS:
+            return loader.yaml_constructors[tag](loader, node)
+    elif kind is yaml.MappingNode and tag == _MAP_TAG:
+        if not any(key.tag == _MERGE_TAG for key, _ in node.value):
+            result: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = _constructed(loader, key_node)
+                if not isinstance(key, str | int | float | bool) and key is not None:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, "found an unhashable key",
+                        key_node.start_mark,
+                    )  # fmt: skip
+                if key in result:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}",
+                        key_node.start_mark,
+                    )  # fmt: skip
+                result[key] = _constructed(loader, value_node)
+            return result
+    elif kind is yaml.SequenceNode and tag == _SEQ_TAG:
+        return [_constructed(loader, item) for item in node.value]
+    return loader.construct_document(node)
+
+
 def load_yaml(text: str, name: str = "<string>", *, max_bytes: int = MAX_YAML_BYTES) -> Iterator[tuple[Any, yaml.Node]]:
     """Each document of a YAML stream as plain data, with its root node (for line numbers)."""
     nodes = yaml_nodes(text, name, max_bytes=max_bytes)
     for node, loader in nodes:
         try:
-            data = loader.construct_document(node)
+            if text.find("*", node.start_mark.index, node.end_mark.index) < 0:  # no alias: no node is shared
+                data = _constructed(loader, node)
+            else:
+                data = loader.construct_document(node)
         except yaml.YAMLError as err:
             nodes.close()
             raise yaml_error(err, name) from None
