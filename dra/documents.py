@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import yaml
 
 from dra.errors import InputError, ModelValidationError
-from dra.model import KINDS, K8sModel, parse_strict
+from dra.model import KIND_NAMES
+
+if TYPE_CHECKING:
+    from dra.model import K8sModel
 from dra.yamlio import Source, libyaml_available, load_yaml, read_source
 
 __all__ = [
@@ -318,21 +321,22 @@ def _typed(
     if kinds is not None and kind not in kinds:
         expected = ", ".join(sorted(kinds))
         raise InputError(f"expected {expected}, got kind {kind!r}", source=doc.source, line=doc.line)
-    model = KINDS.get(kind)
-    if model is None:
+    if kind not in KIND_NAMES:  # the models are built only when a DRA kind turns up
         version = doc.data.get("apiVersion")
         in_group = isinstance(version, str) and version.startswith(DRA_GROUP + "/")
         if others == "error" or (notes is not None and in_group and kind not in _UNMODELLED_DRA_KINDS):
             raise InputError(
                 f"unsupported kind {kind!r}" + (f" of {version}" if in_group else "")
-                + f" (gpudra reads {', '.join(sorted(KINDS))})",
+                + f" (gpudra reads {', '.join(sorted(KIND_NAMES))})",
                 source=doc.source,
                 line=doc.line,
             )  # fmt: skip
         return doc.data
+    from dra.model import KINDS, parse_strict
+
     try:
         if notes is None:
-            obj = model.from_k8s(doc.data)
+            obj = KINDS[kind].from_k8s(doc.data)
         else:
             obj, converted = parse_strict(doc.data)
             if converted.converted:

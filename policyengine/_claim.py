@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra.errors import CelCompileError, ModelValidationError, PolicyError
-from dra.model import ResourceClaimSpec
 
 from . import _cel
 from ._eval import Failed, run
@@ -247,6 +246,8 @@ def _validate_claim(claim: Mapping[str, Any]) -> list[str]:
         problems.append(f"devices.constraints: at most {_MAX_CONSTRAINTS} (got {len(devices['constraints'])})")
     if len(devices.get("config", [])) > _MAX_CONSTRAINTS:
         problems.append(f"devices.config: at most {_MAX_CONSTRAINTS} (got {len(devices['config'])})")
+    from dra.model import ResourceClaimSpec  # pydantic's models: built when a claim is first validated
+
     try:
         ResourceClaimSpec.from_k8s(dict(claim)).validate_k8s()
     except ModelValidationError as exc:

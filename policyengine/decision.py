@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from dra.model import ResourceClaimSpec
+from typing import TYPE_CHECKING, Any
 
 from . import _cel
+
+if TYPE_CHECKING:
+    from dra.model import ResourceClaimSpec
 
 __all__ = ["ContainerRequest", "Decision", "JsonView", "Violation"]
 
@@ -126,6 +127,8 @@ class Decision:
         """The claim as a `dra.model.ResourceClaimSpec` (None when there is no claim)."""
         if self.claim is None:
             return None
+        from dra.model import ResourceClaimSpec
+
         return ResourceClaimSpec.from_k8s(dict(self.claim))
 
     def to_json(self) -> dict[str, Any]:

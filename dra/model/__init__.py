@@ -193,6 +193,7 @@ __all__ = [
     "ExactDeviceRequest",
     "K8sModel",
     "KINDS",
+    "KIND_NAMES",
     "LIMITS",
     "LIMITS_1_34",
     "NetworkDeviceData",
@@ -228,6 +229,10 @@ __all__ = [
     "parse_strict",
     "to_v1",
 ]
+
+
+# The kinds `KINDS` maps, known without building their models.
+KIND_NAMES: frozenset[str] = frozenset({"DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"})
 
 
 def _kinds() -> dict[str, Any]:

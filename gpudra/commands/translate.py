@@ -20,9 +20,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
-from rich.progress import Progress as RichProgress
 
 from dra.documents import Document
 from dra.errors import InputError
@@ -49,6 +46,10 @@ def _progress_bar(label: str) -> Iterator[Progress | None]:
     if not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as RichProgress
+
     with RichProgress(
         TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
         console=Console(stderr=True), transient=True, auto_refresh=False,

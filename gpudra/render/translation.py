@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from rich.table import Table
+from typing import TYPE_CHECKING, Any, Literal
 
 from dra.documents import dump_documents
 from policyengine.workload_translation import ObjectTranslation, TemplateTranslation
@@ -119,8 +117,14 @@ def _json_item(value: Any) -> str:
     return "\n".join("    " + line for line in json.dumps(value, indent=2).split("\n"))
 
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
+
 def tree_table(scanned: int, changed: int, claim_files: int, kustomizations: int, errors: int) -> Table:
     """The `-R` summary as one row of counts."""
+    from rich.table import Table
+
     table = Table(title="gpudra translate -R")
     for column in ("files scanned", "changed", "claim files written", "kustomizations updated", "errors"):
         table.add_column(column, justify="right")
