@@ -451,6 +451,12 @@ def _jobset_stamp(
         "jobset.sigs.k8s.io/group-replicas": replicas_text,
         "jobset.sigs.k8s.io/job-group-index": "0",
     }
+    coordinator = _get(jobset_spec, "coordinator")
+    if isinstance(coordinator, Mapping):  # CoordinatorEndpoint: <jobset>-<replicatedJob>-<job>-<pod>.<subdomain>
+        subdomain = _get(jobset_spec, "network", "subdomain") or jobset
+        endpoint = (f"{jobset}-{coordinator.get('replicatedJob')}-{coordinator.get('jobIndex', 0)}-"
+                    f"{coordinator.get('podIndex', 0)}.{subdomain}")  # fmt: skip
+        keys["jobset.sigs.k8s.io/coordinator"] = endpoint
     job_spec = dict(_get(rjob, "template", "spec") or {})
     job_spec.setdefault("completionMode", "Indexed")  # JobSet's webhook defaults it (jobset_webhook.go)
     batch = _job_stamp(job, job_spec)

@@ -302,6 +302,12 @@ def test_jobset_pods_carry_the_jobset_keys_and_the_indexed_job_labels() -> None:
     assert labels["jobset.sigs.k8s.io/job-global-index"] == "1" and labels["jobset.sigs.k8s.io/global-replicas"] == "3"
     assert annotations["jobset.sigs.k8s.io/replicatedjob-replicas"] == "2"
     assert labels["batch.kubernetes.io/job-name"] == "wl-workers-0"
+    assert "jobset.sigs.k8s.io/coordinator" not in labels
+    workload = _workload("JobSet", _template(8))
+    workload["spec"]["coordinator"] = {"replicatedJob": "driver", "jobIndex": 0, "podIndex": 0}
+    coordinated = _pod_of(workload, 1)["metadata"]
+    assert coordinated["labels"]["jobset.sigs.k8s.io/coordinator"] == "wl-driver-0-0.wl"
+    assert coordinated["annotations"]["jobset.sigs.k8s.io/coordinator"] == "wl-driver-0-0.wl"
     assert annotations["batch.kubernetes.io/job-completion-index"] == "0"
     assert pod["spec"]["containers"][0]["env"][-1]["name"] == "JOB_COMPLETION_INDEX"
 
