@@ -424,8 +424,12 @@ def _lws(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
                            owner=("apps/v1", "StatefulSet", statefulset))  # fmt: skip
 
 
+_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+_NODE_SELECTOR = "alpha.jobset.sigs.k8s.io/node-selector"
+
+
 def _jobset_stamp(
-    jobset: str, namespace: str, jobset_spec: Any, pod: PodTemplate, replicated_index: int
+    jobset: str, namespace: str, jobset_spec: Any, pod: PodTemplate, replicated_index: int, jobset_annotations: Any
 ) -> ControllerStamp:
     replicated = _get(jobset_spec, "replicatedJobs")
     jobs = replicated if isinstance(replicated, list) else []
@@ -457,12 +461,20 @@ def _jobset_stamp(
         endpoint = (f"{jobset}-{coordinator.get('replicatedJob')}-{coordinator.get('jobIndex', 0)}-"
                     f"{coordinator.get('podIndex', 0)}.{subdomain}")  # fmt: skip
         keys["jobset.sigs.k8s.io/coordinator"] = endpoint
+    # Exclusive placement: the JobSet's (then the replicated Job template's) exclusive-topology annotation, and its
+    # node-selector strategy flag, reach the pods as annotations only.
+    placement: dict[str, str] = {}
+    for source in (jobset_annotations, _get(rjob, "template", "metadata", "annotations")):
+        if isinstance(source, Mapping) and isinstance(source.get(_EXCLUSIVE), str):
+            placement[_EXCLUSIVE] = source[_EXCLUSIVE]
+            if isinstance(source.get(_NODE_SELECTOR), str):
+                placement[_NODE_SELECTOR] = source[_NODE_SELECTOR]
     job_spec = dict(_get(rjob, "template", "spec") or {})
     job_spec.setdefault("completionMode", "Indexed")  # JobSet's webhook defaults it (jobset_webhook.go)
     batch = _job_stamp(job, job_spec)
     return ControllerStamp(
         forced={**keys, **batch.forced},
-        annotations={**keys, **batch.annotations},
+        annotations={**keys, **placement, **batch.annotations},
         env_last=batch.env_last,
         init_env=True,
         owner=batch.owner,
@@ -471,14 +483,19 @@ def _jobset_stamp(
 
 def _jobset(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     index = pod.path[2] if len(pod.path) > 2 and isinstance(pod.path[2], int) else 0
-    return _jobset_stamp(_name(obj), _namespace(obj), _get(obj, "spec"), pod, index)
+    return _jobset_stamp(
+        _name(obj), _namespace(obj), _get(obj, "spec"), pod, index, _get(obj, "metadata", "annotations")
+    )
 
 
 def _training_runtime(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     """A TrainJob's pods: the JobSet made of the runtime's template (pkg/runtime/framework/plugins/jobset), with the
     torch plugin's env on the trainer's `node` container (pkg/runtime/framework/plugins/torch)."""
     index = pod.path[4] if len(pod.path) > 4 and isinstance(pod.path[4], int) else 0
-    stamp = _jobset_stamp(_name(obj), _namespace(obj), _get(obj, "spec", "template", "spec"), pod, index)
+    template = _get(obj, "spec", "template")
+    stamp = _jobset_stamp(
+        _name(obj), _namespace(obj), _get(template, "spec"), pod, index, _get(template, "metadata", "annotations")
+    )
     template_labels = _get(obj, *pod.path[:-2], "metadata", "labels")  # the replicated Job's template
     ancestor = template_labels.get("trainer.kubeflow.org/trainjob-ancestor-step") if isinstance(
         template_labels, Mapping) else None  # fmt: skip

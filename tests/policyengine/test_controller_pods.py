@@ -308,6 +308,13 @@ def test_jobset_pods_carry_the_jobset_keys_and_the_indexed_job_labels() -> None:
     coordinated = _pod_of(workload, 1)["metadata"]
     assert coordinated["labels"]["jobset.sigs.k8s.io/coordinator"] == "wl-driver-0-0.wl"
     assert coordinated["annotations"]["jobset.sigs.k8s.io/coordinator"] == "wl-driver-0-0.wl"
+    # exclusive placement: the JobSet's annotation reaches its pods as an annotation, never a label
+    workload["metadata"]["annotations"] = {
+        "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"
+    }
+    placed = _pod_of(workload, 1)["metadata"]
+    assert placed["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "cloud.google.com/gke-nodepool"
+    assert "alpha.jobset.sigs.k8s.io/exclusive-topology" not in placed["labels"]
     assert annotations["batch.kubernetes.io/job-completion-index"] == "0"
     assert pod["spec"]["containers"][0]["env"][-1]["name"] == "JOB_COMPLETION_INDEX"
 
