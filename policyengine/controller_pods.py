@@ -408,6 +408,9 @@ def _lws(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
         "leaderworkerset.sigs.k8s.io/worker-index": "0" if leader else "1",
     }
     annotations = {"leaderworkerset.sigs.k8s.io/size": size_text}
+    exclusive = _get(obj, "metadata", "annotations", "leaderworkerset.sigs.k8s.io/exclusive-topology")
+    if isinstance(exclusive, str) and exclusive:  # copied to the pods by both StatefulSets' templates
+        annotations["leaderworkerset.sigs.k8s.io/exclusive-topology"] = exclusive
     statefulset = name if leader else f"{name}-0"
     if not leader:
         annotations["leaderworkerset.sigs.k8s.io/leader-name"] = f"{name}-0"

@@ -289,6 +289,9 @@ def test_leaderworkerset_pods_get_their_labels_and_env_first() -> None:
     assert worker["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/worker-index"] == "1"
     assert worker["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/leader-name"] == "wl-0"
     assert leader["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/size"] == "2"
+    workload["metadata"]["annotations"] = {"leaderworkerset.sigs.k8s.io/exclusive-topology": "topology.k8s.io/zone"}
+    annotated = _pod_of(workload, 1)["metadata"]["annotations"]
+    assert annotated["leaderworkerset.sigs.k8s.io/exclusive-topology"] == "topology.k8s.io/zone"
     env = [e["name"] for e in worker["spec"]["containers"][0]["env"]]
     assert env == ["LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX", "HF_HOME", "LWS_GROUP_SIZE"]
 
