@@ -215,8 +215,20 @@ def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
             "resources": {"limits": dict(fixed), "requests": dict(fixed)},
         },)  # fmt: skip
     env = _ray_env(container, cluster, head, head_service, start, obj.get("kind") == "RayService")
-    annotations = _get(pod.template, "metadata", "annotations")
-    overwrite = isinstance(annotations, Mapping) and str(annotations.get("ray.io/overwrite-container-cmd")).lower()
+    # initTemplateAnnotations / configureGCSFaultTolerance: the RayCluster's ray.io/overwrite-container-cmd is copied
+    # to its pods, and the head says whether GCS fault tolerance is on (utils.IsGCSFaultToleranceEnabled).
+    own = _get(obj, "metadata", "annotations") if obj.get("kind") == "RayCluster" else None
+    own = own if isinstance(own, Mapping) else {}
+    stamped: dict[str, str] = {}
+    if str(own.get("ray.io/overwrite-container-cmd")).lower() == "true":
+        stamped["ray.io/overwrite-container-cmd"] = "true"
+    if head:
+        ft = str(own.get("ray.io/ft-enabled")).lower() == "true" or isinstance(
+            _get(obj, *pod.path[:-2], "gcsFaultToleranceOptions"), Mapping)  # fmt: skip
+        stamped["ray.io/ft-enabled"] = "true" if ft else "false"
+    written = _get(pod.template, "metadata", "annotations")
+    annotations = {**(written if isinstance(written, Mapping) else {}), **stamped}
+    overwrite = str(annotations.get("ray.io/overwrite-container-cmd")).lower()
     # DefaultWorkerPodTemplate appends the wait-gcs-ready init container (ENABLE_INIT_CONTAINER_INJECTION, on by
     # default) with the Ray container's env and fixed resources; BuildPod gives every init container FQ_RAY_IP and
     # RAY_IP (setInitContainerEnvVars; empty on the head).
@@ -231,7 +243,7 @@ def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
             if container.get(key) is not None:
                 wait[key] = container[key]
         init = (wait,)
-    return ControllerStamp(labels=labels, forced=forced, env_last=env, env_containers=(0,),
+    return ControllerStamp(labels=labels, forced=forced, annotations=stamped, env_last=env, env_containers=(0,),
                            command=None if overwrite == "true" else _ray_command(container, start),
                            init_containers=init,
                            containers=sidecars,

@@ -521,3 +521,17 @@ def test_in_tree_autoscaling_adds_kuberays_autoscaler_to_the_head() -> None:
     assert " --no-monitor " in head["spec"]["containers"][0]["args"][0]
     worker = _pod_of(workload, 1)
     assert [c["name"] for c in worker["spec"]["containers"]] == ["main"]
+
+
+def test_kuberay_annotations_on_its_pods() -> None:
+    # pod.go initTemplateAnnotations (the RayCluster's overwrite-container-cmd is copied to its pods) and
+    # configureGCSFaultTolerance (the head says whether GCS fault tolerance is on)
+    workload = _workload("RayCluster", _template(1, command=["python", "app.py"]))
+    head = _pod_of(workload, 0)["metadata"]["annotations"]
+    assert head["ray.io/ft-enabled"] == "false"
+    workload["spec"]["gcsFaultToleranceOptions"] = {"redisAddress": "redis:6379"}
+    workload["metadata"]["annotations"] = {"ray.io/overwrite-container-cmd": "true"}
+    assert _pod_of(workload, 0)["metadata"]["annotations"]["ray.io/ft-enabled"] == "true"
+    worker = _pod_of(workload, 1)
+    assert worker["metadata"]["annotations"] == {"ray.io/overwrite-container-cmd": "true"}
+    assert worker["spec"]["containers"][0]["command"] == ["python", "app.py"]  # not wrapped around ray start
