@@ -222,10 +222,16 @@ def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
     stamped: dict[str, str] = {}
     if str(own.get("ray.io/overwrite-container-cmd")).lower() == "true":
         stamped["ray.io/overwrite-container-cmd"] = "true"
+    ft = str(own.get("ray.io/ft-enabled")).lower() == "true" or isinstance(
+        _get(obj, *pod.path[:-2], "gcsFaultToleranceOptions"), Mapping)  # fmt: skip
     if head:
-        ft = str(own.get("ray.io/ft-enabled")).lower() == "true" or isinstance(
-            _get(obj, *pod.path[:-2], "gcsFaultToleranceOptions"), Mapping)  # fmt: skip
         stamped["ray.io/ft-enabled"] = "true" if ft else "false"
+    current = _get(container, "env")
+    named = {e.get("name") for e in current if isinstance(e, Mapping)} if isinstance(current, list) else set()
+    # A worker's GCS reconnect timeout under GCS FT (DefaultWorkerRayGcsReconnectTimeoutS).
+    reconnect = "RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_S"
+    if ft and not head and reconnect not in named:
+        env = (_env(reconnect, "600"), *env)
     written = _get(pod.template, "metadata", "annotations")
     annotations = {**(written if isinstance(written, Mapping) else {}), **stamped}
     overwrite = str(annotations.get("ray.io/overwrite-container-cmd")).lower()
