@@ -234,11 +234,11 @@ def translate_stream(
         known = namespaces_of(_namespace_candidates(text, name, cut=workers > 1))
     job = _Job(policies, namespace, known, minor, out.fmt)
     found = Found()
-    if workers == 1:
+    batches = _batches(text, workers) if workers > 1 else []
+    if len(batches) < 2:
         for result in _one_process(text, name, job, progress):
             found.merge(result, out)
         return found
-    batches = _batches(text, workers)
     found.jobs = min(workers, len(batches))
     _SHARED = (text, name, job)
     try:
