@@ -5,7 +5,9 @@ strings. Bounded, so that no input costs more than its size: files above a size 
 read; aliases may add at most `MAX_ALIAS_NODES` nodes to a stream once expanded (a 512-byte "billion laughs"
 document expands to billions: the node graph is checked after composing, before anything walks the tree); recursive
 aliases and nesting deeper than any Kubernetes object are refused. libyaml (PyYAML's C loader) parses when PyYAML
-has it, the pure-Python loader otherwise, with the same data and error lines.
+has it, the pure-Python loader otherwise, with the same data and error lines. A document without aliases is built
+in one recursive pass (`_constructed`, the same data and errors as the loader's `construct_document`); only a
+document whose text holds a `*` has its node graph walked for the alias allowance.
 """
 
 from __future__ import annotations
