@@ -2,12 +2,13 @@
 
 FILE may hold Pods, workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, KubeRay, Kubeflow,
 LeaderWorkerSet, JobSet: `policyengine.workloads.KNOWN_KINDS`), `List`s and multi-document streams; every object
-comes back in order, each followed by the templates it needs. With `-R`, a directory is rewritten
-(`policyengine.manifest_tree`).
+comes back in order, each followed by the templates it needs. The stream is read and translated one document at a
+time, over worker processes when it is long (`_translate_stream`), with a progress bar on a terminal. With `-R`, a
+directory is rewritten (`policyengine.manifest_tree`: only the changed lines of a document are edited).
 
-Exit codes: 0 translated, 1 a pod template denied (the policy's message on stderr), 2 an unreadable file, an
-object whose pod templates gpudra cannot find (its kind and the paths tried named), or a bad option. Nothing is
-printed to stdout (or written with `-R`'s file) when anything in the file failed.
+Exit codes: 0 translated (an object of a kind gpudra cannot rewrite ahead of time passes through with a warning),
+1 a pod template denied (the policy's message on stderr), 2 an unreadable file or document, or a bad option.
+Nothing is printed to stdout (or written with `-R`'s file) when anything in the file failed.
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def register(app: typer.Typer) -> None:
             None, "--k8s-version", help="Warn where a claim needs a feature this Kubernetes version does not serve."
         ),
         jobs: int | None = typer.Option(
-            None, "--jobs", min=1, help="Worker processes for a long stream (default: the CPUs, for 4 MB or more)."
+            None, "--jobs", min=1, help="Worker processes for a long FILE stream (default: the CPUs, for 4 MB or more)."
         ),
     ) -> None:
         """Print the objects with their pod templates rewritten to DRA and the ResourceClaimTemplates they need."""
