@@ -40,11 +40,12 @@ _MAX_JOBS = 8
 _BATCHES_PER_JOB = 8
 _MIN_BATCH_CHARS = 256 * 1024
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\n]|$)", re.MULTILINE)
-# What keeps a stream in one process: a directive or `...` line, a line break other than LF or a BOM, and an alias
-# (`*name` where a node starts; a quoted "0 2 * * *" or --include=*.py has none, a quote never starts a name here).
-_UNCUTTABLE = re.compile(
-    r"^(?:%|\.\.\.(?:[ \t\n]|$))|[\r\x85\u2028\u2029\ufeff]|(?:^|(?<=[\s\[{,]))\*[^\s\[\]{},\"']", re.MULTILINE
-)
+# What keeps a stream from being cut at its `---` lines: a directive or `...` line, a line break other than LF or
+# a BOM (each document would read differently, or at other lines).
+_UNSPLITTABLE = re.compile(r"^(?:%|\.\.\.(?:[ \t\n]|$))|[\r\x85\u2028\u2029\ufeff]", re.MULTILINE)
+# And what keeps it in one process besides: an alias (`*name` where a node starts; a quoted "0 2 * * *" or
+# --include=*.py has none, a quote never starts a name here), as the alias allowance counts across the stream.
+_ALIAS = re.compile(r"(?:^|(?<=[\s\[{,]))\*[^\s\[\]{},\"']", re.MULTILINE)
 
 
 def lone_pod_json(t: TemplateTranslation) -> dict[str, Any]:
@@ -179,13 +180,17 @@ def _batch_results(bounds: tuple[int, int, int]) -> tuple[list[_DocumentResult],
     return results, None
 
 
+def _splittable(text: str) -> bool:
+    return not text.lstrip().startswith(("{", "[")) and _UNSPLITTABLE.search(text) is None
+
+
 def _jobs_for(text: str, jobs: int | None) -> int:
     """How many worker processes the stream gets (1: translated in this process)."""
     if jobs == 1 or (jobs is None and len(text) < PARALLEL_MIN_CHARS):
         return 1
-    if "fork" not in multiprocessing.get_all_start_methods() or text.lstrip().startswith(("{", "[")):
+    if "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    if _UNCUTTABLE.search(text):
+    if not _splittable(text) or _ALIAS.search(text):
         return 1
     if jobs is None:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -231,7 +236,7 @@ def translate_stream(
     workers = _jobs_for(text, jobs)
     known: dict[str, dict[str, Any]] = {}
     if namespace is None and "Namespace" in text:  # a pod is decided in its Namespace, wherever the stream has it
-        known = namespaces_of(_namespace_candidates(text, name, cut=workers > 1))
+        known = namespaces_of(_namespace_candidates(text, name, cut=_splittable(text)))
     job = _Job(policies, namespace, known, minor, out.fmt)
     found = Found()
     batches = _batches(text, workers) if workers > 1 else []

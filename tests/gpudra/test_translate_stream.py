@@ -171,3 +171,13 @@ def test_an_alias_bomb_is_refused_in_one_process_or_many(stream: Path, tmp_path:
     for jobs in (1, 3):
         outcome = translate_file(path, jobs=jobs)
         assert outcome.code == 2 and not outcome.stdout and "aliases expand to more than" in outcome.stderr
+
+
+def test_a_namespace_is_found_in_a_stream_that_stays_in_one_process(tmp_path: Path) -> None:
+    aliased = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: &l {x: y}\n  annotations: *l\n"
+    path = tmp_path / "s.yaml"
+    pod, namespace = (EXAMPLES / "pod-ray-train.yaml").read_text(), (EXAMPLES / "namespace-team-a.yaml").read_text()
+    path.write_text(pod + "---\n" + aliased + "---\n" + namespace)
+    for jobs in (None, 3):
+        outcome = translate_file(path, jobs=jobs)
+        assert outcome.code == 1 and "namespace team-a allows at most 4" in outcome.stderr
