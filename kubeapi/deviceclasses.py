@@ -4,8 +4,13 @@ list+watch so that no admission ever calls the API server for them.
 Kubernetes 1.37 (KEP-5004 GA): a DeviceClass with `spec.extendedResourceName: nvidia.com/gpu` makes kube-scheduler
 build a claim of N whole devices of that class for an unchanged `nvidia.com/gpu: N` pod, at PreBind, owned by the
 pod and recorded in `pod.status.extendedResourceClaimStatus`. The NVIDIA driver's chart sets that mapping on its
-`gpu.nvidia.com` class. Where two classes name one resource the newer wins, the lower name on a tie (as
-k8s.io/dynamic-resource-allocation v0.37.2 deviceclass/extendedresourcecache does).
+`gpu.nvidia.com` class. The mapping is kept as kube-scheduler keeps it, event by event
+(k8s.io/dynamic-resource-allocation v0.37.2 deviceclass/extendedresourcecache/extendedresourcecache.go): where two
+classes name one resource the newer wins, the lower name on a tie; and deleting a class that names a resource drops
+that resource's mapping even when another class still names it (`removeResourceName2class`), until a class naming
+it is added or changed. Folding the current classes instead would, after such a delete, leave pods to a scheduler
+that no longer maps their resource: they would stay Pending. The asymmetry left is safe: a scheduler restarted
+since maps the resource again while gpudra, not told, translates those pods itself.
 
 The loop lists every DeviceClass (paged), watches from the list's resourceVersion, and keeps one small record per
 class (its name, extendedResourceName and creation time), never the objects. Failure behaviour: the last good
@@ -130,6 +135,7 @@ class _Record:
     name: str
     extended_resource: str  # "" when the class maps none
     created: str  # metadata.creationTimestamp (RFC 3339, second resolution: compares as text)
+    version: str = ""  # metadata.resourceVersion: a relist applies only what changed
 
 
 def _record(obj: Any) -> _Record | None:
@@ -140,19 +146,48 @@ def _record(obj: Any) -> _Record | None:
     spec = obj.get("spec")
     resource = spec.get("extendedResourceName") if isinstance(spec, dict) else None
     created = meta.get("creationTimestamp") if isinstance(meta, dict) else None
-    return _Record(name, resource if isinstance(resource, str) else "", created if isinstance(created, str) else "")
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return _Record(
+        name,
+        resource if isinstance(resource, str) else "",
+        created if isinstance(created, str) else "",
+        version if isinstance(version, str) else "",
+    )
+
+
+def _newer(record: _Record, held: _Record) -> bool:
+    """Whether `record` takes a resource from `held`: the newer class, the lower name on equal creation times."""
+    return (record.created, held.name) > (held.created, record.name)
+
+
+def _added(holders: dict[str, _Record], new: _Record, old: _Record | None) -> None:
+    """`updateResourceName2class(new, old)` on the explicit mappings: a class older than the one holding its
+    resource changes nothing (not even its own old mapping); else its old mapping goes and its new one is set."""
+    held = holders.get(new.extended_resource) if new.extended_resource else None
+    if held is not None and not _newer(new, held):
+        return
+    if old is not None and old.extended_resource:
+        holders.pop(old.extended_resource, None)
+    if new.extended_resource:
+        holders[new.extended_resource] = new
+
+
+def _deleted(holders: dict[str, _Record], gone: _Record) -> None:
+    """`removeResourceName2class`: the resource the deleted class names is unmapped, whoever held it."""
+    if gone.extended_resource:
+        holders.pop(gone.extended_resource, None)
 
 
 def _mapping(records: Iterable[_Record]) -> dict[str, str]:
-    chosen: dict[str, _Record] = {}
+    """The mapping of a scheduler that saw `records` added (as at its start: the order does not matter)."""
+    holders: dict[str, _Record] = {}
     for record in records:
-        if not record.extended_resource:
-            continue
-        held = chosen.get(record.extended_resource)
-        # The newer class wins; on equal creation times the lower name (extendedresourcecache.go).
-        if held is None or (record.created, held.name) > (held.created, record.name):
-            chosen[record.extended_resource] = record
-    return {resource: record.name for resource, record in sorted(chosen.items())}
+        _added(holders, record, None)
+    return _named(holders)
+
+
+def _named(holders: Mapping[str, _Record]) -> dict[str, str]:
+    return {resource: record.name for resource, record in sorted(holders.items())}
 
 
 def extended_resource_mapping(classes: Iterable[Mapping[str, Any]]) -> dict[str, str]:
@@ -199,6 +234,7 @@ class DeviceClassCache:
         self._sleep = sleep
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}
+        self._holders: dict[str, _Record] = {}  # extended resource -> the class holding it, as the scheduler's
         self._mapping: Mapping[str, str] = MappingProxyType({})
         self._synced = False
         self._last_sync: float | None = None
@@ -227,11 +263,12 @@ class DeviceClassCache:
         log.warning("more than %d DeviceClasses: %s is not read", self.max_classes, record.name)
         return False
 
-    def _publish(self, records: dict[str, _Record]) -> None:
-        mapping = MappingProxyType(_mapping(records.values()))
+    def _publish(self, records: dict[str, _Record], holders: dict[str, _Record]) -> None:
+        mapping = MappingProxyType(_named(holders))
         with self._lock:
             changed = dict(mapping) != dict(self._mapping)
             self._records = records
+            self._holders = holders
             self._mapping = mapping
             self._last_sync = self._clock()
         if changed:
@@ -239,13 +276,29 @@ class DeviceClassCache:
             self._event("change")
 
     def replace(self, items: list[dict[str, Any]]) -> None:
-        """A whole successful list: its records replace the old ones at once."""
+        """A whole successful list. The first one maps as a starting scheduler does; a relist applies only the
+        differences (new classes added, changed ones updated, vanished ones deleted), as the watch events the
+        scheduler saw meanwhile would: unchanged classes do not remap a resource a delete unmapped."""
         records: dict[str, _Record] = {}
         for obj in items:
             record = _record(obj)
             if record is not None and self._bounded(records, record):
                 records[record.name] = record
-        self._publish(records)
+        with self._lock:
+            before, holders, synced = self._records, dict(self._holders), self._synced
+        if not synced:
+            holders = {}
+            for record in records.values():
+                _added(holders, record, None)
+        else:
+            for name, gone in before.items():
+                if name not in records:
+                    _deleted(holders, gone)
+            for name, record in records.items():
+                old = before.get(name)
+                if old is None or old.version != record.version or not record.version:
+                    _added(holders, record, old)
+        self._publish(records, holders)
         with self._lock:
             self._synced = True
             self._failing = False
@@ -262,12 +315,14 @@ class DeviceClassCache:
             log.warning("ignoring a DeviceClass watch event %r without a name", event)
             return
         with self._lock:
-            records = dict(self._records)
+            records, holders = dict(self._records), dict(self._holders)
         if event == "DELETED":
             records.pop(record.name, None)
+            _deleted(holders, record)
         elif self._bounded(records, record):
+            _added(holders, record, records.get(record.name))
             records[record.name] = record
-        self._publish(records)
+        self._publish(records, holders)
 
     def _error(self, exc: Exception) -> None:
         with self._lock:

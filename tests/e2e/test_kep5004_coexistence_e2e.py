@@ -242,8 +242,11 @@ def _left_alone_on_dry_run(kube: Kube, namespace: str) -> bool:
 
 def test_the_webhook_follows_the_device_classes_as_they_change(kube: Kube, namespace: str, webhook: Webhook) -> None:
     """A newer class mapping nvidia.com/gpu takes the mapping over (as in the scheduler's own cache): gpudra's
-    whole-GPU claim names gpu.nvidia.com, which no longer maps it, so the pod is translated; once that class is
-    deleted, the pod is left to the scheduler again. Server-side dry runs: nothing is created."""
+    whole-GPU claim names gpu.nvidia.com, which no longer maps it, so the pod is translated. Deleting that class
+    unmaps nvidia.com/gpu in kube-scheduler 1.37.2 although gpu.nvidia.com still names it
+    (extendedresourcecache.go removeResourceName2class), so gpudra keeps translating; once gpu.nvidia.com changes,
+    both map it again and the pod is left to the scheduler. Server-side dry runs: nothing is created; the last step
+    leaves the scheduler mapping nvidia.com/gpu for the tests after this one."""
     assert _left_alone_on_dry_run(kube, namespace)
     (mapped,) = [c for c in device_classes() if c["metadata"]["name"] == "gpu.nvidia.com"]
     # Named below gpu.nvidia.com so that it wins even if both were created within the same second.
@@ -255,8 +258,13 @@ def test_the_webhook_follows_the_device_classes_as_they_change(kube: Kube, names
         assert not _left_alone_on_dry_run(kube, namespace)
     finally:
         kube.delete("DeviceClass", "a-kep5004-whole-gpus")
+        wait_for(lambda: "nvidia.com/gpu" not in _mapped_to(webhook), timeout=60,
+                 what="the webhook's cache seeing nvidia.com/gpu unmapped")  # fmt: skip
+        assert not _left_alone_on_dry_run(kube, namespace)
+        # a change to the remaining class maps it again, in the scheduler and in gpudra
+        kube.patch("DeviceClass", "gpu.nvidia.com", {"metadata": {"annotations": {"gpudra.io/e2e-touch": "1"}}})
     wait_for(lambda: "nvidia.com/gpu -> gpu.nvidia.com" in _mapped_to(webhook), timeout=60,
-             what="the webhook's cache seeing the class deleted")  # fmt: skip
+             what="the webhook's cache seeing gpu.nvidia.com map nvidia.com/gpu again")  # fmt: skip
     assert _left_alone_on_dry_run(kube, namespace)
 
 

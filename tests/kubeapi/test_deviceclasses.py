@@ -209,3 +209,57 @@ def test_the_webhook_counts_events_and_mapped_legacy_resources() -> None:
     assert value("gpudra_deviceclass_cache_events_total", {"event": "restart"}) == 1
     cache.apply("MODIFIED", device_class("gpu.nvidia.com"))  # the class no longer maps it: the series goes
     assert value("gpudra_extended_resource_mapping", mapped) is None
+
+
+def _versioned(obj: dict[str, Any], version: str) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["metadata"]["resourceVersion"] = version
+    return out
+
+
+OLD = device_class("gpu.nvidia.com", "nvidia.com/gpu", created="2026-12-01T00:00:00Z")
+NEW = device_class("whole-gpus-v2", "nvidia.com/gpu", created="2026-12-02T00:00:00Z")
+
+
+def test_deleting_the_class_holding_a_resource_unmaps_it_as_the_scheduler_does() -> None:
+    """extendedresourcecache.go removeResourceName2class: the scheduler forgets nvidia.com/gpu when the newer class
+    goes, though gpu.nvidia.com still names it; gpudra must not leave pods to it then (they would stay Pending)."""
+    cache, _, _ = make(Source())
+    cache.replace([OLD])
+    cache.apply("ADDED", NEW)
+    assert dict(cache.mapping()) == {"nvidia.com/gpu": "whole-gpus-v2"}
+    cache.apply("DELETED", NEW)
+    assert dict(cache.mapping()) == {}
+    # an unchanged relist does not remap it (the scheduler, which did not relist, still has no mapping) ...
+    cache.replace([OLD])
+    assert dict(cache.mapping()) == {}
+    # ... a change to the remaining class does, for both
+    cache.apply("MODIFIED", _versioned(OLD, "8"))
+    assert dict(cache.mapping()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
+
+
+def test_deleting_an_older_class_naming_the_same_resource_unmaps_it_too() -> None:
+    cache, _, _ = make(Source())
+    cache.replace([OLD, NEW])
+    assert dict(cache.mapping()) == {"nvidia.com/gpu": "whole-gpus-v2"}
+    cache.apply("DELETED", OLD)  # upstream deletes the resource's entry whoever holds it
+    assert dict(cache.mapping()) == {}
+
+
+def test_an_older_class_changing_changes_nothing_and_a_relist_applies_what_changed() -> None:
+    cache, _, _ = make(Source())
+    cache.replace([OLD, NEW])
+    cache.apply("MODIFIED", _versioned(OLD, "9"))  # older than the holder: returns before touching anything
+    assert dict(cache.mapping()) == {"nvidia.com/gpu": "whole-gpus-v2"}
+    cache.replace([_versioned(OLD, "9")])  # NEW vanished while the watch was down: deleted, as its event would
+    assert dict(cache.mapping()) == {}
+    renamed = _versioned(device_class("gpu.nvidia.com", "example.com/gpu"), "12")
+    cache.replace([renamed])  # changed: its old mapping goes, the new one is set
+    assert dict(cache.mapping()) == {"example.com/gpu": "gpu.nvidia.com"}
+
+
+def test_a_first_list_maps_as_a_starting_scheduler_whatever_the_order() -> None:
+    for items in ([OLD, NEW], [NEW, OLD]):
+        cache, _, _ = make(Source())
+        cache.replace(items)
+        assert dict(cache.mapping()) == {"nvidia.com/gpu": "whole-gpus-v2"}
