@@ -55,12 +55,35 @@ def libyaml_available() -> bool:
     )
 
 
+# Implicit tags of plain scalars already resolved (a stream of manifests repeats its keys and many values; PyYAML
+# tries its regular expressions on each): by loader class, value and implicit flags, for values up to 200 characters.
+_RESOLVED: dict[tuple[type, str, Any], str] = {}
+_RESOLVED_MAX = 100_000
+_BASE_RESOLVE: Any = yaml.resolver.BaseResolver.resolve
+
+
+def _resolve(loader: Any, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+    if kind is not yaml.ScalarNode or loader.yaml_path_resolvers or len(value) > 200:
+        return str(_BASE_RESOLVE(loader, kind, value, implicit))
+    key = (type(loader), value, implicit)
+    tag = _RESOLVED.get(key)
+    if tag is None:
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        tag = _RESOLVED[key] = str(_BASE_RESOLVE(loader, kind, value, implicit))
+    return tag
+
+
 class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
     """SafeLoader (libyaml when available) without implicit timestamps, rejecting duplicate keys."""
+
+    resolve = _resolve
 
 
 class _PyLoader(yaml.SafeLoader):
     """The pure-Python loader: without libyaml, and for input nested deeply enough to overflow libyaml's C stack."""
+
+    resolve = _resolve
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
