@@ -18,6 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -188,8 +189,8 @@ def _jobs_for(text: str, jobs: int | None) -> int:
     """How many worker processes the stream gets (1: translated in this process)."""
     if jobs == 1 or (jobs is None and len(text) < PARALLEL_MIN_CHARS):
         return 1
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return 1
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        return 1  # forking a process that runs other threads may deadlock the child
     if not _splittable(text) or _ALIAS.search(text):
         return 1
     if jobs is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,18 @@ def test_a_namespace_is_found_in_a_stream_that_stays_in_one_process(tmp_path: Pa
     for jobs in (None, 3):
         outcome = translate_file(path, jobs=jobs)
         assert outcome.code == 1 and "namespace team-a allows at most 4" in outcome.stderr
+
+
+def test_a_process_running_other_threads_is_not_forked(stream: Path, small_batches: None) -> None:
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        text = stream.read_text()
+        found = stream_module.translate_stream(
+            text, "s", policy_set(None), None, None, TranslationOutput("yaml"), jobs=3
+        )
+    finally:
+        release.set()
+        other.join()
+    assert found.jobs == 1 and found.translations > 0
