@@ -1,7 +1,7 @@
 """`gpudra translate FILE` reads and translates a stream one document at a time (issue 25, item 9): the output is
 the text the whole-file translation printed, a Namespace later in the stream still decides the pods before it, a
-broken document further down still fails the file with nothing on stdout, and the progress bar is drawn only on a
-terminal."""
+broken document further down still fails the file with nothing on stdout, the progress bar is drawn only on a
+terminal, and worker processes (batches made tiny here) print exactly what one process prints."""
 
 from __future__ import annotations
 
