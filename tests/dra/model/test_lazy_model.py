@@ -18,6 +18,8 @@ def test_every_exported_name_resolves() -> None:
 
 
 def test_importing_the_limits_builds_no_model() -> None:
-    probe = "import sys; from dra.model import LIMITS; print('pydantic' in sys.modules, 'dra.model.slice' in sys.modules)"
+    probe = (
+        "import sys; from dra.model import LIMITS\nprint('pydantic' in sys.modules, 'dra.model.slice' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
