@@ -5,6 +5,7 @@ timeout, with one idea of what a failed call is (`errors`), one paging loop (`pa
 - `templates`: the webhook's side effects (ResourceClaimTemplates, Namespace and claim reads) and gc's store;
 - `namespaces`: the admission path's bounded Namespace cache;
 - `quotas`: `gpudra quota`'s store;
+- `listwatch`: one cluster-wide list and watch of a resource, for the caches kept by list+watch;
 - `deviceclasses`: the DeviceClasses' KEP-5004 extended-resource mapping, kept by a list+watch cache;
 - `version`: the API server's minor version (`/version`).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 from .backoff import Backoff
 from .client import api_client, one_attempt_per_call, parse_timestamp
 from .errors import ApiServerError, api_errors, status_of
+from .listwatch import ClusterListWatch, ListWatchError
 from .namespaces import NamespaceCache
 from .paging import PAGE, all_pages
 from .quotas import KubeQuotaStore
@@ -36,9 +38,11 @@ __all__ = [
     "SPEC_DIGEST_ANNOTATION",
     "ApiServerError",
     "Backoff",
+    "ClusterListWatch",
     "KubeQuotaStore",
     "KubeSideEffects",
     "KubeTemplateStore",
+    "ListWatchError",
     "NamespaceCache",
     "SharedTemplates",
     "TemplateResult",

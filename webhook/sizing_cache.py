@@ -34,7 +34,6 @@ Prometheus is unreachable (and says so in a condition), and those values are the
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -52,7 +51,7 @@ from dra.sizing.recommendations import (
     ParsedRecommendation,
     parse_recommendation,
 )
-from kubeapi import Backoff, all_pages, api_errors, status_of
+from kubeapi import Backoff, ClusterListWatch, ListWatchError
 from webhook.metrics import WebhookMetrics
 
 __all__ = [
@@ -73,12 +72,7 @@ __all__ = [
 log = logging.getLogger("gpudra.webhook.sizing")
 
 
-class SourceError(Exception):
-    """The API server could not list or watch recommendations; `status` is its HTTP status when it answered."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+SourceError = ListWatchError  # the API server could not list or watch recommendations
 
 
 class RecommendationSource(Protocol):
@@ -92,66 +86,13 @@ class RecommendationSource(Protocol):
     def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]: ...
 
 
-class KubeRecommendationSource:
-    """`RecommendationSource` over a `kubernetes.client.ApiClient`: every namespace, pages of `page` objects, calls
-    bounded by `timeout` seconds (the watch by its server-side timeout plus `timeout`)."""
+class KubeRecommendationSource(ClusterListWatch):
+    """`RecommendationSource` over a `kubernetes.client.ApiClient`, every namespace (`kubeapi.listwatch`)."""
 
     def __init__(
         self, api_client: Any, *, timeout: float = 10.0, page: int = 500, watch_seconds: tuple[int, int] = (240, 360)
     ) -> None:
-        from kubernetes import client
-
-        self._custom = client.CustomObjectsApi(api_client)
-        self.timeout = timeout
-        self.page = page
-        self.watch_seconds = watch_seconds
-        self._watch: Any = None
-
-    def list(self) -> tuple[list[dict[str, Any]], str]:
-        def page(token: str | None) -> Any:
-            return self._custom.list_cluster_custom_object(
-                GROUP, VERSION, PLURAL, limit=self.page, _continue=token, _request_timeout=self.timeout,
-            )  # fmt: skip
-
-        try:
-            items, version = all_pages(page)
-        except api_errors() as exc:
-            raise SourceError(f"list {PLURAL}.{GROUP}: {type(exc).__name__}: {exc}", status_of(exc)) from exc
-        return [i for i in items if isinstance(i, dict)], version
-
-    def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        from kubernetes import watch
-
-        seconds = random.randint(*self.watch_seconds)
-        w = watch.Watch()  # type: ignore[no-untyped-call]
-        self._watch = w
-        stream = w.stream(  # type: ignore[no-untyped-call]
-            self._custom.list_cluster_custom_object, GROUP, VERSION, PLURAL,
-            resource_version=resource_version, allow_watch_bookmarks=True, timeout_seconds=seconds,
-            _request_timeout=(self.timeout, seconds + self.timeout),
-        )  # fmt: skip
-        try:
-            for event in stream:
-                raw = event.get("raw_object") if isinstance(event, dict) else None
-                kind = event.get("type") if isinstance(event, dict) else None
-                if isinstance(kind, str) and isinstance(raw, dict):
-                    yield kind, raw
-        except api_errors() as exc:
-            raise SourceError(f"watch {PLURAL}.{GROUP}: {type(exc).__name__}: {exc}", status_of(exc)) from exc
-        finally:
-            self._watch = None
-
-    def interrupt(self) -> None:
-        """End a running watch (used when the cache stops)."""
-        w = self._watch
-        if w is not None:
-            w.stop()
-            resp = getattr(w, "_resp", None)
-            if resp is not None:
-                try:
-                    resp.close()
-                except Exception:  # closing a response another thread reads may raise there, not here
-                    log.debug("closing the watch response failed", exc_info=True)
+        super().__init__(api_client, GROUP, VERSION, PLURAL, timeout=timeout, page=page, watch_seconds=watch_seconds)
 
 
 @dataclass(frozen=True, slots=True)
