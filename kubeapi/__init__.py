@@ -15,7 +15,7 @@ from __future__ import annotations
 from .backoff import Backoff
 from .client import api_client, one_attempt_per_call, parse_timestamp
 from .errors import ApiServerError, api_errors, status_of
-from .listwatch import ClusterListWatch, ListWatchError
+from .listwatch import ClusterListWatch, ListWatchError, ListWatchThread
 from .namespaces import NamespaceCache
 from .paging import PAGE, all_pages
 from .quotas import KubeQuotaStore
@@ -43,6 +43,7 @@ __all__ = [
     "KubeSideEffects",
     "KubeTemplateStore",
     "ListWatchError",
+    "ListWatchThread",
     "NamespaceCache",
     "SharedTemplates",
     "TemplateResult",

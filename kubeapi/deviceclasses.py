@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from .backoff import Backoff
-from .listwatch import ClusterListWatch, ListWatchError
+from .listwatch import ClusterListWatch, ListWatchError, ListWatchThread
 from .paging import PAGE
 
 __all__ = [
@@ -148,12 +148,14 @@ class DeviceClassCacheStatus:
     last_error: str
 
 
-class DeviceClassCache:
+class DeviceClassCache(ListWatchThread):
     """The extended-resource mapping of the cluster's DeviceClasses, and the list+watch loop that keeps it.
 
     `mapping()` is safe from any thread and never blocks on I/O: writers swap an immutable mapping, readers read one
     attribute. `on_event(kind)` is told of each list ("list"), change of the mapping ("change"), failure ("error")
     and watch restart ("restart")."""
+
+    thread_name = "gpudra-deviceclass-cache"
 
     def __init__(
         self,
@@ -183,8 +185,7 @@ class DeviceClassCache:
         self._restarts = 0
         self._errors = 0
         self._last_error = ""
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # -- the admission side ------------------------------------------------------------------------------------
 
@@ -321,23 +322,6 @@ class DeviceClassCache:
                 self._error(exc)
                 self._restart()
                 self._sleep(stop, backoff.next())
-
-    def start(self) -> None:
-        """Run the loop on a daemon thread."""
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self.run, name="gpudra-deviceclass-cache", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        interrupt = getattr(self.source, "interrupt", None)
-        if callable(interrupt):
-            interrupt()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
 
     # -- health ------------------------------------------------------------------------------------------------
 

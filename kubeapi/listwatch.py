@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 from .errors import api_errors, status_of
 from .paging import PAGE, all_pages
 
-__all__ = ["ClusterListWatch", "ListWatchError"]
+__all__ = ["ClusterListWatch", "ListWatchError", "ListWatchThread"]
 
 log = logging.getLogger("gpudra.kubeapi.listwatch")
 
@@ -102,3 +103,35 @@ class ClusterListWatch:
                     resp.close()
                 except Exception:  # closing a response another thread reads may raise there, not here
                     log.debug("closing the watch response failed", exc_info=True)
+
+
+class ListWatchThread:
+    """The thread of a cache kept by list+watch: `start` runs the cache's `run(stop)` loop on a daemon thread,
+    `stop` sets the event and interrupts the source's running watch so that the loop ends without waiting for it."""
+
+    thread_name = "gpudra-list-watch"
+    source: Any
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        """Run the loop on a daemon thread (once)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self.run, name=self.thread_name, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        interrupt = getattr(self.source, "interrupt", None)
+        if callable(interrupt):
+            interrupt()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None

@@ -51,7 +51,7 @@ from dra.sizing.recommendations import (
     ParsedRecommendation,
     parse_recommendation,
 )
-from kubeapi import Backoff, ClusterListWatch, ListWatchError
+from kubeapi import Backoff, ClusterListWatch, ListWatchError, ListWatchThread
 from webhook.metrics import WebhookMetrics
 
 __all__ = [
@@ -110,11 +110,13 @@ class CacheStatus:
     last_error: str
 
 
-class RecommendationCache:
+class RecommendationCache(ListWatchThread):
     """The in-memory map and the list+watch loop that fills it; implements `dra.sizing.SizingLookup`.
 
     `observed` and `version` are safe from any thread and never block on I/O: writers swap or update plain dicts
     under a lock, readers do one `dict.get` (atomic in CPython) on the current map."""
+
+    thread_name = "gpudra-sizing-cache"
 
     def __init__(
         self,
@@ -149,8 +151,7 @@ class RecommendationCache:
         self._restarts = 0
         self._errors = 0
         self._last_error = ""
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__()
         if metrics is not None:
             self._hit = metrics.sizing_lookups.labels("hit")
             self._miss = metrics.sizing_lookups.labels("miss")
@@ -346,23 +347,6 @@ class RecommendationCache:
                 self._error("watch", SourceError(f"{type(exc).__name__}: {exc}"))
                 self._restart("error")
                 self._sleep(stop, backoff.next())
-
-    def start(self) -> None:
-        """Run the loop on a daemon thread."""
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self.run, name="gpudra-sizing-cache", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        interrupt = getattr(self.source, "interrupt", None)
-        if callable(interrupt):
-            interrupt()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
 
     # -- health ------------------------------------------------------------------------------------------------
 
