@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes.client.exceptions import ApiException
 
 from dra.gpus import catalog, device_classes, node_resource_slices, synthetic_node
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
+from tests.controlplane.webhook_configs import shipped_webhook_configurations
 from tests.e2e.test_webhook_e2e import Webhook
 
 pytestmark = pytest.mark.e2e
@@ -44,17 +44,8 @@ def _https(hook: Webhook, path: str) -> bytes:
 
 
 def _configurations(hook: Webhook) -> list[dict[str, Any]]:
-    configs = []
-    for name, path in (("mutatingwebhook.yaml", "/mutate"), ("validatingwebhook.yaml", "/validate")):
-        config = yaml.safe_load((ROOT / "manifests" / "base" / name).read_text())
-        config["metadata"]["name"] = "gpudra-e2e-kep5004"
-        for webhook in config["webhooks"]:
-            webhook["clientConfig"] = {"url": f"https://127.0.0.1:{hook.port}{path}", "caBundle": hook.ca_bundle}
-            webhook["namespaceSelector"]["matchExpressions"].append(
-                {"key": "gpudra-e2e", "operator": "In", "values": ["kep5004"]}
-            )
-        configs.append(config)
-    return configs
+    # only this module's namespaces: other e2e tests share the control plane
+    return shipped_webhook_configurations("gpudra-e2e-kep5004", hook.port, hook.ca_bundle, "kep5004")
 
 
 def _pod(name: str, gpus: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:

@@ -24,13 +24,13 @@ from typing import Any
 import httpx
 import kubernetes.client
 import pytest
-import yaml
 from kubernetes.client.exceptions import ApiException
 
 from dra.gpus import device_classes
 from kubeapi import LAST_USED_ANNOTATION
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
+from tests.controlplane.webhook_configs import shipped_webhook_configurations
 from webhook.namespace_quota import QUOTA_NAME
 from webhook.review import pod_review
 
@@ -97,17 +97,8 @@ class MutualWebhook:
 
 
 def _configurations(webhook: MutualWebhook) -> list[dict[str, Any]]:
-    configs = []
-    for name, path in (("mutatingwebhook.yaml", "/mutate"), ("validatingwebhook.yaml", "/validate")):
-        config = yaml.safe_load((ROOT / "manifests" / "base" / name).read_text())
-        config["metadata"]["name"] = "gpudra-e2e-tenant"
-        for hook in config["webhooks"]:
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{webhook.port}{path}", "caBundle": webhook.ca_bundle}
-            hook["namespaceSelector"]["matchExpressions"].append(
-                {"key": "gpudra-e2e", "operator": "In", "values": ["tenant"]}
-            )
-        configs.append(config)
-    return configs
+    # only this module's namespaces: other e2e tests share the control plane
+    return shipped_webhook_configurations("gpudra-e2e-tenant", webhook.port, webhook.ca_bundle, "tenant")
 
 
 def _legacy_pod(name: str, gpus: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:

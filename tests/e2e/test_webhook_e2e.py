@@ -26,6 +26,7 @@ from dra.gpus import catalog, device_classes, node_resource_slices, synthetic_no
 from dra.quantity import Quantity
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
+from tests.controlplane.webhook_configs import shipped_webhook_configurations
 
 pytestmark = pytest.mark.e2e
 
@@ -110,18 +111,8 @@ class Webhook:
 
 
 def _webhook_configurations(webhook: Webhook) -> list[dict[str, Any]]:
-    configs = []
-    for name, path in (("mutatingwebhook.yaml", "/mutate"), ("validatingwebhook.yaml", "/validate")):
-        config = yaml.safe_load((ROOT / "manifests" / "base" / name).read_text())
-        config["metadata"]["name"] = "gpudra-e2e"
-        for hook in config["webhooks"]:
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{webhook.port}{path}", "caBundle": webhook.ca_bundle}
-            # Only this module's namespaces: other e2e tests share the control plane.
-            hook["namespaceSelector"]["matchExpressions"].append(
-                {"key": "gpudra-e2e", "operator": "In", "values": ["webhook"]}
-            )
-        configs.append(config)
-    return configs
+    # only this module's namespaces: other e2e tests share the control plane
+    return shipped_webhook_configurations("gpudra-e2e", webhook.port, webhook.ca_bundle, "webhook")
 
 
 def _node(kube: Kube, name: str) -> None:
