@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -123,21 +125,41 @@ def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stream_module, "_MIN_BATCH_CHARS", 1500)
 
 
-def _same_in_workers(path: Path, fmt: str = "yaml") -> tuple[Outcome, Outcome]:
-    alone, spread = translate_file(path, output=fmt, jobs=1), translate_file(path, output=fmt, jobs=3)
-    assert (spread.stdout, spread.stderr, spread.code) == (alone.stdout, alone.stderr, alone.code)
-    return alone, spread
+# The workers run in a fresh interpreter: this one may run threads other tests left (a webhook's caches, a
+# control plane's watchers), and `translate_stream` rightly never forks a process that runs other threads.
+_WORKERS = """
+import json, sys
+from gpudra.commands import _translate_stream as stream_module, translate as translate_command
+stream_module._MIN_BATCH_CHARS = 1500
+used = []
+real = stream_module.translate_stream
+def counting(*args, **kwargs):
+    found = real(*args, **kwargs)
+    used.append(found.jobs)
+    return found
+translate_command.translate_stream = counting
+out = translate_command.translate_file(sys.argv[1], output=sys.argv[2], jobs=3)
+print(json.dumps({"stdout": out.stdout, "stderr": out.stderr, "code": out.code, "jobs": used}))
+"""
+
+
+def _same_in_workers(path: Path, fmt: str = "yaml") -> tuple[Outcome, int | None]:
+    """One process here, three workers in a fresh interpreter: the same output, messages and exit code; and how
+    many processes the stream was translated in (None when the stream failed to read)."""
+    alone = translate_file(path, output=fmt, jobs=1)
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKERS, str(path), fmt], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    spread = json.loads(done.stdout)
+    assert (spread["stdout"], spread["stderr"], spread["code"]) == (alone.stdout, alone.stderr, alone.code)
+    return alone, (spread["jobs"] or [None])[0]
 
 
 @pytest.mark.parametrize("fmt", ["yaml", "json"])
 def test_workers_print_what_one_process_prints(stream: Path, fmt: str, small_batches: None) -> None:
-    alone, _ = _same_in_workers(stream, fmt)
+    alone, jobs = _same_in_workers(stream, fmt)
     assert alone.code == 0 and alone.stdout
-    text = stream.read_text()
-    found = stream_module.translate_stream(
-        text, str(stream), policy_set(None), None, None, TranslationOutput("yaml"), jobs=3
-    )
-    assert found.jobs == 3 and len(stream_module._batches(text, 3)) > 3
+    assert jobs == 3 and len(stream_module._batches(stream.read_text(), 3)) > 3
 
 
 def test_workers_report_a_broken_document_at_its_line(stream: Path, tmp_path: Path, small_batches: None) -> None:
