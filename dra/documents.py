@@ -8,8 +8,8 @@ was built with it, and the pure-Python `SafeLoader` / `SafeDumper` otherwise, wi
 the same error lines, the same text. Where the two emitters differ (they fold long double-quoted scalars, those
 with escapes, at different columns) a document holding such a scalar is written by the pure-Python emitter. Both
 build the representer's nodes in one pass for JSON-like data and remember resolved scalar tags (`_represent`,
-`_resolve`: the same text, a long stream written about twice as fast). `iter_documents` reads a stream one document
-at a time (`gpudra translate` on a long stream).
+`dra.yamlio.resolve_cached`: the same text, a long stream written about twice as fast). `iter_documents` reads a
+stream one document at a time (`gpudra translate` on a long stream).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dra.model import KIND_NAMES
 
 if TYPE_CHECKING:
     from dra.model import K8sModel
-from dra.yamlio import Source, libyaml_available, load_yaml, read_source
+from dra.yamlio import Source, libyaml_available, load_yaml, read_source, resolve_cached
 
 __all__ = [
     "DRA_GROUP",
@@ -46,11 +46,6 @@ _BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumpe
 
 _STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null"))
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
-# Implicit tags of scalars already resolved: a stream of manifests repeats its keys and many values, and the
-# serializer asks twice per scalar (PyYAML's regular expressions, a third of a dump's time).
-_RESOLVED: dict[tuple[type, str, tuple[bool, bool]], str] = {}
-_RESOLVED_MAX = 100_000
-_BASE_RESOLVE: Any = yaml.resolver.BaseResolver.resolve
 
 
 def _represent(dumper: Any, data: Any) -> None:
@@ -86,24 +81,11 @@ def _represent(dumper: Any, data: Any) -> None:
     dumper.alias_key = None
 
 
-def _resolve(dumper: Any, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
-    """The resolver's implicit tag, remembered for short scalars (`_RESOLVED`)."""
-    if kind is not yaml.ScalarNode or dumper.yaml_path_resolvers or len(value) > 200:
-        return str(_BASE_RESOLVE(dumper, kind, value, implicit))
-    key = (type(dumper), value, implicit)  # a dumper class may carry resolvers of its own
-    tag = _RESOLVED.get(key)
-    if tag is None:
-        if len(_RESOLVED) >= _RESOLVED_MAX:
-            _RESOLVED.clear()
-        tag = _RESOLVED[key] = str(_BASE_RESOLVE(dumper, kind, value, implicit))
-    return tag
-
-
 class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
     """SafeDumper (libyaml when available) that writes repeated objects out instead of as anchors and aliases."""
 
     represent = _represent
-    resolve = _resolve
+    resolve = resolve_cached
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
@@ -113,7 +95,7 @@ class _PyDumper(yaml.SafeDumper):
     """The pure-Python dumper, with the same rule."""
 
     represent = _represent
-    resolve = _resolve
+    resolve = resolve_cached
 
     def ignore_aliases(self, data: Any) -> bool:
         return True

@@ -56,13 +56,16 @@ def libyaml_available() -> bool:
 
 
 # Implicit tags of plain scalars already resolved (a stream of manifests repeats its keys and many values; PyYAML
-# tries its regular expressions on each): by loader class, value and implicit flags, for values up to 200 characters.
+# tries its regular expressions on each, the loader once, the dumper's serializer twice): by loader or dumper class
+# (a subclass may carry resolvers of its own), value and implicit flags, for values up to 200 characters. Loaders
+# and dumpers (dra.documents) share it.
 _RESOLVED: dict[tuple[type, str, Any], str] = {}
 _RESOLVED_MAX = 100_000
 _BASE_RESOLVE: Any = yaml.resolver.BaseResolver.resolve
 
 
-def _resolve(loader: Any, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+def resolve_cached(loader: Any, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+    """`BaseResolver.resolve`, remembered for short scalars (`_RESOLVED`)."""
     if kind is not yaml.ScalarNode or loader.yaml_path_resolvers or len(value) > 200:
         return str(_BASE_RESOLVE(loader, kind, value, implicit))
     key = (type(loader), value, implicit)
@@ -77,13 +80,13 @@ def _resolve(loader: Any, kind: type[yaml.Node], value: Any, implicit: Any) -> s
 class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
     """SafeLoader (libyaml when available) without implicit timestamps, rejecting duplicate keys."""
 
-    resolve = _resolve
+    resolve = resolve_cached
 
 
 class _PyLoader(yaml.SafeLoader):
     """The pure-Python loader: without libyaml, and for input nested deeply enough to overflow libyaml's C stack."""
 
-    resolve = _resolve
+    resolve = resolve_cached
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
