@@ -8,13 +8,14 @@ so CEL's `isInteger()`/`asInteger()` depend on which form a value is in. Values 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Literal
-
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import core_schema
+from typing import TYPE_CHECKING, Any, Literal
 
 from dra.errors import QuantityError
+
+if TYPE_CHECKING:  # pydantic asks for the schema when a model with a Quantity field is built; nothing else needs it
+    from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+    from pydantic.json_schema import JsonSchemaValue
+    from pydantic_core import core_schema
 
 __all__ = ["Format", "Quantity"]
 
@@ -587,6 +588,8 @@ class Quantity:
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        from pydantic_core import core_schema
+
         def validate(value: object) -> Quantity:
             try:
                 return cls.coerce(value)

@@ -5,6 +5,7 @@
 docs/policy-authoring.md.
 """
 
+from ._form import API_VERSION, KIND
 from .coverage import translates_nothing
 from .decision import ContainerRequest, Decision, Violation
 from .engine import MODE_LABEL, PolicySet
@@ -20,7 +21,6 @@ from .facts import (
 from .files import load_policies, policy_files, shipped_policies_dir
 from .inputs import read_inputs
 from .loader import CompiledPolicy, load_policy_text
-from .model import API_VERSION, KIND, GPUClaimPolicy
 
 __all__ = [
     "API_VERSION",
@@ -46,3 +46,11 @@ __all__ = [
     "shipped_policies_dir",
     "translates_nothing",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "GPUClaimPolicy":  # the pydantic model: built only for those who ask for it
+        from .model import GPUClaimPolicy
+
+        return GPUClaimPolicy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,8 +35,11 @@ def shipped_policies_dir() -> Path:
     return Path(__file__).resolve().parent / "policies"
 
 
-def load_policies(*paths: str | os.PathLike[str]) -> PolicySet:
-    """Load and compile every policy under `paths` (default: the shipped set) into a `PolicySet`."""
+def load_policies(*paths: str | os.PathLike[str], reuse_verified: bool = False) -> PolicySet:
+    """Load and compile every policy under `paths` (default: the shipped set) into a `PolicySet`.
+
+    `reuse_verified` (short CLI calls): a file that loaded cleanly before, unchanged, is taken back from the user's
+    cache and its expressions compile when first evaluated (`policyengine.verified`); the result is the same."""
     policies: list[CompiledPolicy] = []
     errors: list[PolicyError] = []
     seen: dict[str, CompiledPolicy] = {}
@@ -46,7 +49,7 @@ def load_policies(*paths: str | os.PathLike[str]) -> PolicySet:
         except InputError as exc:
             errors.append(PolicyError(f"cannot read policy file: {exc.message}", file=str(file)))
             continue
-        loaded, file_errors = load_policy_text(text, str(file))
+        loaded, file_errors = _load_text(text, str(file), reuse_verified)
         errors.extend(file_errors)
         for policy in loaded:
             earlier = seen.get(policy.name)
@@ -62,3 +65,17 @@ def load_policies(*paths: str | os.PathLike[str]) -> PolicySet:
             seen[policy.name] = policy
             policies.append(policy)
     return PolicySet.of(policies, errors)
+
+
+def _load_text(text: str, file: str, reuse_verified: bool) -> tuple[list[CompiledPolicy], list[PolicyError]]:
+    if not reuse_verified:
+        return load_policy_text(text, file)
+    from . import verified
+
+    known = verified.recall(text, file)
+    if known is not None:
+        return known, []
+    loaded, errors = load_policy_text(text, file)
+    if not errors:
+        verified.remember(text, file, loaded)
+    return loaded, errors

@@ -9,15 +9,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from dra.errors import CelCompileError, InputError, PolicyError
 
 from . import _cel
+from ._form import API_VERSION, KIND, is_expression
 from ._yaml import LocatedDocument, Path, Positions, load_located
-from .model import API_VERSION, KIND, GPUClaimPolicy, is_expression
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "MAX_POLICY_BYTES",
@@ -36,14 +37,28 @@ MAX_POLICY_BYTES = 2**20
 
 @dataclass(frozen=True)
 class CompiledExpr:
-    """One compiled expression and where it came from, so every error can point at it."""
+    """One compiled expression and where it came from, so every error can point at it.
+
+    `compiled` is None only in policies taken back from `policyengine.verified` (this source compiled before,
+    under this code): `program` compiles it on first use then. Pickling drops the program (closures)."""
 
     source: str
-    program: _cel.Program = field(repr=False, compare=False)
     field_path: str
     file: str
     line: int | None
     column: int | None
+    compiled: _cel.Program | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def program(self) -> _cel.Program:
+        program = self.compiled
+        if program is None:  # two threads may both compile: the same program either way
+            program = _cel.compile_admission(self.source)
+            object.__setattr__(self, "compiled", program)
+        return program
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "compiled": None}
 
     def error(self, message: str) -> PolicyError:
         return PolicyError(
@@ -89,7 +104,7 @@ class CompiledPolicy:
     claim: CompiledClaim | None
     validations: tuple[CompiledRule, ...]
     warnings: tuple[CompiledRule, ...]
-    document: GPUClaimPolicy = field(repr=False)
+    extended_resource_mapping: str
 
     @property
     def where(self) -> str:
@@ -124,7 +139,7 @@ class _Compiler:
             self.error(path, f"CEL compile error: {exc.message}", source, exc.position)
             return None
         line, column = self.positions.at(path)
-        return CompiledExpr(source, program, _dotted(path), self.file, line, column)
+        return CompiledExpr(source, _dotted(path), self.file, line, column, program)
 
     def selector(self, source: str, path: Path) -> None:
         try:
@@ -242,6 +257,10 @@ def _compile_document(doc: LocatedDocument, file: str) -> tuple[CompiledPolicy |
         got = f"{data.get('apiVersion')}/{data.get('kind')}"
         compiler.error((), f"expected apiVersion {API_VERSION} and kind {KIND} (got {got})")
         return None, compiler.errors
+    from pydantic import ValidationError
+
+    from .model import GPUClaimPolicy  # pydantic's models: built when a document is first validated
+
     try:
         document = GPUClaimPolicy.model_validate(data)
     except ValidationError as exc:
@@ -273,7 +292,7 @@ def _compile_document(doc: LocatedDocument, file: str) -> tuple[CompiledPolicy |
         claim=claim,
         validations=validations,
         warnings=warnings,
-        document=document,
+        extended_resource_mapping=document.spec.extendedResourceMapping,
     )
     return policy, []
 

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ._form import API_VERSION, KIND, is_expression
+
 __all__ = [
     "API_VERSION",
     "KIND",
@@ -32,17 +34,9 @@ __all__ = [
     "is_expression",
 ]
 
-API_VERSION = "gpudra.io/v1alpha1"
-KIND = "GPUClaimPolicy"
-
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _QUALIFIED = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-
-
-def is_expression(value: Any) -> bool:
-    """True when `value` is the policy-CEL form: a mapping with the single key `expression`."""
-    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("expression"), str)
 
 
 class _Strict(BaseModel):

@@ -41,7 +41,7 @@ class SchedulerPath:
 def _policy_setting(policies: PolicySet, name: str | None) -> str:
     for policy in policies.policies:
         if policy.name == name:
-            return policy.document.spec.extendedResourceMapping
+            return policy.extended_resource_mapping
     return LEAVE
 
 

@@ -6,13 +6,8 @@ the source line with a caret under the place.
 
 from __future__ import annotations
 
-import atexit
-import hashlib
-import os
 import pickle
-import stat
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Final
@@ -22,6 +17,7 @@ from lark import __version__ as lark_version
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from dra.errors import CelCompileError
+from dra.user_cache import DiskStore, private_cache_dir, source_digest
 
 __all__ = ["RESERVED_WORDS", "parse"]
 
@@ -59,27 +55,10 @@ def _unquote(token: Token) -> Token:
     return Token.new_borrow_pos(token.type, token.value[1:-1], token)
 
 
-def _private_cache_dir() -> Path | None:
-    """The user's own cache directory for gpudra, or None where it cannot be made private (a read-only home, the
-    webhook's container, another owner, group- or world-writable) or with GPUDRA_NO_PARSER_CACHE set: the files
-    kept there are read with pickle."""
-    if os.environ.get("GPUDRA_NO_PARSER_CACHE"):
-        return None
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpudra"
-    try:
-        base.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = base.stat()
-    except OSError:
-        return None
-    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return None
-    return base
-
-
 def _table_cache() -> str | bool:
     """Where Lark may keep the grammar's LALR tables between processes (building them is most of a short CLI
     call's CPU), or False (build every time) where no private cache directory exists."""
-    base = _private_cache_dir()
+    base = private_cache_dir()
     if base is None:
         return False
     # Lark checks the grammar's and its options' digest inside the file and rebuilds on any mismatch
@@ -87,48 +66,32 @@ def _table_cache() -> str | bool:
 
 
 class TreeCache:
-    """Parse trees of expressions seen before, kept between processes in one file (parsing the shipped policies'
-    hundred expressions is a third of a short `gpudra translate`). Keyed by the grammar's text, this module's
-    keyword and quoting rules and lark's version through the file name; bounded in entries and bytes; a file that
-    cannot be read is ignored and replaced. Written once, at exit, when something new was parsed."""
+    """Parse trees of expressions seen before, kept between processes (`dra.user_cache.DiskStore`: parsing the
+    shipped policies' hundred expressions is a third of a short `gpudra translate`). Keyed by the grammar's text,
+    this module's keyword and quoting rules and lark's version through the file name; texts longer than `MAX_TEXT`
+    are parsed every time."""
 
     MAX_ENTRIES: Final = 4096
-    MAX_TEXT: Final = 4096  # longer expressions are parsed every time
+    MAX_TEXT: Final = 4096
     MAX_FILE_BYTES: Final = 16 << 20
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._entries: dict[str, bytes] | None = None
-        self._dirty = False
+        self._store = DiskStore(
+            path, max_entries=self.MAX_ENTRIES, max_key_chars=self.MAX_TEXT, max_file_bytes=self.MAX_FILE_BYTES
+        )
         self.hits = 0
 
-    def _load(self) -> dict[str, bytes]:
-        entries: dict[str, bytes] = {}
-        if self.path is not None:
-            try:
-                with self.path.open("rb") as handle:
-                    blob = handle.read(self.MAX_FILE_BYTES + 1)
-                if len(blob) <= self.MAX_FILE_BYTES:
-                    loaded = pickle.loads(blob)
-                    if isinstance(loaded, dict):
-                        entries = {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, bytes)}
-            except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
-                entries = {}
-        self._entries = entries
-        return entries
-
     def get(self, text: str) -> Tree[Token] | None:
-        entries = self._entries if self._entries is not None else self._load()
-        blob = entries.get(text)
+        blob = self._store.get(text)
         if blob is None:
             return None
         try:
             tree = pickle.loads(blob)
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError, RecursionError):
-            del entries[text]
-            return None
+            tree = None
         if not isinstance(tree, Tree):
-            del entries[text]
+            self._store.discard(text)
             return None
         self.hits += 1
         return tree
@@ -136,47 +99,26 @@ class TreeCache:
     def put(self, text: str, tree: Tree[Token]) -> None:
         if self.path is None or len(text) > self.MAX_TEXT:
             return
-        entries = self._entries if self._entries is not None else self._load()
-        if len(entries) >= self.MAX_ENTRIES:  # the oldest half goes
-            for old in list(entries)[: self.MAX_ENTRIES // 2]:
-                del entries[old]
         try:
             blob = pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL)
         except RecursionError:  # a deeply nested expression: parsed every time
             return
-        entries[text] = blob
-        if not self._dirty:
-            self._dirty = True
-            atexit.register(self.save)
+        self._store.put(text, blob)
 
     def save(self) -> None:
         """Write the entries (atomically: a reader sees the old file or the new one, never half of one)."""
-        if not self._dirty or self.path is None or self._entries is None:
-            return
-        self._dirty = False
-        blob = pickle.dumps(self._entries, protocol=pickle.HIGHEST_PROTOCOL)
-        if len(blob) > self.MAX_FILE_BYTES:
-            return
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".cel-trees-", dir=self.path.parent)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(blob)
-            os.replace(tmp, self.path)
-        except OSError:
-            return
+        self._store.save()
 
 
 @cache
 def tree_cache() -> TreeCache:
-    base = _private_cache_dir()
+    base = private_cache_dir()
     if base is None:
         return TreeCache(None)
     here = Path(__file__)
-    digest = hashlib.sha256()
-    digest.update(here.with_name("cel.lark").read_bytes())
-    digest.update(here.read_bytes())  # the keyword and quoting callbacks shape the trees too
-    digest.update(lark_version.encode())
-    name = f"cel-trees-py{sys.version_info[0]}{sys.version_info[1]}-{digest.hexdigest()[:16]}.pickle"
+    # the keyword and quoting callbacks shape the trees too
+    digest = source_digest((here.with_name("cel.lark"), here), lark_version)
+    name = f"cel-trees-py{sys.version_info[0]}{sys.version_info[1]}-{digest}.pickle"
     return TreeCache(base / name)
 
 

@@ -47,8 +47,8 @@ Source = str | os.PathLike[str]
 
 
 def policy_set(directory: Source | None) -> PolicySet:
-    """The policies of `directory`, or the shipped ones."""
-    return load_policies(directory) if directory is not None else load_policies()
+    """The policies of `directory`, or the shipped ones; files that loaded cleanly before come from the user's cache."""
+    return load_policies(*([directory] if directory is not None else []), reuse_verified=True)
 
 
 def lint(paths: Sequence[Source], strict: bool = False) -> Outcome:
