@@ -1,13 +1,15 @@
 """Which activation roots a policy expression can read, found conservatively from its source text.
 
 Used to memoize results that depend only on cheap-to-key inputs (the `gpu` facts, `legacy`, `params`). Any
-identifier spelled like a root counts as a read (inside a string literal, as a comprehension variable) unless it
-is a field selection (`x.legacy`), so the answer can only over-approximate; `variables` read other than as
+identifier spelled like a root counts as a read (as a comprehension variable, in a comment) unless it is a field
+selection (`x.legacy`) or inside a string literal (blanked first, at the positions CEL's own lexer found, so
+`'container ' + x` reads no `container`), so the answer can only over-approximate; `variables` read other than as
 `variables.<name>` means every variable.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -24,8 +26,38 @@ _OPERAND_END = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 _VARIABLE = re.compile(r"\bvariables\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
+@functools.lru_cache(maxsize=4096)
+def code_text(source: str) -> str:
+    """`source` with each string and bytes literal's text blanked (`'` and spaces, same length), where the CEL
+    lexer (dra.cel.parse, the grammar expressions are compiled with) finds them: no identifier inside a literal is
+    a read. Unchanged when it does not parse (it then never compiled either)."""
+    from dra.cel.parse import parse  # not at import: policyengine loads without the parser until it compiles
+    from dra.errors import CelError
+
+    try:
+        tree = parse(source)
+    except CelError:
+        return source
+    literals = sorted(
+        (token.start_pos, str(token))
+        for token in tree.scan_values(lambda v: getattr(v, "type", None) in ("STRING_LIT", "BYTES_LIT"))
+    )
+    parts: list[str] = []
+    at = 0
+    for start, text in literals:
+        end = -1 if start is None else start + len(text)
+        if start is None or start < at or len(text) < 2 or source[start:end] != text:
+            return source  # not where the lexer read it: keep every identifier (over-approximate)
+        parts.append(source[at:start])
+        parts.append("'" + " " * (end - start - 2) + "'")
+        at = end
+    parts.append(source[at:])
+    return "".join(parts)
+
+
 def reads(source: str) -> tuple[frozenset[str], frozenset[str]]:
     """(roots other than `variables`, names of variables read; `ALL_VARIABLES` when not statically known)."""
+    source = code_text(source)
     text = _SPACED_DOT.sub(".", source)
     roots: set[str] = set()
     for match in _IDENT.finditer(text):
@@ -78,6 +110,7 @@ def paths(source: str) -> tuple[frozenset[Read], frozenset[str]]:
     expression sees of the root lies in the subtree at that path. A path stops before a method call
     (`object.spec.containers.exists(...)` reads `("object", ("spec", "containers"))`) and at any index.
     """
+    source = code_text(source)
     text = _SPACED_DOT.sub(".", source)
     found: set[Read] = set()
     for match in _IDENT.finditer(text):

@@ -19,10 +19,21 @@ from dra.cel import EvaluationBudget
 from ._cel import BUDGET_KEY
 from ._claim import BuiltRequest, claim_expressions
 from ._deps import Read, closure, path_closure, path_closure_levels, reads
+from .decision import Violation
 from .facts import ContainerFacts, PodFacts
 from .loader import CompiledExpr, CompiledPolicy
 
-__all__ = ["MAX_BYTES", "MAX_ENTRIES", "ClaimEntry", "MemoTable", "Plan", "PodMemo", "PolicyMemo", "ReadRecorder"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_ENTRIES",
+    "ClaimEntry",
+    "MemoTable",
+    "Outcome",
+    "Plan",
+    "PodMemo",
+    "PolicyMemo",
+    "ReadRecorder",
+]
 
 # Tables are dropped whole when they reach this many entries or this many bytes of keys and values (a pod's
 # fingerprints hold the JSON text of what its expressions read: a 1 MB annotation is a 1 MB key).
@@ -87,8 +98,11 @@ class MemoTable(Generic[K, V]):
     def get(self, key: K) -> V | None:
         return self._data.get(key)
 
-    def put(self, key: K, value: V) -> V:
-        weight = weigh(key) + weigh(value)
+    def put(self, key: K, value: V, weight: int | None = None) -> V:
+        """Store `value`, charged `weight` (default: `weigh` of the key and the value; a caller that has weighed
+        the value already passes the sum)."""
+        if weight is None:
+            weight = weigh(key) + weigh(value)
         if weight > self.max_bytes:  # never kept: it would evict everything else and still not fit
             return value
         if len(self._data) >= self.max_entries or self.bytes + weight > self.max_bytes:
@@ -166,6 +180,23 @@ def _pod_level_reads(policy: CompiledPolicy) -> dict[int, tuple[Read, ...]]:
     return out
 
 
+def _policy_reads(policy: CompiledPolicy, reads_: Mapping[int, tuple[Read, ...]]) -> tuple[Read, ...] | None:
+    """Every (root, path) the policy's pod-level expressions (conditions, variables, validations, warnings, their
+    messages) read, when each one's reads are statically known (else None: its outcome is never memoized whole)."""
+    exprs = [c for _n, c in policy.match_conditions] + [v for _n, v in policy.variables]
+    for rule in (*policy.validations, *policy.warnings):
+        exprs.append(rule.expression)
+        if rule.message_expression is not None:
+            exprs.append(rule.message_expression)
+    found: set[Read] = set()
+    for expr in exprs:
+        known = reads_.get(id(expr))
+        if known is None:
+            return None
+        found.update(known)
+    return tuple(sorted(read for read in found if read[0] in ROOT_INPUTS))
+
+
 def fingerprint(value: Any, path: tuple[str, ...]) -> Any:
     """What an expression reading `path` of `value` can see: how deep the path exists, and the JSON text of the
     value it stops at ("" when a mapping lacks the next field); None when that value is not JSON."""
@@ -200,11 +231,33 @@ class ClaimEntry:
     built: BuiltRequest
     variables: Any
     names: tuple[str, ...]
+    # `weigh` of the request, constraints and config (what a decision's claim holds of this entry's copy)
+    weight: int = 0
 
     def copy(self) -> BuiltRequest:
         """The request as a fresh object: the memo's own is shared between pods."""
         built = self.built
         return BuiltRequest(json_copy(built.request), json_copy(built.constraints), json_copy(built.config))
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the pod-level part of one policy's evaluation (its matchConditions after the leading fact conditions,
+    variables, validations and warnings, before the claim) added to a decision; a pure function of the policy, the
+    mode, whether a claim policy already chose, the facts token and the inputs at its expressions' reads.
+
+    `values`: (name, CEL value, weight) of the variables read, in the order read; `violations`, `warnings`,
+    `audit`: what it appended to each; `charges`: the (cost, size) it charged the evaluation's budget.
+    """
+
+    matched: bool
+    shadowed: bool = False
+    values: tuple[tuple[str, Any, int], ...] = ()
+    violations: tuple[Violation, ...] = ()
+    warnings: tuple[str, ...] = ()
+    audit: tuple[str, ...] = ()
+    failed_validation: bool = False
+    charges: tuple[int, int] = (0, 0)
 
 
 class PolicyMemo:
@@ -214,21 +267,29 @@ class PolicyMemo:
     reused, so keys stay cheap to hash however many containers a pod has.
     """
 
-    __slots__ = ("_plans", "_reads", "_tokens", "_gpu", "_match", "_claim", "_value")
+    __slots__ = ("_plans", "_reads", "_policy_reads", "_tokens", "_gpu", "_match", "_claim", "_value", "_outcome")
 
     def __init__(self, policies: Sequence[CompiledPolicy]) -> None:
         self._plans = {id(policy): Plan.of(policy) for policy in policies}
         self._reads: dict[int, tuple[Read, ...]] = {}
         for policy in policies:
             self._reads.update(_pod_level_reads(policy))
+        # policy → the root-input reads of all its pod-level expressions (absent: not memoized whole)
+        self._policy_reads: dict[int, tuple[Read, ...]] = {}
+        for policy in policies:
+            whole = _policy_reads(policy, self._reads)
+            if whole is not None:
+                self._policy_reads[id(policy)] = whole
         self._tokens = itertools.count()
         # GPU facts key → (token, `gpu` value); (policy, token) → leading fact conditions' outcome;
         # claim key (see `PodMemo.claim_key`) → entry; (policy, expression, fingerprints) → (value, names read).
         self._gpu: MemoTable[Any, tuple[int, dict[str, Any]]] = MemoTable()
         self._match: MemoTable[tuple[int, int], bool] = MemoTable()
         self._claim: MemoTable[Any, ClaimEntry] = MemoTable()
-        # value, the variables it read, and its (cost, size) charges
-        self._value: MemoTable[Any, tuple[Any, tuple[str, ...], tuple[int, int]]] = MemoTable()
+        # value, the variables it read, its (cost, size) charges, and `weigh` of the value
+        self._value: MemoTable[Any, tuple[Any, tuple[str, ...], tuple[int, int], int]] = MemoTable()
+        # (policy, mode, shadowing, token, fingerprints) → the policy's pod-level `Outcome` (see `PodMemo.outcome_key`)
+        self._outcome: MemoTable[Any, Outcome] = MemoTable()
 
     def plan(self, policy: CompiledPolicy) -> Plan:
         return self._plans.get(id(policy)) or Plan.of(policy)
@@ -253,7 +314,13 @@ class PolicyMemo:
         return PodMemo(self, base, token)
 
     def sizes(self) -> dict[str, int]:
-        return {"gpu": len(self._gpu), "match": len(self._match), "claim": len(self._claim), "value": len(self._value)}
+        return {
+            "gpu": len(self._gpu),
+            "match": len(self._match),
+            "claim": len(self._claim),
+            "value": len(self._value),
+            "outcome": len(self._outcome),
+        }
 
     def weights(self) -> dict[str, int]:
         """The bytes each table holds, as `MemoTable` charges them."""
@@ -262,6 +329,7 @@ class PolicyMemo:
             "match": self._match.bytes,
             "claim": self._claim.bytes,
             "value": self._value.bytes,
+            "outcome": self._outcome.bytes,
         }
 
 
@@ -297,15 +365,27 @@ class PodMemo:
     ) -> Any:
         """`compute()`, or its memoized value; on a hit the variables it read are read again, in the same order,
         so that the decision lists the same variables (`Decision.variables` shows those read)."""
+        return self.weighed(policy, expr, compute, variables)[0]
+
+    def weighed(
+        self,
+        policy: CompiledPolicy,
+        expr: CompiledExpr,
+        compute: Callable[[], Any],
+        variables: ReadRecorder | None = None,
+    ) -> tuple[Any, int]:
+        """`value`, and `weigh` of it (weighed once, when first computed)."""
         reads_ = self._memo._reads.get(id(expr))
         if reads_ is None:
-            return compute()
+            value = compute()
+            return value, weigh(value)
         parts: list[Any] = [id(policy), id(expr), self._token if reads_ and reads_[0][0] == "gpu" else None]
         for read in reads_:
             if read[0] in ROOT_INPUTS:
                 found_print = self._fingerprint(read)
                 if found_print is None:
-                    return compute()
+                    value = compute()
+                    return value, weigh(value)
                 parts.append(found_print)
         key = tuple(parts)
         table = self._memo._value
@@ -314,21 +394,60 @@ class PodMemo:
         # The same decision with or without the memo: a reused value is charged what computing it cost, and one the
         # budget cannot pay for is computed, to fail as it would have.
         if found is not None and (budget is None or budget.fits(found[2])):
-            value, names, charges = found
+            value, names, charges, weight = found
             if variables is not None:
                 for name in names:
                     variables[name]
             if budget is not None:
                 budget.replay(charges, expr.source)
-            return value
+            return value, weight
         log = variables.start_recording() if variables is not None else []
         try:
             value = compute()
         finally:
             if variables is not None:
                 variables.stop_recording(log)
-        table.put(key, (value, tuple(dict.fromkeys(log)), budget.last if budget is not None else (0, 0)))
-        return value
+        names = tuple(dict.fromkeys(log))
+        weight = weigh(value)
+        charges = budget.last if budget is not None else (0, 0)
+        # the key, the value, and the entry's tuple with its names and charges
+        table.put(key, (value, names, charges, weight), weigh(key) + weight + weigh(names) + 216)
+        return value, weight
+
+    def outcome_key(self, policy: CompiledPolicy, mode: str, shadowing: bool) -> Any:
+        """The memo key of the policy's pod-level `Outcome`, or None when it cannot be memoized whole (an
+        expression's reads are not statically known, or an input it reads is not JSON)."""
+        reads_ = self._memo._policy_reads.get(id(policy))
+        if reads_ is None:
+            return None
+        parts: list[Any] = [id(policy), mode, shadowing, self._token]
+        for read in reads_:
+            found_print = self._fingerprint(read)
+            if found_print is None:
+                return None
+            parts.append(found_print)
+        return tuple(parts)
+
+    def outcome(self, key: Any) -> Outcome | None:
+        """The memoized outcome, its charges replayed on the evaluation's budget; None when there is none or the
+        budget cannot pay for it (then it is computed, to fail as it would have: every charge is non-negative,
+        so a total that fits means each step fitted)."""
+        found = self._memo._outcome.get(key)
+        if found is None:
+            return None
+        budget: EvaluationBudget | None = self._base.get(BUDGET_KEY)
+        if budget is not None:
+            if not budget.fits(found.charges):
+                return None
+            budget.replay(found.charges, "")
+        return found
+
+    def store_outcome(self, key: Any, outcome: Outcome) -> None:
+        weight = weigh(key) + 256
+        weight += sum(320 + len(v.message) + len(v.where) + len(v.expression) for v in outcome.violations)
+        weight += sum(49 + len(name) + value_weight for name, _v, value_weight in outcome.values)
+        weight += weigh(outcome.warnings) + weigh(outcome.audit)
+        self._memo._outcome.put(key, outcome, weight)
 
     def claim_key(self, policy: CompiledPolicy, plan: Plan, container: ContainerFacts, local: Mapping[str, Any]) -> Any:
         """The memo key of one container's claim request, or None when it cannot be memoized (an input is not

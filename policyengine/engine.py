@@ -9,7 +9,7 @@ under a `dra.cancellation` deadline it stops between policies, containers, expre
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from dra.sizing import SizingLookup
 from . import _cel
 from ._claim import build_request, claim_expressions, validate_claim
 from ._eval import Failed, check, run
-from ._memo import ClaimEntry, PodMemo, PolicyMemo, weigh
+from ._memo import ClaimEntry, Outcome, PodMemo, PolicyMemo, weigh
 from .decision import ContainerRequest, Decision, JsonView, Violation
 from .facts import PodFacts, pod_facts
 from .loader import CompiledExpr, CompiledPolicy, CompiledRule
@@ -45,16 +45,28 @@ def _sizing_notes(facts: PodFacts) -> dict[str, str]:
     return notes
 
 
-def _held_bytes(decision: Decision) -> int:
+def _weigh_variables(view: Mapping[str, Any]) -> int:
+    """`weigh` of a decision's variables map: the weights `_Variables` recorded as its values were set."""
+    values = view.cel_values if isinstance(view, JsonView) else view
+    if isinstance(values, _Variables):
+        return 64 + values.held
+    return weigh(dict(values))
+
+
+def _held_bytes(decision: Decision, claim_weight: int | None = None) -> int:
     """Roughly what a decision keeps alive besides its pod: the variables it read, the claim, messages, warnings
-    (a cache of decisions is charged this, on top of its key's inputs)."""
+    (a cache of decisions is charged this, on top of its key's inputs). Each variable's value is weighed once,
+    when it is computed (a memoized value carries its weight), not again for every decision holding it;
+    `claim_weight` is the claim's, when the caller has it."""
     held = weigh(decision.message) + weigh(list(decision.warnings)) + weigh(list(decision.audit))
-    held += weigh(dict(decision.claim)) if decision.claim is not None else 0
+    if claim_weight is not None:
+        held += claim_weight
+    elif decision.claim is not None:
+        held += weigh(dict(decision.claim))
     for view in decision.variables.values():
-        held += weigh(dict(view.cel_values)) if isinstance(view, JsonView) else weigh(dict(view))
+        held += _weigh_variables(view)
     for container in decision.containers:
-        view = container.variables
-        held += weigh(dict(view.cel_values)) if isinstance(view, JsonView) else weigh(dict(view))
+        held += _weigh_variables(container.variables)
     return held
 
 
@@ -71,7 +83,7 @@ class _Variables(dict[str, Any]):
     claim) are read through. An error in a variable is a CEL runtime error of the expression that reads it.
     """
 
-    __slots__ = ("_pending", "_activation", "_parent", "_running", "_memo", "_logs")
+    __slots__ = ("_pending", "_activation", "_parent", "_running", "_memo", "_logs", "_weights", "held")
 
     def __init__(
         self,
@@ -87,6 +99,9 @@ class _Variables(dict[str, Any]):
         self._running: set[str] = set()
         self._memo = memo
         self._logs: list[list[str]] = []  # open recordings (see `start_recording`): every name read is appended
+        # `weigh` of each of this level's values, and of all its items as a dict of them is charged (less its 64)
+        self._weights: dict[str, int] = {}
+        self.held = 0
 
     def __getitem__(self, name: str) -> Any:
         for log in self._logs:
@@ -105,16 +120,33 @@ class _Variables(dict[str, Any]):
         try:
             if self._memo is None:
                 value = _cel.evaluate(expr.program, self._activation)
+                weight = weigh(value)
             else:
                 pod_memo, policy = self._memo
-                value = pod_memo.value(policy, expr, lambda: _cel.evaluate(expr.program, self._activation), self)
+                value, weight = pod_memo.weighed(
+                    policy, expr, lambda: _cel.evaluate(expr.program, self._activation), self
+                )
         except CelError as exc:
             where = f"{expr.file}:{expr.line}:{expr.column}" if expr.line is not None else expr.file
             raise CelRuntimeError(f"variables.{name} ({where}): {exc.message}") from exc
         finally:
             self._running.discard(name)
         self[name] = value
+        self._weights[name] = weight
+        self.held += 49 + len(name) + weight
         return value
+
+    def restore(self, values: Sequence[tuple[str, Any, int]]) -> None:
+        """Set values read before (an `Outcome`'s), in their order, with their weights."""
+        for name, value, weight in values:
+            dict.__setitem__(self, name, value)
+            self._weights[name] = weight
+            self.held += 49 + len(name) + weight
+
+    def weighed_items(self) -> tuple[tuple[str, Any, int], ...]:
+        """(name, value, weight) of this level's values, in the order they were read (see `restore`)."""
+        weights = self._weights
+        return tuple((name, value, weights[name]) for name, value in dict.items(self))
 
     def start_recording(self) -> list[str]:
         """Open a log that every name read is appended to, until `stop_recording` (recordings nest)."""
@@ -190,6 +222,7 @@ class _Run:
     chosen: CompiledPolicy | None = None
     chosen_mode: str | None = None
     claim: dict[str, Any] | None = None
+    claim_weight: int | None = None  # `weigh` of `claim`, when known
     containers: list[ContainerRequest] = field(default_factory=list)
 
     def violate(
@@ -308,7 +341,10 @@ class PolicySet:
         state.warnings.extend(facts.warnings)
         decided = self._decide(state, ns_name)
         return dataclasses.replace(
-            decided, sizing=_sizing_notes(facts), sizing_source=facts.sizing.source, held_bytes=_held_bytes(decided)
+            decided,
+            sizing=_sizing_notes(facts),
+            sizing_source=facts.sizing.source,
+            held_bytes=_held_bytes(decided, state.claim_weight if state.claim is not None else None),
         )
 
     def _apply(
@@ -341,14 +377,61 @@ class PolicySet:
                     state.unmatched[policy.name] = (name, condition.source)
                 return
             conditions = conditions[plan.fact_conditions :]
+        shadowing = policy.claim is not None and state.chosen is not None
+        key = None if pod_memo is None else pod_memo.outcome_key(policy, mode, shadowing)
+        outcome = None if key is None or pod_memo is None else pod_memo.outcome(key)
+        if outcome is not None and pod_memo is not None:
+            values = self._replay(policy, activation, state, outcome, pod_memo)
+        else:
+            budget: cel.EvaluationBudget | None = base.get(_cel.BUDGET_KEY)
+            before = (budget.left, budget.held) if budget is not None else (0, 0)
+            marks = (len(state.violations), len(state.warnings), len(state.audit))
+            values, failed_validation, shadowed = self._pod_level(
+                policy, mode, activation, conditions, shadowing, state, test, pod_memo
+            )
+            if key is not None and pod_memo is not None:
+                charges = (before[0] - budget.left, budget.held - before[1]) if budget is not None else (0, 0)
+                outcome = Outcome(
+                    matched=values is not None,
+                    shadowed=shadowed,
+                    values=values.weighed_items() if values is not None else (),
+                    violations=tuple(state.violations[marks[0] :]),
+                    warnings=tuple(state.warnings[marks[1] :]),
+                    audit=tuple(state.audit[marks[2] :]),
+                    failed_validation=failed_validation,
+                    charges=charges,
+                )
+                pod_memo.store_outcome(key, outcome)
+        if values is None:
+            return
+        if policy.claim is not None:
+            state.chosen, state.chosen_mode = policy, mode
+            failed = outcome.failed_validation if outcome is not None else failed_validation
+            if facts.legacy_containers and not failed:
+                self._claim(policy, activation, pod, facts, state, pod_memo)
+
+    def _pod_level(
+        self,
+        policy: CompiledPolicy,
+        mode: str,
+        activation: dict[str, Any],
+        conditions: Sequence[tuple[str, CompiledExpr]],
+        shadowing: bool,
+        state: _Run,
+        test: Callable[[CompiledExpr], bool],
+        pod_memo: PodMemo | None,
+    ) -> tuple[_Variables | None, bool, bool]:
+        """The policy's remaining matchConditions, variables, validations and warnings, into `state`: (its variables,
+        None when it did not match or a claim policy already chose; whether a validation failed; whether it was
+        shadowed by that claim policy)."""
         for name, condition in conditions:
             if not test(condition):
                 if self.all_variables:
                     state.unmatched[policy.name] = (name, condition.source)
-                return
-        if policy.claim is not None and state.chosen is not None:
+                return None, False, False
+        if shadowing:
             state.shadowed.append(policy.name)
-            return
+            return None, False, True
         state.matched.append(policy.name)
         values = _Variables(policy.variables, activation, memo=None if pod_memo is None else (pod_memo, policy))
         activation["variables"] = values
@@ -364,10 +447,25 @@ class PolicySet:
         for rule in policy.warnings:
             if not test(rule.expression):
                 state.warnings.append(_message(rule, activation, pod_memo, policy))
-        if policy.claim is not None:
-            state.chosen, state.chosen_mode = policy, mode
-            if facts.legacy_containers and not failed_validation:
-                self._claim(policy, activation, pod, facts, state, pod_memo)
+        return values, failed_validation, False
+
+    def _replay(
+        self, policy: CompiledPolicy, activation: dict[str, Any], state: _Run, outcome: Outcome, pod_memo: PodMemo
+    ) -> _Variables | None:
+        """Apply a memoized `Outcome` to `state` as `_pod_level` would have; its variables, None when unmatched."""
+        if not outcome.matched:
+            if outcome.shadowed:
+                state.shadowed.append(policy.name)
+            return None
+        state.matched.append(policy.name)
+        values = _Variables(policy.variables, activation, memo=(pod_memo, policy))
+        values.restore(outcome.values)
+        activation["variables"] = values
+        state.variables[policy.name] = JsonView(values)
+        state.violations.extend(outcome.violations)
+        state.warnings.extend(outcome.warnings)
+        state.audit.extend(outcome.audit)
+        return values
 
     def _claim(
         self,
@@ -384,6 +482,7 @@ class PolicySet:
         config: list[dict[str, Any]] = []
         plan = self._memo.plan(policy)
         parent: _Variables = activation["variables"]
+        weight = 0  # `weigh` of the requests, constraints and config (each built request's, weighed once)
         for container in facts.legacy_containers:
             check_deadline()
             local = dict(activation)
@@ -396,6 +495,7 @@ class PolicySet:
                 for name in hit.names:  # the pod-level variables building it read, as `PodMemo.value` does
                     parent[name]
                 built = hit.copy()
+                weight += hit.weight
             else:
                 own = _Variables(policy.claim.variables, local, parent=parent)
                 local["variables"] = own
@@ -406,8 +506,10 @@ class PolicySet:
                     built = build_request(policy.claim.tree, local, container.name, policy)
                 finally:
                     parent.stop_recording(log)
+                built_weight = weigh(built.request) + weigh(built.constraints) + weigh(built.config)
+                weight += built_weight
                 if pod_memo is not None and memo_key is not None:
-                    entry = ClaimEntry(built, own, tuple(dict.fromkeys(log)))
+                    entry = ClaimEntry(built, own, tuple(dict.fromkeys(log)), built_weight)
                     pod_memo.store_claim(memo_key, entry)
                     built = entry.copy()  # the memo's objects are shared: hand out copies
             requests.append(built.request)
@@ -429,6 +531,8 @@ class PolicySet:
         if config:
             devices["config"] = config
         state.claim = {"devices": devices}
+        # the two dicts, their keys and the lists, as `weigh(claim)` charges them
+        state.claim_weight = 600 + 8 * (len(requests) + len(constraints) + len(config)) + weight
         problems = validate_claim(state.claim)
         if problems:
             error = PolicyError(

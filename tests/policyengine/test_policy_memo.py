@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from policyengine import PolicySet, load_policies, load_policy_text
-from policyengine._deps import ALL_VARIABLES, closure, reads
+from policyengine._deps import ALL_VARIABLES, closure, paths, reads
 from policyengine._memo import Plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -33,8 +33,15 @@ def _same(a: Any, b: Any) -> None:
 def test_reads_finds_roots_and_variables() -> None:
     assert reads("gpu.legacy || gpu.dra") == (frozenset({"gpu"}), frozenset())
     assert reads("variables.a + variables . b + legacy['x']") == (frozenset({"legacy"}), frozenset({"a", "b"}))
-    # An identifier inside a string literal counts: the answer may only over-approximate.
-    assert reads("gpu.total > 1 ? 'object' : ''")[0] == frozenset({"gpu", "object"})
+    # An identifier inside a string literal is no read (the lexer's literals are blanked first); one in a comment
+    # or as a comprehension variable counts: the answer may only over-approximate.
+    assert reads("gpu.total > 1 ? 'object' : ''")[0] == frozenset({"gpu"})
+    assert reads(r"""r'container\' + b"legacy" + '''object'''.size() + "\"params" + R"request" """)[0] == frozenset()
+    assert reads("'a\\'' + gpu.total + ' object'")[0] == frozenset({"gpu"})
+    assert reads("gpu.total // object")[0] == frozenset({"gpu", "object"})
+    assert reads("[1].all(object, object > 0)")[0] == frozenset({"object"})
+    # A literal only blanks its own text: what follows it is read.
+    assert paths("'x'.size() + object.metadata.name.size()")[0] == frozenset({("object", ("metadata", "name"))})
     assert ALL_VARIABLES in reads("variables['a']")[1]
 
 
@@ -155,7 +162,7 @@ def test_memoization_off_evaluates_everything_and_decides_the_same() -> None:
     warm, cold = PolicySet.of(SHIPPED.policies), PolicySet.of(SHIPPED.policies, memoize=False)
     for pod, namespace in generate_pods(150, seed=23) * 2:
         _same(warm.evaluate(pod, namespace), cold.evaluate(pod, namespace))
-    assert cold.memo_sizes() == {"gpu": 0, "match": 0, "claim": 0, "value": 0}
+    assert cold.memo_sizes() == {"gpu": 0, "match": 0, "claim": 0, "value": 0, "outcome": 0}
     assert warm.memo_sizes()["value"] > 0
 
 
