@@ -13,7 +13,7 @@ from typing import Any
 
 from dra.errors import CelCompileError, ModelValidationError, PolicyError
 
-from . import _cel
+from . import _cel, verified
 from ._eval import Failed, run
 from .loader import CompiledExpr, CompiledPolicy
 
@@ -222,7 +222,10 @@ def validate_claim(claim: Mapping[str, Any]) -> list[str]:
     key = repr(claim)
     found = _VALIDATED.get(key)
     if found is None:
-        found = tuple(_validate_claim(claim))
+        found = verified.claim_verdict(key)  # kept between processes for short CLI calls only
+        if found is None:
+            found = tuple(_validate_claim(claim))
+            verified.keep_claim_verdict(key, found)
         if len(key) <= _VALIDATED_MAX_KEY_CHARS:
             if len(_VALIDATED) >= _VALIDATED_MAX or _validated_chars + len(key) > _VALIDATED_MAX_CHARS:
                 _VALIDATED.clear()

@@ -39,7 +39,8 @@ def load_policies(*paths: str | os.PathLike[str], reuse_verified: bool = False) 
     """Load and compile every policy under `paths` (default: the shipped set) into a `PolicySet`.
 
     `reuse_verified` (short CLI calls): a file that loaded cleanly before, unchanged, is taken back from the user's
-    cache and its expressions compile when first evaluated (`policyengine.verified`); the result is the same."""
+    cache and its expressions compile when first evaluated, and this process keeps the verdicts on the claims it
+    checks there too (`policyengine.verified`); the decisions are the same."""
     policies: list[CompiledPolicy] = []
     errors: list[PolicyError] = []
     seen: dict[str, CompiledPolicy] = {}
@@ -72,6 +73,7 @@ def _load_text(text: str, file: str, reuse_verified: bool) -> tuple[list[Compile
         return load_policy_text(text, file)
     from . import verified
 
+    verified.keep_claim_verdicts()
     known = verified.recall(text, file)
     if known is not None:
         return known, []

@@ -1,12 +1,15 @@
 """Policy files that loaded cleanly before, kept between processes so that a short CLI call does not validate
-and compile them again (`gpudra translate` of one pod spent more CPU loading the shipped policies than deciding).
+and compile them again (`gpudra translate` of one pod spent more CPU loading the shipped policies than deciding),
+and the verdicts on claims checked before (building the DRA claim models is a tenth of such a call).
 
 A file whose text loaded without an error is stored, under its name and text, as its `CompiledPolicy` objects
 without their programs (closures do not pickle). Taking them back skips YAML, the pydantic document models and
 the compiler; each expression compiles when it is first evaluated (`CompiledExpr.program`) and compiles, since
 the same text compiled under the same code before. The store's file name carries a digest of the code that
 decides what a load yields (the loader, the document models, the CEL front end), so other code never reads it.
-Only the CLI uses this; the webhook compiles every expression before it serves.
+Claim verdicts (the problems Kubernetes would report for a ResourceClaimSpec, keyed by the claim's text) are kept
+likewise, under a digest of the DRA models, once `keep_claim_verdicts()` turned them on for this process.
+Only the CLI uses this; the webhook compiles every expression before it serves and keeps verdicts in memory.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dra.user_cache import DiskStore, private_cache_dir, source_digest
 
 from .loader import CompiledPolicy
 
-__all__ = ["recall", "remember", "store"]
+__all__ = ["claim_verdict", "keep_claim_verdict", "keep_claim_verdicts", "recall", "remember", "store"]
 
 _HERE = Path(__file__).resolve().parent
 _DRA = _HERE.parent / "dra"
@@ -30,6 +33,10 @@ def _code() -> list[Path]:
     own = [_HERE / name for name in ("_form.py", "_cel.py", "_yaml.py", "loader.py", "model.py", "verified.py")]
     shared = [_DRA / name for name in ("errors.py", "quantity.py", "yamlio.py")]
     return own + shared + sorted((_DRA / "cel").glob("*.py")) + sorted((_DRA / "cel").glob("*.lark"))
+
+
+def _model_code() -> list[Path]:
+    return [_HERE / "_claim.py", _DRA / "errors.py", _DRA / "quantity.py", *sorted((_DRA / "model").glob("*.py"))]
 
 
 @cache
@@ -68,3 +75,47 @@ def remember(text: str, file: str, policies: list[CompiledPolicy]) -> None:
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return  # a value that does not pickle: loaded in full every time
     store().put(_key(text, file), blob)
+
+
+_claims_kept = False
+
+
+def keep_claim_verdicts() -> None:
+    """From now on this process reads and keeps claim verdicts in the user's cache."""
+    global _claims_kept
+    _claims_kept = True
+
+
+@cache
+def claim_store() -> DiskStore:
+    base = private_cache_dir() if _claims_kept else None
+    if base is None:
+        return DiskStore(None)
+    return DiskStore(
+        base / f"claims-{source_digest(_model_code())}.pickle",
+        max_entries=1024,
+        max_key_chars=8192,
+        max_file_bytes=4 << 20,
+    )
+
+
+def claim_verdict(claim_text: str) -> tuple[str, ...] | None:
+    """The problems found before in the claim whose text (repr) is `claim_text`, or None when not known here."""
+    if not _claims_kept:
+        return None
+    blob = claim_store().get(claim_text)
+    if blob is None:
+        return None
+    try:
+        found = pickle.loads(blob)
+    except Exception:  # an unreadable entry is a miss
+        found = None
+    if not isinstance(found, tuple) or not all(isinstance(problem, str) for problem in found):
+        claim_store().discard(claim_text)
+        return None
+    return found
+
+
+def keep_claim_verdict(claim_text: str, problems: tuple[str, ...]) -> None:
+    if _claims_kept:
+        claim_store().put(claim_text, pickle.dumps(problems, protocol=pickle.HIGHEST_PROTOCOL))

@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from lark import Token, Tree
-
 from dra.cel import macros, stdlib
 from dra.cel._functions import FunctionRegistry, Overload, type_name
 from dra.cel.cost import COST_KEY, SIZED_FUNCTIONS, add_cost, cost_function
 from dra.cel.literals import bytes_literal, int_literal, string_literal, uint_literal
 from dra.cel.nodes import Const, Fn, Node, as_fn
 from dra.cel.runtime import Dispatcher, guarded, opt_index, opt_select, runtime_error
+from dra.cel.syntax import Token, Tree
 from dra.cel.trees import optional_entry, qualified_name, single_literal
 from dra.cel.typecheck import TypeChecker, type_identifiers
 from dra.cel.values import INT64_MAX, INT64_MIN, Optional, Uint
@@ -82,7 +81,7 @@ class Compiler:
 
     # -- entry ---------------------------------------------------------------------------------------------
 
-    def compile(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def compile(self, tree: Tree) -> Node:
         # Skip the grammar's single-child precedence wrappers in a loop: deep nesting then costs one Python
         # frame per real node instead of ten.
         while tree.data in _PASS_THROUGH and len(tree.children) == 1 and isinstance(tree.children[0], Tree):
@@ -121,7 +120,7 @@ class Compiler:
 
     # -- expressions ---------------------------------------------------------------------------------------
 
-    def _c_expr(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_expr(self, tree: Tree) -> Node:
         if len(tree.children) == 1:
             self.nodes -= 1
             return self.compile(tree.children[0])
@@ -145,13 +144,13 @@ class Compiler:
 
         return ternary
 
-    def _c_conditionalor(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_conditionalor(self, tree: Tree) -> Node:
         return self._logic(tree, is_or=True)
 
-    def _c_conditionaland(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_conditionaland(self, tree: Tree) -> Node:
         return self._logic(tree, is_or=False)
 
-    def _logic(self, tree: Tree, is_or: bool) -> Node:  # type: ignore[type-arg]
+    def _logic(self, tree: Tree, is_or: bool) -> Node:
         if len(tree.children) == 1:
             self.nodes -= 1
             return self.compile(tree.children[0])
@@ -235,7 +234,7 @@ class Compiler:
 
         return check
 
-    def _c_relation(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_relation(self, tree: Tree) -> Node:
         if len(tree.children) == 1:
             self.nodes -= 1
             return self.compile(tree.children[0])
@@ -354,7 +353,7 @@ class Compiler:
         lf, rf = as_fn(left), as_fn(right)
         return lambda a: generic(lf(a), rf(a))
 
-    def _binary(self, tree: Tree, ops: dict[str, Callable[[Any, Any], Any]]) -> Node:  # type: ignore[type-arg]
+    def _binary(self, tree: Tree, ops: dict[str, Callable[[Any, Any], Any]]) -> Node:
         if len(tree.children) == 1:
             self.nodes -= 1
             return self.compile(tree.children[0])
@@ -395,16 +394,16 @@ class Compiler:
             return add_int
         return lambda a: f(lf(a), rf(a))
 
-    def _c_addition(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_addition(self, tree: Tree) -> Node:
         return self._binary(tree, {"addition_add": stdlib.add, "addition_sub": stdlib.sub})
 
-    def _c_multiplication(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_multiplication(self, tree: Tree) -> Node:
         return self._binary(
             tree,
             {"multiplication_mul": stdlib.mul, "multiplication_div": stdlib.div, "multiplication_mod": stdlib.mod},
         )
 
-    def _c_unary(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_unary(self, tree: Tree) -> Node:
         if len(tree.children) == 1:
             self.nodes -= 1
             return self.compile(tree.children[0])
@@ -443,7 +442,7 @@ class Compiler:
 
     # -- members -------------------------------------------------------------------------------------------
 
-    def _c_member_dot(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_member_dot(self, tree: Tree) -> Node:
         target_tree, ident = tree.children
         field = str(ident)
         qualified = qualified_name(tree)
@@ -474,7 +473,7 @@ class Compiler:
 
         return select
 
-    def _c_member_index(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_member_index(self, tree: Tree) -> Node:
         target_tree, key_tree = tree.children
         path = self.constant_path(tree)
         if path is not None:
@@ -488,19 +487,19 @@ class Compiler:
         idx = stdlib.index
         return lambda a: idx(tf(a), kf(a))
 
-    def _c_member_dot_opt(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_member_dot_opt(self, tree: Tree) -> Node:
         target_tree, ident = tree.children
         target = as_fn(self.compile(target_tree))
         field = str(ident)
         return lambda a: opt_select(target(a), field)
 
-    def _c_member_index_opt(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_member_index_opt(self, tree: Tree) -> Node:
         target_tree, key_tree = tree.children
         target = as_fn(self.compile(target_tree))
         key = as_fn(self.compile(key_tree))
         return lambda a: opt_index(target(a), key(a))
 
-    def _c_member_object(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_member_object(self, tree: Tree) -> Node:
         raise self.error(tree, "message construction is not supported (no protobuf types in this environment)")
 
     def constant_path(self, tree: Any) -> list[str] | None:
@@ -604,7 +603,7 @@ class Compiler:
 
     # -- calls ---------------------------------------------------------------------------------------------
 
-    def _c_member_dot_arg(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_member_dot_arg(self, tree: Tree) -> Node:
         target_tree = tree.children[0]
         name = str(tree.children[1])
         arg_trees = list(tree.children[2].children) if len(tree.children) > 2 else []
@@ -638,14 +637,14 @@ class Compiler:
             args = [self.compile(t) for t in arg_trees]
         return self._call(tree, name, overloads, [receiver, *args], member=True)
 
-    def _c_ident_arg(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_ident_arg(self, tree: Tree) -> Node:
         name = str(tree.children[0])
         arg_trees = list(tree.children[1].children) if len(tree.children) > 1 else []
         if name == "has":
             return macros.has(self, tree, arg_trees)
         return self._global_call(tree, name, arg_trees)
 
-    def _c_dot_ident_arg(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_dot_ident_arg(self, tree: Tree) -> Node:
         name = str(tree.children[0])
         arg_trees = list(tree.children[1].children) if len(tree.children) > 1 else []
         return self._global_call(tree, name, arg_trees)
@@ -776,7 +775,7 @@ class Compiler:
 
     # -- primaries -----------------------------------------------------------------------------------------
 
-    def _c_ident(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_ident(self, tree: Tree) -> Node:
         name = str(tree.children[0])
         if name in self.scope or name in self.variables:
             return self._variable_path([name])
@@ -784,17 +783,17 @@ class Compiler:
             return Const(self.type_idents[name])
         raise self.error(tree, f"undeclared reference to '{name}'")
 
-    def _c_dot_ident(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_dot_ident(self, tree: Tree) -> Node:
         name = str(tree.children[0])
         if name in self.variables:
             return self._path_fn([name])
         raise self.error(tree, f"undeclared reference to '.{name}'")
 
-    def _c_paren_expr(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_paren_expr(self, tree: Tree) -> Node:
         self.nodes -= 1
         return self.compile(tree.children[0])
 
-    def _c_list_lit(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_list_lit(self, tree: Tree) -> Node:
         elems: list[tuple[bool, Node]] = []
         if tree.children:
             for t in tree.children[0].children:
@@ -829,7 +828,7 @@ class Compiler:
 
         return build
 
-    def _c_map_lit(self, tree: Tree) -> Node:  # type: ignore[type-arg]
+    def _c_map_lit(self, tree: Tree) -> Node:
         entries: list[tuple[bool, Node, Node]] = []
         if tree.children:
             kids = tree.children[0].children
@@ -869,8 +868,8 @@ class Compiler:
                 pass
         return build
 
-    def _c_literal(self, tree: Tree) -> Node:  # type: ignore[type-arg]
-        tok: Token = tree.children[0]  # type: ignore[assignment]
+    def _c_literal(self, tree: Tree) -> Node:
+        tok: Token = tree.children[0]
         text = tok.value
         kind = tok.type
         if kind == "INT_LIT":

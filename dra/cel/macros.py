@@ -16,6 +16,7 @@ from dra.cel._functions import type_name
 from dra.cel.cost import COST_KEY
 from dra.cel.nodes import Fn, Node, as_fn
 from dra.cel.runtime import Dispatcher
+from dra.cel.syntax import Tree
 from dra.cel.values import Optional
 from dra.errors import CelCostError, CelRuntimeError
 
@@ -26,8 +27,6 @@ __all__ = ["bind", "compile_macro", "has"]
 
 
 def _ident(compiler: Compiler, tree: Any) -> str:
-    from lark import Tree
-
     node = tree
     while isinstance(node, Tree):
         if node.data == "ident":

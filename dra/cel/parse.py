@@ -1,4 +1,5 @@
-"""The parser front: CEL source to a Lark tree with our grammar (cel.lark, LALR with the contextual lexer).
+"""The parser front: CEL source to our parse tree (`dra.cel.syntax`) with our grammar (cel.lark, parsed by lark's
+LALR parser with the contextual lexer). lark is imported only to parse a text not parsed before (`TreeCache`).
 
 Syntax errors become `CelCompileError` naming `<input>:line:column`, what was found, what was expected, and
 the source line with a caret under the place.
@@ -6,18 +7,20 @@ the source line with a caret under the place.
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 import sys
 from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
-from lark import Lark, Token, Tree
-from lark import __version__ as lark_version
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-
+from dra.cel.syntax import Tree, from_lark
 from dra.errors import CelCompileError
 from dra.user_cache import DiskStore, private_cache_dir, source_digest
+
+if TYPE_CHECKING:
+    from lark import Lark, Token
+    from lark.exceptions import UnexpectedInput
 
 __all__ = ["RESERVED_WORDS", "parse"]
 
@@ -45,6 +48,8 @@ _READABLE: Final = {
 
 
 def _keyword(token: Token) -> Token:
+    from lark import Token
+
     kind = _KEYWORDS.get(token.value)
     if kind is None and token.value in RESERVED_WORDS:
         kind = "RESERVED"
@@ -52,12 +57,16 @@ def _keyword(token: Token) -> Token:
 
 
 def _unquote(token: Token) -> Token:
+    from lark import Token
+
     return Token.new_borrow_pos(token.type, token.value[1:-1], token)
 
 
 def _table_cache() -> str | bool:
     """Where Lark may keep the grammar's LALR tables between processes (building them is most of a short CLI
     call's CPU), or False (build every time) where no private cache directory exists."""
+    from lark import __version__ as lark_version
+
     base = private_cache_dir()
     if base is None:
         return False
@@ -82,7 +91,7 @@ class TreeCache:
         )
         self.hits = 0
 
-    def get(self, text: str) -> Tree[Token] | None:
+    def get(self, text: str) -> Tree | None:
         blob = self._store.get(text)
         if blob is None:
             return None
@@ -96,7 +105,7 @@ class TreeCache:
         self.hits += 1
         return tree
 
-    def put(self, text: str, tree: Tree[Token]) -> None:
+    def put(self, text: str, tree: Tree) -> None:
         if self.path is None or len(text) > self.MAX_TEXT:
             return
         try:
@@ -116,14 +125,19 @@ def tree_cache() -> TreeCache:
     if base is None:
         return TreeCache(None)
     here = Path(__file__)
-    # the keyword and quoting callbacks shape the trees too
-    digest = source_digest((here.with_name("cel.lark"), here), lark_version)
+    # The keyword and quoting callbacks shape the trees too, and so may lark's version: its package's __init__
+    # (which names the version) is read, not imported, since a call that only reads the cache never needs lark.
+    lark_spec = importlib.util.find_spec("lark")
+    lark_init = [Path(lark_spec.origin)] if lark_spec is not None and lark_spec.origin else []
+    digest = source_digest((here.with_name("cel.lark"), here, here.with_name("syntax.py"), *lark_init))
     name = f"cel-trees-py{sys.version_info[0]}{sys.version_info[1]}-{digest}.pickle"
     return TreeCache(base / name)
 
 
 @cache
 def _parser() -> Lark:
+    from lark import Lark
+
     grammar = (Path(__file__).with_name("cel.lark")).read_text(encoding="utf-8")
     return Lark(
         grammar,
@@ -138,22 +152,27 @@ def _parser() -> Lark:
     )
 
 
-def parse(text: str) -> Tree[Token]:
-    """Parse CEL source into our grammar's Lark tree, raising `CelCompileError` with the position."""
+def parse(text: str) -> Tree:
+    """Parse CEL source into our grammar's tree, raising `CelCompileError` with the position."""
     trees = tree_cache()
     tree = trees.get(text)
     if tree is not None:
         return tree
+    from lark.exceptions import UnexpectedInput
+
     parser = _parser()
     try:
-        tree = parser.parse(text)
+        parsed: Any = parser.parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(parser, text, exc) from None
+    tree = from_lark(parsed)
     trees.put(text, tree)
     return tree
 
 
 def _syntax_error(parser: Lark, text: str, exc: UnexpectedInput) -> CelCompileError:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
     # At the end of input lark places the error on the last token read: the caret goes under it.
     pos = exc.pos_in_stream
     position = len(text) if isinstance(exc, UnexpectedEOF) or pos is None else min(max(pos, 0), len(text))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import zoneinfo
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -674,6 +673,8 @@ def _zone(tz: str) -> _dt.tzinfo:
         return _dt.timezone(-delta if tz.startswith("-") else delta)
     if tz.upper() == "UTC":
         return _dt.UTC
+    import zoneinfo  # a named zone: rare in policies, and the module is a tenth of the library's import
+
     try:
         return zoneinfo.ZoneInfo(tz)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):

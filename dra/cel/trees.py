@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lark import Token, Tree
+from dra.cel.syntax import Token, Tree
 
 __all__ = ["list_literal", "optional_entry", "qualified_name", "single_literal"]
 
@@ -24,7 +24,7 @@ def single_literal(tree: Any) -> Token | None:
     return None
 
 
-def list_literal(tree: Any) -> Tree | None:  # type: ignore[type-arg]
+def list_literal(tree: Any) -> Tree | None:
     """The `list_lit` tree when `tree` is nothing but a list literal (through the precedence wrappers)."""
     node = tree
     while isinstance(node, Tree):

@@ -15,7 +15,6 @@ its batch still has the whole allowance, so any stream stays bounded by the batc
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 import threading
@@ -189,6 +188,8 @@ def _jobs_for(text: str, jobs: int | None) -> int:
     """How many worker processes the stream gets (1: translated in this process)."""
     if jobs == 1 or (jobs is None and len(text) < PARALLEL_MIN_CHARS):
         return 1
+    import multiprocessing  # only for a stream big enough to share out
+
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         return 1  # forking a process that runs other threads may deadlock the child
     if not _splittable(text) or _ALIAS.search(text):
@@ -248,6 +249,8 @@ def translate_stream(
     found.jobs = min(workers, len(batches))
     _SHARED = (text, name, job)
     try:
+        import multiprocessing
+
         with multiprocessing.get_context("fork").Pool(found.jobs) as pool:
             for (_, end, _), (results, error) in zip(batches, pool.imap(_batch_results, batches), strict=True):
                 for result in results:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lark import Token, Tree
 
 from dra.cel import Environment
 from dra.cel.parse import RESERVED_WORDS, parse
+from dra.cel.syntax import Token, Tree
 from dra.errors import CelCompileError
 
 
