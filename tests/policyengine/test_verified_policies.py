@@ -142,3 +142,30 @@ def test_a_second_process_skips_the_document_models(tmp_path: Path) -> None:
     assert second["pydantic"] is False and second["hits"] == len(load_policies().policies)
     env["GPUDRA_NO_PARSER_CACHE"] = "1"
     assert run()["pydantic"] is True  # turned off: loaded in full
+
+
+def test_claim_verdicts_are_kept_between_processes_once_turned_on(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from policyengine import _claim
+
+    monkeypatch.setattr(verified, "_claims_kept", False)
+    verified.claim_store.cache_clear()
+    good = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}
+    bad = {"devices": {"requests": [{"name": "Not_A_DNS_Label", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}
+    problems = _claim.validate_claim(bad)
+    assert problems and _claim.validate_claim(good) == []
+    assert verified.claim_verdict(repr(bad)) is None  # off: nothing read or kept
+    verified.keep_claim_verdicts()
+    verified.claim_store.cache_clear()
+    monkeypatch.setattr(_claim, "_VALIDATED", {})
+    assert _claim.validate_claim(bad) == problems
+    verified.claim_store().save()
+    verified.claim_store.cache_clear()  # a new process's view
+    assert verified.claim_verdict(repr(bad)) == tuple(problems)
+    assert verified.claim_verdict(repr(good)) is None  # never checked while on
+    verified.claim_store().put(repr(good), pickle.dumps(["not", "a", "tuple"]))
+    assert verified.claim_verdict(repr(good)) is None  # an unreadable verdict is a miss, and is checked again
+    monkeypatch.setattr(_claim, "_VALIDATED", {})
+    assert _claim.validate_claim(good) == []
+    assert verified.claim_verdict(repr(good)) == ()
