@@ -4,7 +4,10 @@ commands that do not need the heavy parts).
 Each command runs `--runs` times in a child process; CPU is the children's user + system time
 (`getrusage(RUSAGE_CHILDREN)`), which a loaded machine does not inflate the way wall time is. The modules are
 byte-compiled first (`compileall`), as an install from a wheel leaves them; `--no-compile` measures as found.
-Prints one JSON object: seconds per call and the ratio to `python -c pass` per command.
+Prints one JSON object: seconds per call and the ratio to `python -c pass` per command, with gpudra's user cache
+(parse trees, policy files and claim verdicts seen before: `dra.user_cache`) warm, as every call after the first
+finds it, and `without_user_cache` with it turned off (GPUDRA_NO_PARSER_CACHE=1), as the first call after an
+install or upgrade runs.
 
     python benchmarks/cli_startup.py [--runs 10] [--smoke]
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -28,6 +32,7 @@ COMMANDS: dict[str, list[str]] = {
     "gpudra translate (one pod)": ["-m", "gpudra", "translate", str(POD)],
     "gpudra policy lint policies": ["-m", "gpudra", "policy", "lint", str(ROOT / "policies")],
 }
+UNCACHED = ("gpudra cel eval 1", "gpudra translate (one pod)")
 PACKAGES = ("gpudra", "dra", "policyengine", "kubeapi", "recommender", "webhook", "simulator")
 
 
@@ -36,10 +41,10 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def cpu_per_call(args: list[str], runs: int) -> float:
+def cpu_per_call(args: list[str], runs: int, env: dict[str, str] | None = None) -> float:
     before = _children_cpu()
     for _ in range(runs):
-        done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, check=False)
+        done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, check=False, env=env)
         if done.returncode not in (0, 1):
             raise SystemExit(f"{' '.join(args)} exited {done.returncode}: {done.stderr.decode()[-1000:]}")
     return (_children_cpu() - before) / runs
@@ -59,11 +64,17 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, *cmd], cwd=ROOT, capture_output=True, check=False)
     seconds = {name: cpu_per_call(cmd, runs) for name, cmd in COMMANDS.items()}
     bare = seconds["python -c pass"] or 1e-9
+    uncached_env = {**os.environ, "GPUDRA_NO_PARSER_CACHE": "1"}
+    uncached = {name: cpu_per_call(COMMANDS[name], runs, uncached_env) for name in UNCACHED}
     out = {
         "runs": runs,
         "byte_compiled": not args.no_compile,
         "cpu_seconds": {k: round(v, 4) for k, v in seconds.items()},
         "ratio_to_python": {k: round(v / bare, 2) for k, v in seconds.items() if k != "python -c pass"},
+        "without_user_cache": {
+            "cpu_seconds": {k: round(v, 4) for k, v in uncached.items()},
+            "ratio_to_python": {k: round(v / bare, 2) for k, v in uncached.items()},
+        },
     }
     print(json.dumps(out, indent=2))
     return 0
