@@ -78,11 +78,13 @@ class TreeCache:
     """Parse trees of expressions seen before, kept between processes (`dra.user_cache.DiskStore`: parsing the
     shipped policies' hundred expressions is a third of a short `gpudra translate`). Keyed by the grammar's text,
     this module's keyword and quoting rules and lark's version through the file name; texts longer than `MAX_TEXT`
-    are parsed every time."""
+    are parsed every time. The last `MAX_LIVE` trees taken back are also kept as objects: the compiler and the memo
+    planner both ask for each policy expression's tree, and trees are read, never changed."""
 
     MAX_ENTRIES: Final = 4096
     MAX_TEXT: Final = 4096
     MAX_FILE_BYTES: Final = 16 << 20
+    MAX_LIVE: Final = 512
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -90,8 +92,13 @@ class TreeCache:
             path, max_entries=self.MAX_ENTRIES, max_key_chars=self.MAX_TEXT, max_file_bytes=self.MAX_FILE_BYTES
         )
         self.hits = 0
+        self._live: dict[str, Tree] = {}
 
     def get(self, text: str) -> Tree | None:
+        live = self._live.get(text)
+        if live is not None:
+            self.hits += 1
+            return live
         blob = self._store.get(text)
         if blob is None:
             return None
@@ -103,6 +110,9 @@ class TreeCache:
             self._store.discard(text)
             return None
         self.hits += 1
+        if len(self._live) >= self.MAX_LIVE:
+            self._live.clear()
+        self._live[text] = tree
         return tree
 
     def put(self, text: str, tree: Tree) -> None:

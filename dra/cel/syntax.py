@@ -136,12 +136,8 @@ class Tree:
     def iter_subtrees(self) -> Iterator[Tree]:
         """Every subtree once, in lark's order: breadth first from the right, reversed (children before parents)."""
         queue: list[Tree] = [self]
-        seen = {id(self)}
-        for node in queue:
-            for child in reversed(node.children):
-                if isinstance(child, Tree) and id(child) not in seen:
-                    seen.add(id(child))
-                    queue.append(child)
+        for node in queue:  # a parse tree shares no subtree, so none is met twice
+            queue.extend(child for child in reversed(node.children) if type(child) is Tree)
         return reversed(queue)
 
     def scan_values(self, pred: Callable[[Any], bool]) -> Iterator[Any]:

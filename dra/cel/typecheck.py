@@ -37,7 +37,19 @@ _SAME_ELEMENT: Final = frozenset({"indexOf", "lastIndexOf", "sets.contains", "se
 
 def type_identifiers(registry: FunctionRegistry) -> dict[str, CelType]:
     """The type identifiers in scope: CEL's own and the library classes the registry's overloads name
-    (`net.IP`, `kubernetes.Quantity`)."""
+    (`net.IP`, `kubernetes.Quantity`). Kept on the registry until an overload is added (every compile asks)."""
+    tables = (registry.globals, registry.members)
+    signature = tuple((id(table), sum(map(len, table.values()))) for table in tables)
+    kept = getattr(registry, "_type_identifiers", None)
+    if kept is not None and kept[0] == signature:
+        found: dict[str, CelType] = kept[1]
+        return found
+    found = _type_identifiers(registry)
+    registry._type_identifiers = (signature, found)  # type: ignore[attr-defined]
+    return found
+
+
+def _type_identifiers(registry: FunctionRegistry) -> dict[str, CelType]:
     found: dict[str, CelType] = dict(TYPE_IDENTS)
     for table in (registry.globals, registry.members):
         for overloads in table.values():
