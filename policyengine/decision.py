@@ -6,6 +6,8 @@ simulator. Variable values are kept as CEL values and shown as JSON when read.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -15,7 +17,17 @@ from . import _cel
 if TYPE_CHECKING:
     from dra.model import ResourceClaimSpec
 
-__all__ = ["ContainerRequest", "Decision", "JsonView", "Violation"]
+__all__ = ["ContainerRequest", "Decision", "JsonView", "Violation", "canonical_json", "claim_digest"]
+
+
+def canonical_json(data: Any) -> str:
+    """JSON with sorted keys, no spaces, ASCII only: one text for equal data (what template names hash)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def claim_digest(claim: Mapping[str, Any]) -> str:
+    """The SHA-256 (hex) of a claim spec's canonical JSON (`translate.template_name` names templates by it)."""
+    return hashlib.sha256(canonical_json(dict(claim)).encode()).hexdigest()
 
 
 class JsonView(Mapping[str, Any]):
@@ -117,6 +129,9 @@ class Decision:
     # Roughly the bytes the decision keeps alive besides the pod (variables, claim, messages): a cache of decisions
     # is charged this on top of its key's inputs.
     held_bytes: int = 0
+    # `claim_digest(claim)` as decided, when the engine had it at hand ("" when not: then computed when needed).
+    # A caller that changes `claim` afterwards must not pass the decision on with it.
+    claim_digest: str = field(default="", compare=False)
 
     @property
     def mutates(self) -> bool:

@@ -8,7 +8,6 @@ under a `dra.cancellation` deadline it stops between policies, containers, expre
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +22,8 @@ from . import _cel
 from ._claim import build_request, claim_expressions, validate_claim
 from ._eval import Failed, check, run
 from ._memo import ClaimEntry, Outcome, PodMemo, PolicyMemo, weigh
-from .decision import ContainerRequest, Decision, JsonView, Violation
-from .facts import PodFacts, pod_facts
+from .decision import ContainerRequest, Decision, JsonView, Violation, claim_digest
+from .facts import ContainerFacts, PodFacts, pod_facts
 from .loader import CompiledExpr, CompiledPolicy, CompiledRule
 
 __all__ = ["MODE_LABEL", "PolicySet"]
@@ -53,19 +52,25 @@ def _weigh_variables(view: Mapping[str, Any]) -> int:
     return weigh(dict(values))
 
 
-def _held_bytes(decision: Decision, claim_weight: int | None = None) -> int:
+def _held_bytes(
+    message: str,
+    warnings: Sequence[str],
+    audit: Sequence[str],
+    claim: Mapping[str, Any] | None,
+    claim_weight: int | None,
+    variables: Mapping[str, Mapping[str, Any]],
+    containers: Sequence[ContainerRequest],
+) -> int:
     """Roughly what a decision keeps alive besides its pod: the variables it read, the claim, messages, warnings
     (a cache of decisions is charged this, on top of its key's inputs). Each variable's value is weighed once,
     when it is computed (a memoized value carries its weight), not again for every decision holding it;
     `claim_weight` is the claim's, when the caller has it."""
-    held = weigh(decision.message) + weigh(list(decision.warnings)) + weigh(list(decision.audit))
-    if claim_weight is not None:
-        held += claim_weight
-    elif decision.claim is not None:
-        held += weigh(dict(decision.claim))
-    for view in decision.variables.values():
+    held = weigh(message) + weigh(list(warnings)) + weigh(list(audit))
+    if claim is not None:
+        held += claim_weight if claim_weight is not None else weigh(dict(claim))
+    for view in variables.values():
         held += _weigh_variables(view)
-    for container in decision.containers:
+    for container in containers:
         held += _weigh_variables(container.variables)
     return held
 
@@ -223,6 +228,7 @@ class _Run:
     chosen_mode: str | None = None
     claim: dict[str, Any] | None = None
     claim_weight: int | None = None  # `weigh` of `claim`, when known
+    claim_digest: str = ""  # see `Decision.claim_digest`
     containers: list[ContainerRequest] = field(default_factory=list)
 
     def violate(
@@ -339,13 +345,7 @@ class PolicySet:
         # What sizing could not read (an expansion or script cut at its budget) is said whatever the mode, so an
         # enforced claim sized from a partial read is never silent.
         state.warnings.extend(facts.warnings)
-        decided = self._decide(state, ns_name)
-        return dataclasses.replace(
-            decided,
-            sizing=_sizing_notes(facts),
-            sizing_source=facts.sizing.source,
-            held_bytes=_held_bytes(decided, state.claim_weight if state.claim is not None else None),
-        )
+        return self._decide(state, ns_name, sizing=_sizing_notes(facts), sizing_source=facts.sizing.source)
 
     def _apply(
         self,
@@ -408,7 +408,7 @@ class PolicySet:
             state.chosen, state.chosen_mode = policy, mode
             failed = outcome.failed_validation if outcome is not None else failed_validation
             if facts.legacy_containers and not failed:
-                self._claim(policy, activation, pod, facts, state, pod_memo)
+                self._claim(policy, activation, pod, facts, state, pod_memo, key)
 
     def _pod_level(
         self,
@@ -475,6 +475,7 @@ class PolicySet:
         facts: PodFacts,
         state: _Run,
         pod_memo: PodMemo | None = None,
+        outcome_key: Any = None,
     ) -> None:
         assert policy.claim is not None
         requests: list[dict[str, Any]] = []
@@ -483,13 +484,29 @@ class PolicySet:
         plan = self._memo.plan(policy)
         parent: _Variables = activation["variables"]
         weight = 0  # `weigh` of the requests, constraints and config (each built request's, weighed once)
+        prepared: list[tuple[ContainerFacts, dict[str, Any], Any, ClaimEntry | None]] = []
         for container in facts.legacy_containers:
-            check_deadline()
             local = dict(activation)
             local["container"] = pod["spec"][container.kind][container.index]
             local["legacy"] = dict(container.legacy)
             memo_key = None if pod_memo is None else pod_memo.claim_key(policy, plan, container, local)
             hit = pod_memo.claim(memo_key) if pod_memo is not None and memo_key is not None else None
+            prepared.append((container, local, memo_key, hit))
+        # each container's claim memo key, when all have one
+        keys = [p[2] for p in prepared] if pod_memo is not None and all(p[2] is not None for p in prepared) else None
+        # When every request comes from the claim memo, what building them reads of the pod-level variables is a
+        # function of the policy's outcome key and the claim keys: read it at once (`PodMemo.restore_stage`).
+        stage_key = None
+        if keys is not None and outcome_key is not None and all(p[3] is not None for p in prepared):
+            stage_key = (outcome_key, tuple(keys))
+        staged = stage_key is not None and pod_memo is not None and pod_memo.restore_stage(stage_key, parent)
+        budget: cel.EvaluationBudget | None = activation.get(_cel.BUDGET_KEY)
+        before = (len(parent), budget.left if budget is not None else 0, budget.held if budget is not None else 0)
+        for container, local, memo_key, found in prepared:
+            check_deadline()
+            hit = found
+            if hit is None and pod_memo is not None and memo_key is not None:
+                hit = pod_memo.claim(memo_key)  # stored meanwhile (by an earlier container of the same name)
             if hit is not None:
                 own = hit.variables
                 for name in hit.names:  # the pod-level variables building it read, as `PodMemo.value` does
@@ -509,7 +526,7 @@ class PolicySet:
                 built_weight = weigh(built.request) + weigh(built.constraints) + weigh(built.config)
                 weight += built_weight
                 if pod_memo is not None and memo_key is not None:
-                    entry = ClaimEntry(built, own, tuple(dict.fromkeys(log)), built_weight)
+                    entry = ClaimEntry.of(built, own, tuple(dict.fromkeys(log)), built_weight)
                     pod_memo.store_claim(memo_key, entry)
                     built = entry.copy()  # the memo's objects are shared: hand out copies
             requests.append(built.request)
@@ -525,6 +542,10 @@ class PolicySet:
                     variables=JsonView(own),
                 )
             )
+        if stage_key is not None and not staged and pod_memo is not None:
+            added = parent.weighed_items()[before[0] :]
+            charges = (before[1] - budget.left, budget.held - before[2]) if budget is not None else (0, 0)
+            pod_memo.store_stage(stage_key, added, charges)
         devices: dict[str, Any] = {"requests": requests}
         if constraints:
             devices["constraints"] = constraints
@@ -533,7 +554,15 @@ class PolicySet:
         state.claim = {"devices": devices}
         # the two dicts, their keys and the lists, as `weigh(claim)` charges them
         state.claim_weight = 600 + 8 * (len(requests) + len(constraints) + len(config)) + weight
-        problems = validate_claim(state.claim)
+        # The claim is a function of its containers' claim memo keys (each entry's request, in order): its
+        # validation and its digest are computed once per such claim.
+        claim = state.claim
+        if keys:
+            problems, state.claim_digest = self._memo.claim_facts(
+                tuple(keys), lambda: (tuple(validate_claim(claim)), claim_digest(claim))
+            )
+        else:
+            problems = tuple(validate_claim(claim))
         if problems:
             error = PolicyError(
                 "the claim it builds is not a valid ResourceClaimSpec: " + "; ".join(problems),
@@ -557,11 +586,13 @@ class PolicySet:
         line = f"{error.file}:{error.line}" if error.line is not None else error.file
         state.violate(policy, mode, str(error), _INTERNAL, error.expression, line)
 
-    def _decide(self, state: _Run, ns_name: str) -> Decision:
+    def _decide(self, state: _Run, ns_name: str, sizing: Mapping[str, str], sizing_source: str) -> Decision:
         denials = [v for v in state.violations if v.mode == "enforce"]
         allowed = not denials
         message = "; ".join(_verdict(v) for v in denials)
         chosen = state.chosen
+        warnings, audit, containers = tuple(state.warnings), tuple(state.audit), tuple(state.containers)
+        held = _held_bytes(message, warnings, audit, state.claim, state.claim_weight, state.variables, containers)
         return Decision(
             allowed=allowed,
             message=message,
@@ -574,8 +605,12 @@ class PolicySet:
             unmatched=state.unmatched,
             variables=state.variables,
             claim=state.claim,
-            containers=tuple(state.containers),
+            containers=containers,
             violations=tuple(state.violations),
-            warnings=tuple(state.warnings),
-            audit=tuple(state.audit),
+            warnings=warnings,
+            audit=audit,
+            sizing=sizing,
+            sizing_source=sizing_source,
+            claim_digest=state.claim_digest if state.claim is not None else "",
+            held_bytes=held,
         )

@@ -8,8 +8,6 @@ from a hash of its spec. A pod without legacy resources (already DRA, or already
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +16,7 @@ from typing import Any
 import jsonpatch
 
 from policyengine import HAMI_RESOURCES, Decision
+from policyengine.decision import canonical_json, claim_digest
 
 __all__ = [
     "CLAIM_NAME",
@@ -92,24 +91,26 @@ def pointer(*parts: str | int) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def _canonical(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+_canonical = canonical_json
 
 
-def template_name(claim: Mapping[str, Any], prefix: str = TEMPLATE_PREFIX) -> str:
+def template_name(claim: Mapping[str, Any], prefix: str = TEMPLATE_PREFIX, digest: str = "") -> str:
     """`<prefix>-<10 hex>` from the SHA-256 of the claim spec's canonical JSON: identical requests share it.
+    `digest`: that SHA-256 (`claim_digest(claim)`) when the caller has it.
 
     The webhook's prefix is always `gpudra`; `gpudra translate` names a workload's templates after the workload.
     """
-    return f"{prefix}-" + hashlib.sha256(_canonical(dict(claim)).encode()).hexdigest()[:10]
+    return f"{prefix}-" + (digest or claim_digest(claim))[:10]
 
 
-def claim_template(claim: Mapping[str, Any], namespace: str, prefix: str = TEMPLATE_PREFIX) -> dict[str, Any]:
+def claim_template(
+    claim: Mapping[str, Any], namespace: str, prefix: str = TEMPLATE_PREFIX, digest: str = ""
+) -> dict[str, Any]:
     """The ResourceClaimTemplate (resource.k8s.io/v1, Kubernetes JSON) for `claim` in `namespace`."""
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
-        "metadata": {"name": template_name(claim, prefix), "namespace": namespace, "labels": dict(MANAGED_BY)},
+        "metadata": {"name": template_name(claim, prefix, digest), "namespace": namespace, "labels": dict(MANAGED_BY)},
         "spec": {"spec": _copy(dict(claim))},
     }
 
@@ -238,7 +239,7 @@ def translate(pod: Mapping[str, Any], decision: Decision, template_prefix: str =
     warnings = list(decision.warnings)
     if not decision.allowed or decision.claim is None or not decision.containers:
         return Translation(pod, warnings=tuple(warnings))
-    template = claim_template(decision.claim, decision.namespace, template_prefix)
+    template = claim_template(decision.claim, decision.namespace, template_prefix, decision.claim_digest)
     name = template["metadata"]["name"]
     if decision.mode != "enforce":
         containers = ", ".join(c.container for c in decision.containers)

@@ -9,7 +9,6 @@ does not exist. Tested with plain dicts, without a server.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any, Protocol
 
 from dra.sizing import ObservedSizing
 from kubeapi import ApiServerError, NamespaceCache, TemplateWriter
-from policyengine import Decision, PolicySet, extended_resource_pairs
+from policyengine import Decision, PolicySet, extended_resource_pairs, jsontext
 from policyengine.k8s_features import unserved_features
 from policyengine.pod_shape import check_pod_shape
 from policyengine.scheduler_path import SchedulerPath, scheduler_path
@@ -213,9 +212,7 @@ class Admission:
         try:
             # Not sorted: the API server writes a given object's keys in one order, and equal text means equal
             # inputs either way (another key order only misses the cache); sorting would double the cost.
-            text = json.dumps(
-                [pod, namespace, info, dra_devices, sizing, mapped], separators=(",", ":"), allow_nan=False
-            )
+            text = jsontext.dumps([pod, namespace, info, dra_devices, sizing, mapped], allow_nan=False)
         except (TypeError, ValueError):
             return None
         data = text.encode()

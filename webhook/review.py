@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra.errors import GpudraError
+from policyengine import jsontext
 from policyengine.denial import AdmissionDenied
 
 __all__ = [
@@ -241,7 +242,7 @@ def allowed_response(
     response: dict[str, Any] = {"uid": uid, "allowed": True}
     if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
+        response["patch"] = base64.b64encode(jsontext.dumps(patch, allow_nan=True).encode()).decode()
     if warnings:
         response["warnings"] = bounded_warnings(warnings)
     if audit_annotations:

@@ -162,7 +162,7 @@ def test_memoization_off_evaluates_everything_and_decides_the_same() -> None:
     warm, cold = PolicySet.of(SHIPPED.policies), PolicySet.of(SHIPPED.policies, memoize=False)
     for pod, namespace in generate_pods(150, seed=23) * 2:
         _same(warm.evaluate(pod, namespace), cold.evaluate(pod, namespace))
-    assert cold.memo_sizes() == {"gpu": 0, "match": 0, "claim": 0, "value": 0, "outcome": 0}
+    assert set(cold.memo_sizes().values()) == {0}
     assert warm.memo_sizes()["value"] > 0
 
 

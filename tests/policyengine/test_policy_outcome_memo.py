@@ -10,7 +10,8 @@ from typing import Any
 
 from policyengine import PolicySet, load_policies, load_policy_text
 from policyengine._memo import weigh
-from policyengine.decision import Decision, JsonView
+from policyengine.decision import Decision, JsonView, claim_digest
+from policyengine.translate import template_name, translate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from policy_eval import generate_pods  # noqa: E402
@@ -141,3 +142,47 @@ def test_held_bytes_charge_what_weighing_every_value_would() -> None:
         expected = _weigh_all(decision)
         # values are weighed once when computed (to a deeper depth), the claim's lists by their entries
         assert 0.9 * expected <= decision.held_bytes <= 1.5 * expected + 1024, (decision.held_bytes, expected)
+
+
+def test_the_digest_a_memoized_claim_carries_is_its_own() -> None:
+    policies = PolicySet.of(SHIPPED.policies)
+    digests = 0
+    for pod, namespace in generate_pods(200, seed=8) * 2:
+        decision = policies.evaluate(pod, namespace)
+        if decision.claim is None:
+            assert decision.claim_digest == ""
+            continue
+        assert decision.claim_digest in ("", claim_digest(decision.claim))
+        digests += decision.claim_digest != ""
+        translation = translate(pod, decision)
+        for template in translation.templates:  # named by the claim as it is, whichever way the digest came
+            assert template["metadata"]["name"] == template_name(template["spec"]["spec"])
+    assert digests > 0
+
+
+def _containers(data: Any) -> list[Any]:
+    found = [data] if isinstance(data, (dict, list)) else []
+    for item in data.values() if isinstance(data, dict) else data if isinstance(data, list) else []:
+        found.extend(_containers(item))
+    return found
+
+
+def test_a_memoized_claim_request_is_copied_whole_and_shares_nothing() -> None:
+    from policyengine._claim import BuiltRequest
+    from policyengine._memo import ClaimEntry
+
+    selectors = [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].index == 0"}}]
+    plain = BuiltRequest({"name": "c", "exactly": {"count": 2, "selectors": selectors}}, [{"requests": ["c"]}], [])
+    shared = BuiltRequest({"name": "c", "a": selectors, "b": selectors}, [], [])  # one list in two places
+    odd = BuiltRequest({"name": "c", "n": 1.5, "k": (1, 2)}, [], [])  # a tuple: not JSON
+    for built, pickled in ((plain, True), (shared, False), (odd, False)):
+        entry = ClaimEntry.of(built, None, (), 0)
+        assert (entry.blob is not None) is pickled
+        first, second = entry.copy(), entry.copy()
+        for copy_ in (first, second):
+            assert (copy_.request, copy_.constraints, copy_.config) == (built.request, built.constraints, built.config)
+        ids = [id(c) for c in _containers([first.request, first.constraints, first.config])]
+        original = {id(c) for c in _containers([built.request, built.constraints, built.config])}
+        assert len(ids) == len(set(ids)) and not original & set(ids)  # fresh objects, none shared
+        first.request["name"] = "changed"
+        assert second.request["name"] == "c" and built.request["name"] == "c"
