@@ -52,6 +52,7 @@ class ClientCertificateProtocol(IdleBoundedProtocol):
     """The server's HTTP protocol, with each connection's app wrapped by `RequireClientCertificate`."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
         peer: Any = transport.get_extra_info("peercert")  # a dict only for a certificate the CA verified
+        # Wrapped before the connection is set up: an HTTP/2 connection (webhook.http2) takes the app from here.
         self.app = RequireClientCertificate(self.app, verified=bool(peer))
+        super().connection_made(transport)

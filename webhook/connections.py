@@ -4,6 +4,8 @@ uvicorn closes a keep-alive connection idle for `timeout_keep_alive` seconds aft
 connection opens, and any byte cancels its timer: a client that completes the TLS handshake and sends nothing, or
 sends its headers a byte at a time, holds a connection (and its TLS buffers) for ever. Here a timer started when
 the connection opens and again after each response closes it unless a request's headers are complete by then.
+A connection whose TLS handshake chose HTTP/2 (ALPN `h2`, offered when `gpudra serve` enables it) is handed to
+webhook.http2, which keeps the same bounds per stream.
 A connection closed before its request's body was read whole (a stalled body, or this deadline while uvicorn drops
 the rest of a refused one) is aborted, not shut down: a graceful TLS shutdown reads on for the peer's close_notify
 and buffers whatever body still arrives (measured: 100 clients refused mid-way through 4 MB bodies held 72 MB,
@@ -16,6 +18,9 @@ import asyncio
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.utils import get_local_addr, get_remote_addr
+
+from webhook.http2 import Http2Protocol, negotiated_h2, scope_base
 
 __all__ = ["IdleBoundedProtocol"]
 
@@ -44,8 +49,26 @@ class IdleBoundedProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if negotiated_h2(transport):  # the TLS handshake chose HTTP/2: webhook.http2 serves this connection
+            self._serve_http2(transport)
+            return
         super().connection_made(transport)
         self._arm_header_deadline()
+
+    def _serve_http2(self, transport: asyncio.Transport) -> None:
+        protocol = Http2Protocol(
+            app=self.app,
+            server_state=self.server_state,
+            app_state=self.app_state,
+            scope_base=scope_base(
+                self.root_path, get_local_addr(transport), get_remote_addr(transport), asgi_version=self.asgi_version
+            ),
+            timeout_keep_alive=self.timeout_keep_alive,
+            limit_concurrency=self.limit_concurrency,
+            loop=self.loop,
+        )
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_deadline()

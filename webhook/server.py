@@ -26,6 +26,7 @@ from webhook.app import DEFAULT_DEADLINE_SECONDS, BackgroundService, create_app
 from webhook.body import DEFAULT_BODY_SECONDS, DEFAULT_LARGE_BODY_BYTES
 from webhook.client_auth import require_client_certificates
 from webhook.cluster_view import DeviceClassCache, device_class_cache, server_minor
+from webhook.http2 import ALPN_PROTOCOLS
 from webhook.metrics import WebhookMetrics
 from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
@@ -74,6 +75,9 @@ class ServeSettings:
     body_seconds: float = DEFAULT_BODY_SECONDS
     max_connections: int = 512
     large_body_bytes: int = DEFAULT_LARGE_BODY_BYTES
+    # Offer HTTP/2 in the TLS handshake (webhook.http2): kube-apiserver takes it only for a webhook at a loopback URL,
+    # where every review of a burst then shares one connection; for a Service it always speaks HTTP/1.1.
+    http2: bool = True
 
     @property
     def side_effects(self) -> bool:
@@ -95,8 +99,14 @@ def _certificate(settings: ServeSettings) -> ReloadingCertificate | None:
         return None
     key = (settings.cert, settings.key)
     if key not in _certificates:
-        client_ca = settings.client_ca
-        configure = (lambda ctx: require_client_certificates(ctx, client_ca)) if client_ca else None
+        client_ca, http2 = settings.client_ca, settings.http2
+
+        def configure(ctx: ssl.SSLContext) -> None:
+            if client_ca:
+                require_client_certificates(ctx, client_ca)
+            if http2:
+                ctx.set_alpn_protocols(ALPN_PROTOCOLS)
+
         _certificates[key] = ReloadingCertificate(Path(settings.cert), Path(settings.key), configure=configure)
     return _certificates[key]
 
