@@ -100,8 +100,17 @@ class Http2Protocol(asyncio.Protocol):
         self.limit_concurrency = limit_concurrency
         self.loop = loop
         self.transport: asyncio.Transport | None = None
-        self.streams: dict[int, _Stream] = {}
-        self.h2 = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False, header_encoding=None))
+        self.streams: dict[int, _Stream] = {}  # requests whose app has not returned (a reset stream included)
+        # What the client sends is validated; what the app answers is written as given (names lower-cased and
+        # connection-specific fields dropped below; HPACK carries values as length-prefixed bytes).
+        self.h2 = h2.connection.H2Connection(
+            config=h2.config.H2Configuration(
+                client_side=False,
+                header_encoding=None,
+                validate_outbound_headers=False,
+                normalize_outbound_headers=False,
+            )
+        )
         self._writable = asyncio.Event()
         self._writable.set()
         self._window_open = asyncio.Event()
@@ -145,7 +154,7 @@ class Http2Protocol(asyncio.Protocol):
         self._writable.set()
 
     def data_received(self, data: bytes) -> None:
-        if not any(not s.done for s in self.streams.values()):
+        if not self.streams:
             self._pending_header_bytes += len(data)
             if self._pending_header_bytes > _MAX_PENDING_HEADER_BYTES:
                 self._close(h2.errors.ErrorCodes.ENHANCE_YOUR_CALM)
@@ -169,7 +178,7 @@ class Http2Protocol(asyncio.Protocol):
         self._closing = True
         self.h2.close_connection()
         self._flush()
-        if all(s.done for s in self.streams.values()):
+        if not self.streams:
             self._close_transport()
 
     # -- events --------------------------------------------------------------------------------------
@@ -205,8 +214,7 @@ class Http2Protocol(asyncio.Protocol):
         stream_id = event.stream_id
         assert stream_id is not None
         self._pending_header_bytes = 0
-        running = sum(1 for s in self.streams.values() if not s.done)
-        if self._closing or running >= MAX_STREAMS:
+        if self._closing or len(self.streams) >= MAX_STREAMS:
             # Streams the client reset still run their request's work: refuse rather than pile up work.
             self.h2.reset_stream(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
             return
@@ -314,7 +322,7 @@ class Http2Protocol(asyncio.Protocol):
             self.streams.pop(stream.id, None)
             self.server_state.total_requests += 1
             self._flush()
-            if not any(not s.done for s in self.streams.values()):
+            if not self.streams:
                 if self._closing:
                     self._close_transport()
                 else:
