@@ -60,14 +60,18 @@ def test_plans_of_the_shipped_policies() -> None:
     plans = {p.name: Plan.of(p) for p in SHIPPED.policies}
     whole_gpu = plans["whole-gpu"]
     assert whole_gpu.fact_conditions == 1 and not whole_gpu.claim_from_facts  # reads gpudra.io/max-vram
-    assert whole_gpu.claim_reads is not None and ("namespaceObject", ("metadata", "labels")) in whole_gpu.claim_reads
+    # only the label it asks for (`'gpudra.io/max-vram' in ...labels`), whether the labels are there, and null-ness
+    max_vram = ("namespaceObject", ("metadata", "labels", "gpudra.io/max-vram"))
+    assert whole_gpu.claim_reads is not None and max_vram in whole_gpu.claim_reads
+    assert ("namespaceObject", ("metadata", "labels")) not in whole_gpu.claim_reads
+    assert ("namespaceObject", ("",)) in whole_gpu.claim_reads and ("namespaceObject", ()) not in whole_gpu.claim_reads
     assert plans["guardrails"].fact_conditions == 1 and not plans["guardrails"].claim_from_facts
     assert plans["guardrails"].claim_reads is None  # no claim
     right_size, multi_gpu = plans["right-size"], plans["multi-gpu"]
     assert right_size.fact_conditions == 1 and not right_size.claim_from_facts  # reads annotations
     assert right_size.claim_reads is not None and ("object", ("metadata", "annotations")) in right_size.claim_reads
     assert multi_gpu.fact_conditions == 1 and not multi_gpu.claim_from_facts  # reads the namespace
-    assert multi_gpu.claim_reads is not None and ("namespaceObject", ("metadata", "labels")) in multi_gpu.claim_reads
+    assert multi_gpu.claim_reads is not None and max_vram in multi_gpu.claim_reads
 
 
 def test_memoized_decisions_equal_fresh_ones_on_varied_pods() -> None:
