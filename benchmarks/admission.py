@@ -13,7 +13,10 @@ With `--through-apiserver` it also creates pods through the real kube-apiserver 
 tests/controlplane/build.sh, with the webhook registered as shipped (side effects through that API server): bursts of
 `--pods` concurrent creations without the webhook (namespaces it skips), with it, and of the pods it makes created
 directly, over `--rounds` rounds; then `--deployments` Deployments scaled to `--replicas` at once (see
-`through_apiserver`). `through_apiserver.p99_ratio` is the webhook's p99 over the legacy pods' without it.
+`through_apiserver`). `through_apiserver.p99_ratio` is the webhook's p99 over the legacy pods' without it, with the
+webhook registered at a loopback URL, to which kube-apiserver speaks HTTP/2 (one connection for a burst);
+`through_apiserver.http1.p99_ratio` is the same webhook at this machine's non-loopback address, to which it speaks
+HTTP/1.1 as it does to a webhook behind a Service (a new TLS connection per concurrent review past the 25 it keeps).
 """
 
 from __future__ import annotations
@@ -41,6 +44,17 @@ sys.path.insert(0, str(ROOT))
 
 from webhook.review import pod_review  # noqa: E402
 from webhook.tls import write_dev_certificates  # noqa: E402
+
+
+def _outward_address() -> str | None:
+    """This machine's address on its default route (no packet is sent), or None without one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: only the route is looked up
+        except OSError:
+            return None
+        address = str(s.getsockname()[0])
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
 
 
 def _free_port() -> int:
@@ -126,9 +140,12 @@ async def _drive(
 
 
 class _Server:
-    def __init__(self, workdir: Path, kubeconfig: Path | None = None, workers: int = 1) -> None:
+    def __init__(
+        self, workdir: Path, kubeconfig: Path | None = None, workers: int = 1, outward: str | None = None
+    ) -> None:
+        """`outward`: also listen on, and be certified for, this non-loopback address."""
         self.certs = workdir / "certs"
-        write_dev_certificates(self.certs, ["localhost"], ip_addresses=["127.0.0.1"])
+        write_dev_certificates(self.certs, ["localhost"], ip_addresses=["127.0.0.1", *([outward] if outward else [])])
         self.port = _free_port()
         args = [
             sys.executable,
@@ -137,7 +154,7 @@ class _Server:
             "serve",
             "--enable-echo",
             "--host",
-            "127.0.0.1",
+            "0.0.0.0" if outward else "127.0.0.1",
             "--port",
             str(self.port),
             "--cert",
@@ -233,14 +250,25 @@ def loopback(requests: int, concurrency: int, limit_s: float, workers: int) -> d
     }
 
 
-def _webhook_configuration(server: _Server) -> dict[str, Any]:
+# Namespaces for the bursts through the webhook at a non-loopback address: the shipped configuration skips them (the
+# opt-out label), a copy of it pointed at that address serves them.
+_HTTP1_LABEL = "gpudra.io/benchmark-http1"
+
+
+def _webhook_configuration(server: _Server, host: str = "127.0.0.1") -> dict[str, Any]:
+    """The shipped MutatingWebhookConfiguration pointed at `server` on `host`. kube-apiserver offers HTTP/2 only to a
+    webhook at a loopback address (k8s.io/apiserver pkg/util/webhook/client.go); at any other address, as behind a
+    Service, it speaks HTTP/1.1."""
     import base64
 
     webhook = yaml.safe_load((ROOT / "manifests" / "base" / "mutatingwebhook.yaml").read_text())
     webhook["webhooks"][0]["clientConfig"] = {
-        "url": f"https://127.0.0.1:{server.port}/mutate",
+        "url": f"https://{host}:{server.port}/mutate",
         "caBundle": base64.b64encode((server.certs / "ca.crt").read_bytes()).decode(),
     }
+    if not host.startswith("127."):
+        webhook["metadata"]["name"] += "-http1"
+        webhook["webhooks"][0]["namespaceSelector"] = {"matchLabels": {_HTTP1_LABEL: "true"}}
     return dict(webhook)
 
 
@@ -291,9 +319,11 @@ def _deployment(legacy: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 # The bursts through the API server: the legacy pods without the webhook (the issue's baseline), the pods the webhook
-# makes of them created directly without it (the same DRA work after admission: ResourceClaims, scheduling), and
-# the legacy pods with the webhook translating them.
-_BURSTS = ("legacy", "translated", "webhook")
+# makes of them created directly without it (the same DRA work after admission: ResourceClaims, scheduling), the
+# legacy pods with the webhook translating them (registered at a loopback URL: kube-apiserver speaks HTTP/2 to it),
+# and, where this machine has a non-loopback address, the same webhook registered at that address (HTTP/1.1, as for
+# a webhook behind a Service: a new TLS connection for each concurrent review beyond the 25 it keeps idle).
+_BURSTS = ("legacy", "translated", "webhook", "webhook_http1")
 
 
 def through_apiserver(
@@ -321,10 +351,14 @@ def through_apiserver(
 
     legacy = yaml.safe_load((ROOT / "examples" / "pod-legacy-1gpu.yaml").read_text())
     policies = load_policies()
+    outward = _outward_address()
+    kinds = _BURSTS if outward else _BURSTS[:3]
 
-    def namespace(kube: Kube, prefix: str, webhook: bool) -> str:
+    def namespace(kube: Kube, prefix: str, webhook: bool, http1: bool = False) -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
         labels = {} if webhook else {"gpudra.io/webhook": "disabled"}
+        if http1:
+            labels = {"gpudra.io/webhook": "disabled", _HTTP1_LABEL: "true"}
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
         wait_for(lambda: kube.list("ServiceAccount", name), timeout=30, what=f"ServiceAccount {name}/default")
         return name
@@ -368,17 +402,17 @@ def through_apiserver(
             time.sleep(0.1)
         return time.perf_counter() - started
 
-    latencies: dict[str, list[float]] = {kind: [] for kind in _BURSTS}
-    cpu: dict[str, dict[str, float]] = {kind: {} for kind in _BURSTS}
+    latencies: dict[str, list[float]] = {kind: [] for kind in kinds}
+    cpu: dict[str, dict[str, float]] = {kind: {} for kind in kinds}
     per_round: list[dict[str, float]] = []
-    translated = dict.fromkeys(_BURSTS, 0)
+    translated = dict.fromkeys(kinds, 0)
     scaled: dict[bool, float] = {}
     scaled_translated = {False: 0, True: 0}
     with running() as cp, tempfile.TemporaryDirectory() as tmp:
         config = cp.configuration()
         config.connection_pool_maxsize = concurrency
         kube = Kube(kubernetes.client.ApiClient(config))
-        server = _Server(Path(tmp), kubeconfig=cp.kubeconfig, workers=workers)
+        server = _Server(Path(tmp), kubeconfig=cp.kubeconfig, workers=workers, outward=outward)
         pids = {name: c.process.pid for name, c in cp.components.items() if c.process is not None}
         pids["webhook"] = server.proc.pid
 
@@ -389,14 +423,16 @@ def through_apiserver(
 
         try:
             kube.create(_webhook_configuration(server))
+            if outward:
+                kube.create(_webhook_configuration(server, outward))
             time.sleep(2)  # the API server picks up webhook configurations asynchronously
-            for kind in _BURSTS:
-                ns = namespace(kube, "bench-warm", kind == "webhook")
+            for kind in kinds:
+                ns = namespace(kube, "bench-warm", kind == "webhook", kind == "webhook_http1")
                 create_all(kube, pods_for(kube, kind, ns, min(pods, 20)))
             for i in range(rounds):
                 p99: dict[str, float] = {}
-                for kind in _BURSTS[i % 3 :] + _BURSTS[: i % 3]:
-                    ns = namespace(kube, f"bench-{kind}", kind == "webhook")
+                for kind in kinds[i % len(kinds) :] + kinds[: i % len(kinds)]:
+                    ns = namespace(kube, f"bench-{kind.replace('_', '-')}", kind == "webhook", kind == "webhook_http1")
                     manifests = pods_for(kube, kind, ns, pods)
                     before = usage()
                     values = create_all(kube, manifests)
@@ -405,7 +441,10 @@ def through_apiserver(
                     latencies[kind] += values
                     p99[kind] = _percentile(values, 0.99)
                     translated[kind] += _translated(kube, ns)
-                per_round.append({base: round(p99["webhook"] / p99[base], 3) for base in ("legacy", "translated")})
+                ratios = {base: round(p99["webhook"] / p99[base], 3) for base in ("legacy", "translated")}
+                if outward:
+                    ratios["http1_legacy"] = round(p99["webhook_http1"] / p99["legacy"], 3)
+                per_round.append(ratios)
             if deployments:
                 for webhook in (False, True):
                     ns = namespace(kube, "bench-deploy", webhook)
@@ -438,14 +477,26 @@ def through_apiserver(
         "p99_ratio_per_round": per_round,
         "pods_translated": translated["webhook"],
         "pods_translated_without_webhook": translated["legacy"],
-        "cpu_seconds_per_burst": {kind: {name: round(v, 3) for name, v in cpu[kind].items()} for kind in _BURSTS},
+        "webhook_url": "https://127.0.0.1 (loopback: kube-apiserver offers HTTP/2)",
+        "cpu_seconds_per_burst": {kind: {name: round(v, 3) for name, v in cpu[kind].items()} for kind in kinds},
         "bursts": {
             "legacy": "the legacy GPU pods, in namespaces the webhook skips",
             "translated": "the pods the webhook makes of them (and their template), created directly, webhook skipped",
-            "webhook": "the legacy GPU pods, translated by the webhook",
+            "webhook": "the legacy GPU pods, translated by the webhook at https://127.0.0.1 (kube-apiserver: HTTP/2)",
+            "webhook_http1": "the same at this machine's non-loopback address (HTTP/1.1, as for a webhook behind a "
+            "Service); absent without such an address",
         },
         "context": "Kyverno publishes ~244 ms p99 for one mutating policy at 200 concurrent pod creations (3 replicas)",
     }
+    if outward:
+        result["http1"] = {
+            "webhook_url": f"https://{outward} (not loopback: kube-apiserver speaks HTTP/1.1, as to a Service)",
+            "with_webhook": summary(latencies["webhook_http1"]),
+            "p99_ratio": ratio("webhook_http1", "legacy"),
+            "p99_ratio_vs_translated_pods": ratio("webhook_http1", "translated"),
+            "pods_translated": translated["webhook_http1"],
+            "pods": pods * rounds,
+        }
     if deployments:
         result["deployments"] = {
             "deployments": deployments,
