@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from dra.sizing import ObservedSizing
@@ -89,10 +89,21 @@ class SizingSource(Protocol):
     def version(self, pod: dict[str, Any], namespace: str) -> str: ...
 
 
+def _served(decision: Decision) -> Decision:
+    """The decision without its variables (the policies' and each container's), which no answer shows: what a cached
+    decision holds on to is then its claim and messages, not the evaluation's activations (about 120 objects that
+    the cyclic collector would walk at every full collection, for each of the cache's entries)."""
+    if not decision.variables and all(not c.variables for c in decision.containers):
+        return decision
+    containers = tuple(replace(c, variables={}) for c in decision.containers)
+    return replace(decision, variables={}, containers=containers)
+
+
 class _Cached:
     """A decision and, once mutate asks for it, its translation (both pure functions of the cache key's inputs).
 
-    `pod` is the first review's object: equal, by the key, to every later one served from this entry.
+    `pod` is the first review's object: equal, by the key, to every later one served from this entry. The decision
+    is kept without its variables (`_served`).
     """
 
     __slots__ = ("pod", "decision", "_translation", "_native")
@@ -101,7 +112,7 @@ class _Cached:
         self, pod: dict[str, Any], decision: Decision, policies: PolicySet, mapping: Mapping[str, str]
     ) -> None:
         self.pod = pod
-        self.decision = decision
+        self.decision = _served(decision)
         self._translation: Translation | None = None
         # Whether kube-scheduler's own claim (KEP-5004) gives the pod what the decision would: computed here, from the
         # same inputs as the decision (the mapping is part of the cache key).
@@ -277,7 +288,9 @@ class Admission:
         )
         entry = _Cached(pod, decision, policies, mapping)
         if keyed is not None:
-            self._cache.put(keyed[0], entry, keyed[1] + decision.held_bytes)  # inputs, and what the decision holds
+            # inputs, and what the decision held when made (its variables included: an upper bound of what the
+            # entry keeps, `_served`)
+            self._cache.put(keyed[0], entry, keyed[1] + decision.held_bytes)
         return entry
 
     def _count(self, endpoint: str, review: ReviewRequest, decision: Decision | None, outcome: str) -> None:
