@@ -32,6 +32,7 @@ from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
 from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache, RecommendationSource
 from webhook.tls import ReloadingCertificate
+from webhook.warm_up import DecisionWarmUp
 
 __all__ = ["ServeSettings", "app_factory", "build_app", "serve"]
 
@@ -204,7 +205,8 @@ def build_app(
         readiness["certificate"] = certificate_ready
     if writer is not None:
         readiness["apiserver"] = writer.reachable
-    services: list[BackgroundService] = [reloader]
+    # Each worker decides once before it serves (webhook.warm_up): a burst's first review does not pay for loading.
+    services: list[BackgroundService] = [DecisionWarmUp(lambda: store.current), reloader]
     if sizing is not None:
         readiness["sizing"] = sizing.readiness  # never unready: see webhook.sizing_cache
         services.append(sizing)
