@@ -99,7 +99,10 @@ class _Variables(dict[str, Any]):
     ) -> None:
         super().__init__()
         self._pending = dict(variables)
-        self._activation = activation
+        # A copy without `variables`: the activation a caller evaluates its rules in holds this map as `variables`,
+        # and holding that activation here would be a reference cycle (freed only by the cyclic collector)
+        self._activation = dict(activation)
+        self._activation.pop("variables", None)
         self._parent = parent
         self._running: set[str] = set()
         self._memo = memo
@@ -124,12 +127,12 @@ class _Variables(dict[str, Any]):
         self._running.add(name)
         try:
             if self._memo is None:
-                value = _cel.evaluate(expr.program, self._activation)
+                value = _cel.evaluate(expr.program, self._evaluation())
                 weight = weigh(value)
             else:
                 pod_memo, policy = self._memo
                 value, weight = pod_memo.weighed(
-                    policy, expr, lambda: _cel.evaluate(expr.program, self._activation), self
+                    policy, expr, lambda: _cel.evaluate(expr.program, self._evaluation()), self
                 )
         except CelError as exc:
             where = f"{expr.file}:{expr.line}:{expr.column}" if expr.line is not None else expr.file
@@ -140,6 +143,12 @@ class _Variables(dict[str, Any]):
         self._weights[name] = weight
         self.held += 49 + len(name) + weight
         return value
+
+    def _evaluation(self) -> dict[str, Any]:
+        """The activation a variable's expression runs in: the caller's, with this map as `variables`."""
+        activation = dict(self._activation)
+        activation["variables"] = self
+        return activation
 
     def restore(self, values: Sequence[tuple[str, Any, int]]) -> None:
         """Set values read before (an `Outcome`'s), in their order, with their weights."""
