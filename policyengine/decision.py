@@ -89,6 +89,13 @@ class ContainerRequest:
     replaces: Mapping[str, int]
     variables: Mapping[str, Any]
 
+    def without_variables(self) -> ContainerRequest:
+        """The same request without its claim variables (see `Decision.without_variables`)."""
+        slim = object.__new__(ContainerRequest)
+        slim.__dict__.update(self.__dict__)
+        slim.__dict__["variables"] = {}
+        return slim
+
     def to_json(self) -> dict[str, Any]:
         return {
             "container": self.container,
@@ -132,6 +139,17 @@ class Decision:
     # `claim_digest(claim)` as decided, when the engine had it at hand ("" when not: then computed when needed).
     # A caller that changes `claim` afterwards must not pass the decision on with it.
     claim_digest: str = field(default="", compare=False)
+
+    def without_variables(self) -> Decision:
+        """The same decision without the policies' and containers' variables, which hold on to the evaluation's
+        inputs (for a cache of decisions that never shows them). Every other field is this one's; `held_bytes` is
+        what this decision held, variables included. Built field by field (a frozen dataclass: `replace` would run
+        `__init__` again, several times slower)."""
+        slim = object.__new__(Decision)
+        slim.__dict__.update(self.__dict__)
+        slim.__dict__["variables"] = {}
+        slim.__dict__["containers"] = tuple(c.without_variables() for c in self.containers)
+        return slim
 
     @property
     def mutates(self) -> bool:

@@ -228,6 +228,10 @@ def _count(
     """A whole number from 0 to `limit`; the error names the field, and `container` where it is over the limit."""
     if type(value) is int and 0 <= value <= (limit if limit is not None else value):
         return value
+    if type(value) is str and 0 < len(value) <= 18 and value.isascii() and value.isdigit() and value[0] != "0":
+        number = int(value)  # ASCII digits, as the API server writes a count: the quantity's value, without a parse
+        if limit is None or number <= limit:
+            return number
     number = _whole(value, where, what)
     if limit is not None and number > limit:
         if what == "devices":

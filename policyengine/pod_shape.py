@@ -54,12 +54,25 @@ def _is_legacy_gpu(resource: str) -> bool:
     return resource == "nvidia.com/gpu" or resource.startswith("nvidia.com/mig-")
 
 
+def _plain_count(item: object) -> int | None:
+    """The value of an int, or of a string of ASCII digits without a leading zero (`"2"`, as the API server writes a
+    count): what parsing it as a quantity gives, without the parse. None for every other spelling."""
+    if type(item) is int:
+        return item if item >= 0 else None
+    if type(item) is str and 0 < len(item) <= 18 and item.isascii() and item.isdigit():
+        return int(item) if item == "0" or item[0] != "0" else None
+    return None
+
+
 def _device_count(item: str | int | float, path: str, container: str) -> int:
     """A legacy GPU resource's value as a device count: a whole number no claim's limit rules out, judged by the
     quantity's exact value, however it is spelled (`1`, `1000m`, `1.0`, `0.001k` are all one device; `1500m` is
     none). The API server's own rule for extended resources, `MilliValue() % 1000 == 0`
     (pkg/apis/core/validation ValidateResourceQuantityValue), accepts the same spellings, and then sends the canonical
     `1`; it also rounds `0.9999` up to `1000m`, which gpudra refuses as not a whole number."""
+    plain = _plain_count(item)
+    if plain is not None and plain <= MAX_DEVICES_PER_CLAIM:
+        return plain
     try:
         quantity = Quantity.coerce(item)
     except (QuantityError, ValueError, OverflowError) as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dra.sizing import ObservedSizing
@@ -95,8 +95,7 @@ def _served(decision: Decision) -> Decision:
     the cyclic collector would walk at every full collection, for each of the cache's entries)."""
     if not decision.variables and all(not c.variables for c in decision.containers):
         return decision
-    containers = tuple(replace(c, variables={}) for c in decision.containers)
-    return replace(decision, variables={}, containers=containers)
+    return decision.without_variables()
 
 
 class _Cached:

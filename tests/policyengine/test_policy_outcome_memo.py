@@ -209,3 +209,18 @@ def test_an_evaluation_leaves_no_reference_cycles() -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+def test_a_decision_without_variables_keeps_every_other_field() -> None:
+    import dataclasses
+
+    policies = PolicySet.of(SHIPPED.policies)
+    for pod, namespace in generate_pods(40, seed=3):
+        decision = policies.evaluate(pod, namespace)
+        slim = decision.without_variables()
+        assert slim.variables == {} and all(c.variables == {} for c in slim.containers)
+        for f in dataclasses.fields(decision):
+            if f.name not in ("variables", "containers"):
+                assert getattr(slim, f.name) == getattr(decision, f.name), f.name
+        assert [dataclasses.replace(c, variables={}) for c in decision.containers] == list(slim.containers)
+        assert decision.variables or not decision.matched  # the original keeps its own
