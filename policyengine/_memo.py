@@ -28,6 +28,7 @@ __all__ = [
     "MAX_BYTES",
     "MAX_ENTRIES",
     "ClaimEntry",
+    "ClaimFacts",
     "MemoTable",
     "Outcome",
     "Plan",
@@ -296,6 +297,16 @@ class Outcome:
     charges: tuple[int, int] = (0, 0)
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimFacts:
+    """Computed once per claim (`PolicyMemo.claim_facts`): Kubernetes' validation problems, the digest of its
+    canonical JSON, and its pickle when it is a plain JSON tree (loading it is a fresh copy of the claim)."""
+
+    problems: tuple[str, ...]
+    digest: str
+    blob: bytes | None
+
+
 class PolicyMemo:
     """The memo tables of one `PolicySet`, with each policy's `Plan` and its pod-level expressions' reads.
 
@@ -338,8 +349,8 @@ class PolicyMemo:
         self._value: MemoTable[Any, tuple[Any, tuple[str, ...], tuple[int, int], int]] = MemoTable()
         # (policy, mode, shadowing, token, fingerprints) → the policy's pod-level `Outcome` (see `PodMemo.outcome_key`)
         self._outcome: MemoTable[Any, Outcome] = MemoTable()
-        # the containers' claim keys, in order → (the claim's validation problems, its digest)
-        self._claim_facts: MemoTable[tuple[Any, ...], tuple[tuple[str, ...], str]] = MemoTable()
+        # the containers' claim keys, in order → the claim's validation problems, digest and pickle (`ClaimFacts`)
+        self._claim_facts: MemoTable[tuple[Any, ...], ClaimFacts] = MemoTable()
         # (outcome key, the containers' claim keys) → the pod-level variables building the claim added, in order,
         # with their weights, and what reading them charged (see `PodMemo.restore_stage`)
         self._stage: MemoTable[Any, tuple[tuple[tuple[str, Any, int], ...], tuple[int, int]]] = MemoTable()
@@ -362,17 +373,13 @@ class PolicyMemo:
             found = self._match.put(key, compute())
         return found
 
-    def claim_facts(
-        self, keys: tuple[Any, ...], compute: Callable[[], tuple[tuple[str, ...], str]]
-    ) -> tuple[tuple[str, ...], str]:
-        """What is computed of a whole claim (its validation problems, its digest), by its containers' claim memo
-        keys: the claim is their entries' requests, constraints and config, in order, so equal keys mean an equal
-        claim."""
-        found = self._claim_facts.get(keys)
-        if found is None:
-            found = compute()
-            self._claim_facts.put(keys, found)
-        return found
+    def claim_facts(self, keys: tuple[Any, ...]) -> ClaimFacts | None:
+        """What is known of a whole claim by its containers' claim memo keys: the claim is their entries' requests,
+        constraints and config, in order, so equal keys mean an equal claim."""
+        return self._claim_facts.get(keys)
+
+    def store_claim_facts(self, keys: tuple[Any, ...], facts: ClaimFacts) -> None:
+        self._claim_facts.put(keys, facts)
 
     def for_pod(self, base: Mapping[str, Any], token: int) -> PodMemo:
         """The view for one evaluation: `base` holds the pod-level inputs (`object`, `request`, ...)."""

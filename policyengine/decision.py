@@ -139,6 +139,9 @@ class Decision:
     # `claim_digest(claim)` as decided, when the engine had it at hand ("" when not: then computed when needed).
     # A caller that changes `claim` afterwards must not pass the decision on with it.
     claim_digest: str = field(default="", compare=False)
+    # The pickle of `claim` as decided, when the engine had it (a plain JSON tree built from its memo): loading it is
+    # a fresh copy of the claim (translate's template spec). The same caveat as `claim_digest`.
+    claim_blob: bytes | None = field(default=None, compare=False, repr=False)
 
     def without_variables(self) -> Decision:
         """The same decision without the policies' and containers' variables, which hold on to the evaluation's

@@ -8,6 +8,7 @@ under a `dra.cancellation` deadline it stops between policies, containers, expre
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from dra.sizing import SizingLookup
 from . import _cel
 from ._claim import build_request, claim_expressions, validate_claim
 from ._eval import Failed, check, run
-from ._memo import ClaimEntry, Outcome, PodMemo, PolicyMemo, weigh
+from ._memo import ClaimEntry, ClaimFacts, Outcome, PodMemo, PolicyMemo, weigh
 from .decision import ContainerRequest, Decision, JsonView, Violation, claim_digest
 from .facts import ContainerFacts, PodFacts, pod_facts
 from .loader import CompiledExpr, CompiledPolicy, CompiledRule
@@ -238,6 +239,7 @@ class _Run:
     claim: dict[str, Any] | None = None
     claim_weight: int | None = None  # `weigh` of `claim`, when known
     claim_digest: str = ""  # see `Decision.claim_digest`
+    claim_blob: bytes | None = None  # see `Decision.claim_blob`
     containers: list[ContainerRequest] = field(default_factory=list)
 
     def violate(
@@ -509,6 +511,10 @@ class PolicySet:
         if keys is not None and outcome_key is not None and all(p[3] is not None for p in prepared):
             stage_key = (outcome_key, tuple(keys))
         staged = stage_key is not None and pod_memo is not None and pod_memo.restore_stage(stage_key, parent)
+        # The whole claim, when these keys built it before as a plain JSON tree: one copy of it, not one per request.
+        known = self._memo.claim_facts(stage_key[1]) if stage_key is not None else None
+        whole = pickle.loads(known.blob) if known is not None and known.blob is not None else None
+        plain = True  # whether every request is a plain JSON tree (its entry has a pickle)
         budget: cel.EvaluationBudget | None = activation.get(_cel.BUDGET_KEY)
         before = (len(parent), budget.left if budget is not None else 0, budget.held if budget is not None else 0)
         for container, local, memo_key, found in prepared:
@@ -520,8 +526,10 @@ class PolicySet:
                 own = hit.variables
                 for name in hit.names:  # the pod-level variables building it read, as `PodMemo.value` does
                     parent[name]
-                built = hit.copy()
                 weight += hit.weight
+                plain = plain and hit.blob is not None
+                if whole is None:
+                    built = hit.copy()
             else:
                 own = _Variables(policy.claim.variables, local, parent=parent)
                 local["variables"] = own
@@ -538,9 +546,13 @@ class PolicySet:
                     entry = ClaimEntry.of(built, own, tuple(dict.fromkeys(log)), built_weight)
                     pod_memo.store_claim(memo_key, entry)
                     built = entry.copy()  # the memo's objects are shared: hand out copies
-            requests.append(built.request)
-            constraints.extend(built.constraints)
-            config.extend(built.config)
+                    plain = plain and entry.blob is not None
+                else:
+                    plain = False
+            if whole is None:
+                requests.append(built.request)
+                constraints.extend(built.constraints)
+                config.extend(built.config)
             state.containers.append(
                 ContainerRequest(
                     container=container.name,
@@ -555,21 +567,32 @@ class PolicySet:
             added = parent.weighed_items()[before[0] :]
             charges = (before[1] - budget.left, budget.held - before[2]) if budget is not None else (0, 0)
             pod_memo.store_stage(stage_key, added, charges)
-        devices: dict[str, Any] = {"requests": requests}
-        if constraints:
-            devices["constraints"] = constraints
-        if config:
-            devices["config"] = config
-        state.claim = {"devices": devices}
+        if whole is not None:
+            claim = whole
+            devices = whole["devices"]
+            requests = devices["requests"]
+            constraints, config = devices.get("constraints", []), devices.get("config", [])
+        else:
+            devices = {"requests": requests}
+            if constraints:
+                devices["constraints"] = constraints
+            if config:
+                devices["config"] = config
+            claim = {"devices": devices}
+        state.claim = claim
         # the two dicts, their keys and the lists, as `weigh(claim)` charges them
         state.claim_weight = 600 + 8 * (len(requests) + len(constraints) + len(config)) + weight
         # The claim is a function of its containers' claim memo keys (each entry's request, in order): its
-        # validation and its digest are computed once per such claim.
-        claim = state.claim
+        # validation, its digest and its pickle are computed once per such claim.
         if keys:
-            problems, state.claim_digest = self._memo.claim_facts(
-                tuple(keys), lambda: (tuple(validate_claim(claim)), claim_digest(claim))
-            )
+            if known is None:
+                known = self._memo.claim_facts(tuple(keys))
+            if known is None:
+                blob = pickle.dumps(claim, pickle.HIGHEST_PROTOCOL) if plain else None
+                known = ClaimFacts(tuple(validate_claim(claim)), claim_digest(claim), blob)
+                self._memo.store_claim_facts(tuple(keys), known)
+            problems = known.problems
+            state.claim_digest, state.claim_blob = known.digest, known.blob
         else:
             problems = tuple(validate_claim(claim))
         if problems:
@@ -621,5 +644,6 @@ class PolicySet:
             sizing=sizing,
             sizing_source=sizing_source,
             claim_digest=state.claim_digest if state.claim is not None else "",
+            claim_blob=state.claim_blob if state.claim is not None else None,
             held_bytes=held,
         )

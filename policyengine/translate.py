@@ -8,6 +8,7 @@ from a hash of its spec. A pod without legacy resources (already DRA, or already
 from __future__ import annotations
 
 import copy
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -104,14 +105,15 @@ def template_name(claim: Mapping[str, Any], prefix: str = TEMPLATE_PREFIX, diges
 
 
 def claim_template(
-    claim: Mapping[str, Any], namespace: str, prefix: str = TEMPLATE_PREFIX, digest: str = ""
+    claim: Mapping[str, Any], namespace: str, prefix: str = TEMPLATE_PREFIX, digest: str = "", blob: bytes | None = None
 ) -> dict[str, Any]:
-    """The ResourceClaimTemplate (resource.k8s.io/v1, Kubernetes JSON) for `claim` in `namespace`."""
+    """The ResourceClaimTemplate (resource.k8s.io/v1, Kubernetes JSON) for `claim` in `namespace`. `digest` and
+    `blob` (the claim's pickle, `Decision.claim_blob`) are what the caller already has of it."""
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": template_name(claim, prefix, digest), "namespace": namespace, "labels": dict(MANAGED_BY)},
-        "spec": {"spec": _copy(dict(claim))},
+        "spec": {"spec": pickle.loads(blob) if blob is not None else _copy(dict(claim))},
     }
 
 
@@ -239,7 +241,9 @@ def translate(pod: Mapping[str, Any], decision: Decision, template_prefix: str =
     warnings = list(decision.warnings)
     if not decision.allowed or decision.claim is None or not decision.containers:
         return Translation(pod, warnings=tuple(warnings))
-    template = claim_template(decision.claim, decision.namespace, template_prefix, decision.claim_digest)
+    template = claim_template(
+        decision.claim, decision.namespace, template_prefix, decision.claim_digest, decision.claim_blob
+    )
     name = template["metadata"]["name"]
     if decision.mode != "enforce":
         containers = ", ".join(c.container for c in decision.containers)

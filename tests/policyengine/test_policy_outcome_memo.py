@@ -4,6 +4,7 @@ its expressions read, and a decision is the same, to its held bytes, whether it 
 from __future__ import annotations
 
 import copy
+import pickle
 import sys
 from pathlib import Path
 from typing import Any
@@ -146,7 +147,7 @@ def test_held_bytes_charge_what_weighing_every_value_would() -> None:
 
 def test_the_digest_a_memoized_claim_carries_is_its_own() -> None:
     policies = PolicySet.of(SHIPPED.policies)
-    digests = 0
+    digests = blobs = 0
     for pod, namespace in generate_pods(200, seed=8) * 2:
         decision = policies.evaluate(pod, namespace)
         if decision.claim is None:
@@ -154,10 +155,17 @@ def test_the_digest_a_memoized_claim_carries_is_its_own() -> None:
             continue
         assert decision.claim_digest in ("", claim_digest(decision.claim))
         digests += decision.claim_digest != ""
+        if decision.claim_blob is not None:
+            blobs += 1
+            assert pickle.loads(decision.claim_blob) == decision.claim
         translation = translate(pod, decision)
         for template in translation.templates:  # named by the claim as it is, whichever way the digest came
-            assert template["metadata"]["name"] == template_name(template["spec"]["spec"])
-    assert digests > 0
+            spec = template["spec"]["spec"]
+            assert template["metadata"]["name"] == template_name(spec)
+            assert spec == decision.claim and spec is not decision.claim
+            spec["devices"]["requests"].append({"name": "changed"})  # the template shares nothing with the decision
+            assert spec != decision.claim
+    assert digests > 0 and blobs > 0
 
 
 def _containers(data: Any) -> list[Any]:
