@@ -32,7 +32,7 @@ def code_text(source: str) -> str:
     """`source` with each string and bytes literal's text blanked (`'` and spaces, same length), where the CEL
     lexer (dra.cel.parse, the grammar expressions are compiled with) finds them: no identifier inside a literal is
     a read. Unchanged when it does not parse (it then never compiled either)."""
-    from dra.cel.parse import parse  # not at import: policyengine loads without the parser until it compiles
+    from dra.cel import parse_tree as parse  # not at import: policyengine loads without CEL until it compiles
     from dra.errors import CelError
 
     try:
@@ -194,7 +194,7 @@ def keyed_uses(source: str) -> dict[Read, tuple[str | None, ...]] | None:
 
     None when the source does not parse (it never compiled either).
     """
-    from dra.cel.parse import parse
+    from dra.cel import parse_tree as parse
     from dra.errors import CelError
 
     try:

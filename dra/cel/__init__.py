@@ -13,6 +13,7 @@ from dra.cel.cost import DEFAULT_COST_LIMIT, RUNTIME_COST_BUDGET, CostMeter, Eva
 from dra.cel.device import device_value
 from dra.cel.env import Environment, Program
 from dra.cel.json import from_json, to_json
+from dra.cel.parse import parse as parse_tree  # loaded by env already; for static reads of an expression (policyengine)
 from dra.cel.stdlib import format_double
 from dra.cel.values import CelType, Duration, Optional, Timestamp, Uint
 
@@ -35,5 +36,6 @@ __all__ = [
     "device_value",
     "format_double",
     "from_json",
+    "parse_tree",
     "to_json",
 ]
