@@ -169,14 +169,13 @@ class PodFacts:
     extended_resources: tuple[tuple[str, str], ...] = ()
     # Hashable and equal exactly when two pods' GPU facts (hence their `gpu` CEL values) are equal.
     key: tuple[Any, ...] = field(init=False, repr=False, compare=False)
+    # The containers with legacy GPU resources, in pod order (read several times per evaluation: computed once).
+    legacy_containers: tuple[ContainerFacts, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         key = (tuple(c.key for c in self.containers), self.pod_claims, self.dra_devices, self.extended_resources)
         object.__setattr__(self, "key", key)
-
-    @property
-    def legacy_containers(self) -> tuple[ContainerFacts, ...]:
-        return tuple(c for c in self.containers if c.legacy)
+        object.__setattr__(self, "legacy_containers", tuple(c for c in self.containers if c.legacy))
 
     @property
     def sizing(self) -> SizingDecision:
