@@ -46,8 +46,8 @@ def test_the_same_errors_and_conversions() -> None:
             jsontext.dumps(bad, allow_nan=False)
     with pytest.raises(ValueError, match="Circular reference"):
         jsontext.dumps(circular, allow_nan=True)
-    assert jsontext.dumps({1: "a", None: 2.5, True: "\u00e9\ud800"}, allow_nan=False) == json.dumps(
-        {1: "a", None: 2.5, True: "\u00e9\ud800"}, separators=(",", ":")
+    assert jsontext.dumps({1: "a", None: 2.5, False: "\u00e9\ud800", 2.5: 0}, allow_nan=False) == json.dumps(
+        {1: "a", None: 2.5, False: "\u00e9\ud800", 2.5: 0}, separators=(",", ":")
     )
     assert jsontext.dumps([math.nan, -math.inf], allow_nan=True) == "[NaN,-Infinity]"
     # a failed call leaves nothing behind for the next (each call has its own circular-reference markers)
