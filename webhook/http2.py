@@ -18,6 +18,10 @@ The bounds of the HTTP/1.1 path (webhook.connections, uvicorn's `limit_concurren
   `limit_concurrency` (connections and requests of the whole process) requests are answered 503;
 - header blocks are bounded (SETTINGS_MAX_HEADER_LIST_SIZE, and a cap on the bytes a connection may send while no
   request's headers have completed), so a client cannot grow a header block without end.
+
+A connection is served by one worker process. So that a burst spreads over the workers, a connection that has taken
+`REQUESTS_PER_CONNECTION` requests tells its client to go on over a new one (a graceful GOAWAY, which graceful
+shutdown sends too), answers what it already took, and closes.
 """
 
 from __future__ import annotations
@@ -32,15 +36,22 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
+import hyperframe.frame
 from uvicorn._types import ASGI3Application, ASGIReceiveEvent, ASGISendEvent
 from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.server import ServerState
 
-__all__ = ["ALPN_PROTOCOLS", "MAX_STREAMS", "Http2Protocol", "negotiated_h2"]
+__all__ = ["ALPN_PROTOCOLS", "MAX_STREAMS", "REQUESTS_PER_CONNECTION", "Http2Protocol", "negotiated_h2", "scope_base"]
 
 ALPN_PROTOCOLS = ["h2", "http/1.1"]
 # Go's HTTP/2 client opens a further connection when a connection's streams are all in use.
 MAX_STREAMS = 128
+# After this many requests a connection asks its client to go on over a new one (GOAWAY, see `_drain`): one
+# connection is served by one worker process, and a burst carried by a single connection would leave the other
+# workers idle while it queues; each new connection goes to whichever worker accepts it first. A 200-review burst
+# then costs about four TLS handshakes instead of two.
+REQUESTS_PER_CONNECTION = 48
+_LAST_STREAM_ID = 2**31 - 1
 _WINDOW = 65_535  # each stream's receive window: what a client may send ahead of the app's reads
 _MAX_HEADER_LIST = 64 * 1024
 # Bytes a connection may send while no request's headers are complete (header blocks, settings, pings) before it
@@ -116,7 +127,8 @@ class Http2Protocol(asyncio.Protocol):
         self._window_open = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
         self._pending_header_bytes = 0
-        self._closing = False
+        self._draining = False  # told the client to open no more streams here (shutdown, or REQUESTS served)
+        self._served = 0
 
     # -- asyncio.Protocol ----------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -174,12 +186,26 @@ class Http2Protocol(asyncio.Protocol):
         return None
 
     def shutdown(self) -> None:
-        """Graceful shutdown (uvicorn calls this on every connection): no new streams; close once idle."""
-        self._closing = True
-        self.h2.close_connection()
+        """Graceful shutdown (uvicorn calls this on every connection): the client is told to open no more streams
+        here, the streams it has opened are answered, and the connection closes after the last."""
+        self._drain()
+
+    def _drain(self) -> None:
+        """GOAWAY with the highest stream id (RFC 9113 section 6.8: a graceful shutdown's first GOAWAY): the client
+        opens no more streams on this connection, and every stream it opened before it read this one is served. h2
+        itself only sends a final GOAWAY, after which it sends nothing more, so this one is written beside it (it
+        changes no stream and no header-compression state); h2's GOAWAY follows once the last stream is answered."""
+        if self._draining:
+            return
+        self._draining = True
         self._flush()
+        if self.transport is not None and not self.transport.is_closing():
+            notice = hyperframe.frame.GoAwayFrame(0)
+            notice.last_stream_id = _LAST_STREAM_ID
+            notice.error_code = h2.errors.ErrorCodes.NO_ERROR
+            self.transport.write(notice.serialize())
         if not self.streams:
-            self._close_transport()
+            self._close(h2.errors.ErrorCodes.NO_ERROR)
 
     # -- events --------------------------------------------------------------------------------------
     def _handle(self, event: h2.events.Event) -> None:
@@ -214,7 +240,7 @@ class Http2Protocol(asyncio.Protocol):
         stream_id = event.stream_id
         assert stream_id is not None
         self._pending_header_bytes = 0
-        if self._closing or len(self.streams) >= MAX_STREAMS:
+        if len(self.streams) >= MAX_STREAMS:
             # Streams the client reset still run their request's work: refuse rather than pile up work.
             self.h2.reset_stream(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
             return
@@ -257,6 +283,9 @@ class Http2Protocol(asyncio.Protocol):
         task = self.loop.create_task(self._run(app, scope, stream))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
+        self._served += 1
+        if self._served >= REQUESTS_PER_CONNECTION:
+            self._drain()
 
     # -- one request ---------------------------------------------------------------------------------
     async def _run(self, app: ASGI3Application, scope: dict[str, Any], stream: _Stream) -> None:
@@ -323,8 +352,8 @@ class Http2Protocol(asyncio.Protocol):
             self.server_state.total_requests += 1
             self._flush()
             if not self.streams:
-                if self._closing:
-                    self._close_transport()
+                if self._draining:
+                    self._close(h2.errors.ErrorCodes.NO_ERROR)
                 else:
                     self._arm_idle()
 
