@@ -166,11 +166,6 @@ class Http2Protocol(asyncio.Protocol):
         self._writable.set()
 
     def data_received(self, data: bytes) -> None:
-        if not self.streams:
-            self._pending_header_bytes += len(data)
-            if self._pending_header_bytes > _MAX_PENDING_HEADER_BYTES:
-                self._close(h2.errors.ErrorCodes.ENHANCE_YOUR_CALM)
-                return
         try:
             events = self.h2.receive_data(data)
         except h2.exceptions.ProtocolError as exc:
@@ -178,8 +173,18 @@ class Http2Protocol(asyncio.Protocol):
             self._flush()
             self._abort()
             return
+        served = self._served
         for event in events:
             self._handle(event)
+        # Bytes that neither completed a request nor belong to one in progress (a header block still growing,
+        # settings, pings) are bounded; a chunk that starts requests, however large, is not counted.
+        if self._served != served or self.streams:
+            self._pending_header_bytes = 0
+        else:
+            self._pending_header_bytes += len(data)
+            if self._pending_header_bytes > _MAX_PENDING_HEADER_BYTES:
+                self._close(h2.errors.ErrorCodes.ENHANCE_YOUR_CALM)
+                return
         self._flush()
 
     def eof_received(self) -> bool | None:
@@ -239,7 +244,6 @@ class Http2Protocol(asyncio.Protocol):
     def _request(self, event: h2.events.RequestReceived) -> None:
         stream_id = event.stream_id
         assert stream_id is not None
-        self._pending_header_bytes = 0
         if len(self.streams) >= MAX_STREAMS:
             # Streams the client reset still run their request's work: refuse rather than pile up work.
             self.h2.reset_stream(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)

@@ -346,6 +346,38 @@ def test_graceful_shutdown_answers_the_requests_in_flight_then_closes() -> None:
     asyncio.run(scenario())
 
 
+def test_a_chunk_carrying_many_whole_requests_is_served_however_large() -> None:
+    async def scenario() -> None:
+        peer = Peer(echo_app)
+        bodies = {}
+        for i in range(40):  # one pump: about 330 KB in a single data_received, no request open before it
+            stream_id = peer.client.get_next_available_stream_id()
+            peer.client.send_headers(stream_id, [(b":method", b"POST"), (b":path", b"/"), (b":scheme", b"https"),
+                                                 (b":authority", b"x")])  # fmt: skip
+            bodies[stream_id] = bytes([i]) * 8_192
+            peer.client.send_data(stream_id, bodies[stream_id], end_stream=True)
+        peer.pump()
+        await peer.until(lambda: len(peer.responses()) == len(bodies))
+        assert all(peer.responses()[sid][2] == body for sid, body in bodies.items())
+
+    asyncio.run(scenario())
+
+
+def test_bytes_that_start_no_request_are_bounded() -> None:
+    async def scenario() -> None:
+        peer = Peer(echo_app)
+        for i in range(20_000):  # 17-byte PINGs: 340 KB, and never a request
+            if peer.transport.closed:
+                break
+            peer.client.ping(i.to_bytes(8, "big"))
+            peer.pump()
+        assert peer.transport.closed
+        terminated = [e for e in peer.events if isinstance(e, h2.events.ConnectionTerminated)]
+        assert terminated and terminated[0].error_code == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM
+
+    asyncio.run(scenario())
+
+
 def test_a_protocol_error_aborts_the_connection() -> None:
     async def scenario() -> None:
         peer = Peer(echo_app)
