@@ -26,6 +26,7 @@ from .loader import CompiledExpr, CompiledPolicy
 
 __all__ = [
     "MAX_BYTES",
+    "Analysis",
     "MAX_ENTRIES",
     "ClaimEntry",
     "ClaimFacts",
@@ -35,6 +36,7 @@ __all__ = [
     "PodMemo",
     "PolicyMemo",
     "ReadRecorder",
+    "analysis",
 ]
 
 # Tables are dropped whole when they reach this many entries or this many bytes of keys and values (a pod's
@@ -163,40 +165,66 @@ class Plan:
         return cls(count, from_facts)
 
 
-def _pod_level_reads(policy: CompiledPolicy) -> dict[int, tuple[Read, ...]]:
-    """Pod-level expressions (by id) → the (root, path) reads their value depends on, variables followed; an
-    expression whose reads are not statically known is left out (never memoized)."""
-    variables = {name: expr.source for name, expr in policy.variables}
+def _pod_level_exprs(policy: CompiledPolicy) -> list[CompiledExpr]:
+    """The policy's pod-level expressions: conditions, variables, validations, warnings and their messages."""
     exprs = [c for _n, c in policy.match_conditions] + [v for _n, v in policy.variables]
     for rule in (*policy.validations, *policy.warnings):
         exprs.append(rule.expression)
         if rule.message_expression is not None:
             exprs.append(rule.message_expression)
-    out: dict[int, tuple[Read, ...]] = {}
-    for expr in exprs:
+    return exprs
+
+
+def _pod_level_reads(policy: CompiledPolicy) -> tuple[tuple[CompiledExpr, tuple[Read, ...]], ...]:
+    """Pod-level expressions → the (root, path) reads their value depends on, variables followed; an expression
+    whose reads are not statically known is left out (never memoized)."""
+    variables = {name: expr.source for name, expr in policy.variables}
+    out: list[tuple[CompiledExpr, tuple[Read, ...]]] = []
+    for expr in _pod_level_exprs(policy):
         found = path_closure([expr.source], variables)
         # Claim-scope roots cannot appear at pod level (compile rejects them there); be safe regardless.
         if found is not None and all(root in ROOT_INPUTS or root in FACT_ROOTS for root, _p in found):
             # `gpu` reads first: `PodMemo.value` keys them all by the facts token.
-            out[id(expr)] = tuple(sorted(found, key=lambda r: (r[0] != "gpu", r)))
-    return out
+            out.append((expr, tuple(sorted(found, key=lambda r: (r[0] != "gpu", r)))))
+    return tuple(out)
 
 
-def _policy_reads(policy: CompiledPolicy, reads_: Mapping[int, tuple[Read, ...]]) -> tuple[Read, ...] | None:
-    """Every (root, path) the policy's pod-level expressions (conditions, variables, validations, warnings, their
-    messages) read, when each one's reads are statically known (else None: its outcome is never memoized whole)."""
-    exprs = [c for _n, c in policy.match_conditions] + [v for _n, v in policy.variables]
-    for rule in (*policy.validations, *policy.warnings):
-        exprs.append(rule.expression)
-        if rule.message_expression is not None:
-            exprs.append(rule.message_expression)
+def _policy_reads(
+    policy: CompiledPolicy, reads_: Sequence[tuple[CompiledExpr, tuple[Read, ...]]]
+) -> tuple[Read, ...] | None:
+    """Every (root, path) the policy's pod-level expressions read, when each one's reads are statically known
+    (else None: its outcome is never memoized whole)."""
+    known = {id(expr): found for expr, found in reads_}
     found: set[Read] = set()
-    for expr in exprs:
-        known = reads_.get(id(expr))
-        if known is None:
+    for expr in _pod_level_exprs(policy):
+        reads_of = known.get(id(expr))
+        if reads_of is None:
             return None
-        found.update(known)
+        found.update(reads_of)
     return tuple(sorted(read for read in found if read[0] in ROOT_INPUTS))
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What `PolicyMemo` must know of one policy, worked out from its expressions' sources alone: its `Plan`, each
+    pod-level expression's reads (by the expression object) and the whole policy's root-input reads (None: its
+    outcome is never memoized whole). Kept on the policy (`CompiledPolicy.memo_analysis`), and so with it in
+    `policyengine.verified`'s store: a short CLI call neither re-derives it nor loads the parse trees it needs."""
+
+    plan: Plan
+    reads: tuple[tuple[CompiledExpr, tuple[Read, ...]], ...]
+    policy_reads: tuple[Read, ...] | None
+
+
+def analysis(policy: CompiledPolicy) -> Analysis:
+    """The policy's `Analysis`, worked out on first ask (two threads may both: the same value either way)."""
+    known = policy.memo_analysis
+    if isinstance(known, Analysis):
+        return known
+    reads_ = _pod_level_reads(policy)
+    found = Analysis(Plan.of(policy), reads_, _policy_reads(policy, reads_))
+    object.__setattr__(policy, "memo_analysis", found)
+    return found
 
 
 def fingerprint(value: Any, path: tuple[str, ...]) -> Any:
@@ -329,16 +357,16 @@ class PolicyMemo:
     )
 
     def __init__(self, policies: Sequence[CompiledPolicy]) -> None:
-        self._plans = {id(policy): Plan.of(policy) for policy in policies}
+        self._plans: dict[int, Plan] = {}
         self._reads: dict[int, tuple[Read, ...]] = {}
-        for policy in policies:
-            self._reads.update(_pod_level_reads(policy))
         # policy → the root-input reads of all its pod-level expressions (absent: not memoized whole)
         self._policy_reads: dict[int, tuple[Read, ...]] = {}
         for policy in policies:
-            whole = _policy_reads(policy, self._reads)
-            if whole is not None:
-                self._policy_reads[id(policy)] = whole
+            found = analysis(policy)
+            self._plans[id(policy)] = found.plan
+            self._reads.update((id(expr), reads_) for expr, reads_ in found.reads)
+            if found.policy_reads is not None:
+                self._policy_reads[id(policy)] = found.policy_reads
         self._tokens = itertools.count()
         # GPU facts key → (token, `gpu` value); (policy, token) → leading fact conditions' outcome;
         # claim key (see `PodMemo.claim_key`) → entry; (policy, expression, fingerprints) → (value, names read).
@@ -356,7 +384,7 @@ class PolicyMemo:
         self._stage: MemoTable[Any, tuple[tuple[tuple[str, Any, int], ...], tuple[int, int]]] = MemoTable()
 
     def plan(self, policy: CompiledPolicy) -> Plan:
-        return self._plans.get(id(policy)) or Plan.of(policy)
+        return self._plans.get(id(policy)) or analysis(policy).plan
 
     def gpu(self, facts: PodFacts) -> tuple[int, dict[str, Any]]:
         """(the facts token, the `gpu` CEL value) of a pod's facts."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from dra.errors import InputError, PolicyError
 from dra.yamlio import read_source
 
+from ._memo import analysis
 from .engine import PolicySet
 from .loader import MAX_POLICY_BYTES, CompiledPolicy, load_policy_text
 
@@ -79,5 +80,7 @@ def _load_text(text: str, file: str, reuse_verified: bool) -> tuple[list[Compile
         return known, []
     loaded, errors = load_policy_text(text, file)
     if not errors:
+        for policy in loaded:  # kept with the policies, so a later call takes it back too
+            analysis(policy)
         verified.remember(text, file, loaded)
     return loaded, errors

@@ -105,6 +105,8 @@ class CompiledPolicy:
     validations: tuple[CompiledRule, ...]
     warnings: tuple[CompiledRule, ...]
     extended_resource_mapping: str
+    # `_memo.Analysis`, set on first ask by the memo (derived from the sources above; pickled with the policy)
+    memo_analysis: Any = field(default=None, repr=False, compare=False)
 
     @property
     def where(self) -> str:

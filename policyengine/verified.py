@@ -30,7 +30,11 @@ _DRA = _HERE.parent / "dra"
 
 
 def _code() -> list[Path]:
-    own = [_HERE / name for name in ("_form.py", "_cel.py", "_yaml.py", "loader.py", "model.py", "verified.py")]
+    # the memo's analysis of each policy (`_memo.Analysis`, from `_deps`) is kept with it
+    own = [
+        _HERE / name
+        for name in ("_form.py", "_cel.py", "_yaml.py", "loader.py", "model.py", "verified.py", "_memo.py", "_deps.py")
+    ]
     shared = [_DRA / name for name in ("errors.py", "quantity.py", "yamlio.py")]
     return own + shared + sorted((_DRA / "cel").glob("*.py")) + sorted((_DRA / "cel").glob("*.lark"))
 

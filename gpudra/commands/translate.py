@@ -26,7 +26,6 @@ from dra.documents import Document
 from dra.errors import InputError
 from dra.yamlio import read_source
 from policyengine.k8s_features import parse_minor
-from policyengine.manifest_tree import translate_tree
 
 from ..options import OptionError, output_format
 from ..outcome import Outcome, emit
@@ -124,6 +123,8 @@ def translate_directory(
     output: str = "yaml",
 ) -> Outcome:
     """Rewrite a directory of manifests (in place, or a copy into `out`); the summary on stdout, problems on stderr."""
+    from policyengine.manifest_tree import translate_tree  # only `-R` rewrites a directory
+
     try:
         fmt = output_format(output)
         namespace = read_namespace(namespace_file)
