@@ -30,6 +30,7 @@ from webhook.http2 import ALPN_PROTOCOLS
 from webhook.metrics import WebhookMetrics
 from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
+from webhook.settled_heap import SettledHeap
 from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache, RecommendationSource
 from webhook.tls import ReloadingCertificate
 from webhook.warm_up import DecisionWarmUp
@@ -213,6 +214,7 @@ def build_app(
     if device_classes is not None:
         readiness["deviceClasses"] = device_classes.readiness  # never unready: see kubeapi.deviceclasses
         services.append(device_classes)
+    services.append(SettledHeap())  # last: what the others loaded at start is set aside too (webhook.settled_heap)
     return create_app(
         admission,
         metrics=metrics,
