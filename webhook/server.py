@@ -93,15 +93,15 @@ class ServeSettings:
         return cls(**json.loads(os.environ[_ENV]))
 
 
-_certificates: dict[tuple[str, str], ReloadingCertificate] = {}
+_certificates: dict[tuple[str, str, str, str], ReloadingCertificate] = {}
 
 
 def _certificate(settings: ServeSettings) -> ReloadingCertificate | None:
     if not settings.cert or not settings.key:
         return None
-    key = (settings.cert, settings.key)
+    client_ca, http2 = settings.client_ca, settings.http2
+    key = (settings.cert, settings.key, client_ca or "", str(http2))  # the context's settings are part of it
     if key not in _certificates:
-        client_ca, http2 = settings.client_ca, settings.http2
 
         def configure(ctx: ssl.SSLContext) -> None:
             if client_ca:

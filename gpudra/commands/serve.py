@@ -40,6 +40,12 @@ def register(app: typer.Typer) -> None:
             help="Watch GPUSizingRecommendation objects and size unannotated pods from them: auto (when the API "
             "server serves the CRD), on, or off. Needs --kubeconfig or --in-cluster.",
         ),
+        http2: bool = typer.Option(
+            True,
+            "--http2/--no-http2",
+            help="Offer HTTP/2 in the TLS handshake (kube-apiserver uses it for a loopback webhook URL only; behind "
+            "a Service it speaks HTTP/1.1 either way).",
+        ),
         extended_resource_mapping: str = typer.Option(
             "auto",
             "--extended-resource-mapping",
@@ -81,5 +87,6 @@ def register(app: typer.Typer) -> None:
                 max_connections=max_connections,
                 sizing_recommendations=sizing_recommendations,
                 extended_resource_mapping=extended_resource_mapping,
+                http2=http2,
             )
         )

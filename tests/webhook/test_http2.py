@@ -438,3 +438,16 @@ def test_client_certificates_are_required_over_http2_too(tmp_path: Path) -> None
         assert answered.http_version == "HTTP/2" and answered.status_code == 200
     finally:
         srv.stop()
+
+
+def test_no_http2_serves_http11_to_a_client_offering_http2(tmp_path: Path) -> None:
+    srv = Server(tmp_path, "--no-http2")
+    try:
+        srv.wait_ready()
+        body = review_body(example("pod-legacy-vram.yaml"))
+        with _h2_client(srv) as client:
+            answer = client.post("/mutate", content=body, headers={"Content-Type": "application/json"})
+        assert answer.http_version == "HTTP/1.1" and answer.status_code == 200
+        assert answer.json()["response"]["allowed"] is True
+    finally:
+        srv.stop()
