@@ -85,7 +85,7 @@ def test_a_clean_file_comes_back_the_same_and_compiles_when_evaluated(cache_home
 
 
 def test_the_memo_analysis_comes_back_with_the_policies_and_names_their_own_expressions(cache_home: Path) -> None:
-    from policyengine._memo import Analysis, Plan, _pod_level_reads, _policy_reads
+    from policyengine._memo import Analysis, Plan, _pod_level_exprs, _pod_level_reads, _policy_reads
 
     load_policies(reuse_verified=True)
     verified.store().save()
@@ -99,22 +99,13 @@ def test_the_memo_analysis_comes_back_with_the_policies_and_names_their_own_expr
     for policy in recalled:  # as taken back, before any PolicySet asked for it
         kept = policy.memo_analysis
         assert isinstance(kept, Analysis)
-        own = {id(e) for e in _expressions_of(policy)}
+        own = {id(e) for e in _pod_level_exprs(policy)}
         assert kept.reads and all(id(expr) in own for expr, _reads in kept.reads)  # the same objects, not copies
         # what a fresh analysis of the taken-back policy finds
         assert kept.plan == Plan.of(policy)
         assert [(e.source, r) for e, r in kept.reads] == [(e.source, r) for e, r in _pod_level_reads(policy)]
         assert kept.policy_reads == _policy_reads(policy, kept.reads)
     assert _decisions(load_policies(reuse_verified=True)) == _decisions(load_policies())
-
-
-def _expressions_of(policy: Any) -> list[CompiledExpr]:
-    found = [c for _n, c in policy.match_conditions] + [v for _n, v in policy.variables]
-    for rule in (*policy.validations, *policy.warnings):
-        found.append(rule.expression)
-        if rule.message_expression is not None:
-            found.append(rule.message_expression)
-    return found
 
 
 def test_a_changed_or_broken_file_is_loaded_in_full(cache_home: Path, tmp_path: Path) -> None:

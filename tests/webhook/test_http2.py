@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,10 @@ import h2.errors
 import h2.events
 import h2.settings
 import httpx
-import pytest
 from uvicorn.server import ServerState
 
 from tests.webhook.test_admission import example, review_body
-from tests.webhook.test_serve_https import Server
+from tests.webhook.test_serve_https import Server, server  # noqa: F401  (the fixture)
 from webhook.http2 import MAX_STREAMS, REQUESTS_PER_CONNECTION, Http2Protocol, scope_base
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
@@ -387,23 +386,12 @@ def test_a_protocol_error_aborts_the_connection() -> None:
     asyncio.run(scenario())
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Server]:
-    srv = Server(tmp_path)
-    try:
-        srv.wait_ready()
-        yield srv
-    finally:
-        srv.stop()
+def _h2_client(srv: Server) -> httpx.Client:
+    ctx = ssl.create_default_context(cafile=str(srv.certs / "ca.crt"))
+    return httpx.Client(base_url=f"https://localhost:{srv.port}", verify=ctx, http2=True, timeout=10)
 
 
-def _h2_client(server: Server) -> httpx.Client:
-    ctx = ssl.create_default_context(cafile=str(server.certs / "ca.crt"))
-    return httpx.Client(base_url=f"https://localhost:{server.port}", verify=ctx, http2=True, timeout=10)
-
-
-def test_serve_answers_http2_clients_as_it_answers_http11_ones(served: Server) -> None:
-    server = served
+def test_serve_answers_http2_clients_as_it_answers_http11_ones(server: Server) -> None:  # noqa: F811
     body = review_body(example("pod-legacy-vram.yaml"))
     headers = {"Content-Type": "application/json"}
     with server.client() as http11:
