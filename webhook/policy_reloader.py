@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from prometheus_client import Gauge
 
@@ -26,8 +27,18 @@ log = logging.getLogger("gpudra.webhook.policies")
 class PolicyReloader:
     """Polls `store` every `period_seconds` on a daemon thread (`start`/`stop`: a `webhook.app.BackgroundService`)."""
 
-    def __init__(self, store: PolicyStore[PolicySet], period_seconds: float, metrics: WebhookMetrics) -> None:
+    def __init__(
+        self,
+        store: PolicyStore[PolicySet],
+        period_seconds: float,
+        metrics: WebhookMetrics,
+        after_replaced: Callable[[], None] | None = None,
+    ) -> None:
+        """`after_replaced` runs on the poll after the one that replaced the set, when the reviews that were deciding
+        with the old set have long ended (`webhook.settled_heap.SettledHeap.resettle`)."""
         self.store = store
+        self._after_replaced = after_replaced
+        self._replaced_last_poll = False
         self.period_seconds = period_seconds
         self.metrics = metrics
         self._stop = threading.Event()
@@ -62,6 +73,12 @@ class PolicyReloader:
 
     def reload_once(self) -> bool:
         """One poll: True when a new set now serves. Never raises (a failure is the store's to record)."""
+        if self._replaced_last_poll and self._after_replaced is not None:
+            try:
+                self._after_replaced()
+            except Exception:  # never a reason to stop reloading
+                log.exception("after a policy reload")
+        self._replaced_last_poll = False
         try:
             replaced = self.store.reload_if_changed()
         except Exception:  # the store records load failures itself; this is a bug, kept off the serving set
@@ -70,6 +87,7 @@ class PolicyReloader:
         status = self.store.status()
         if replaced or bool(status.last_error) != self._failing:
             self._observe()
+        self._replaced_last_poll = replaced
         return replaced
 
     def _run(self) -> None:

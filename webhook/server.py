@@ -175,7 +175,9 @@ def build_app(
     certificate = _certificate(settings)
 
     # Policies reload on their own thread: a slow or refused load never delays the certificate's reload below.
-    reloader = PolicyReloader(store, settings.reload_seconds, metrics)
+    # The replaced set's reference cycles would stay in the frozen heap: the heap is settled again after a reload.
+    heap = SettledHeap()
+    reloader = PolicyReloader(store, settings.reload_seconds, metrics, after_replaced=heap.resettle)
     periodic: list[Callable[[], object]] = []
     readiness: dict[str, Callable[[], tuple[bool, str]]] = {
         "policies": admission.policies_ready,
@@ -214,7 +216,7 @@ def build_app(
     if device_classes is not None:
         readiness["deviceClasses"] = device_classes.readiness  # never unready: see kubeapi.deviceclasses
         services.append(device_classes)
-    services.append(SettledHeap())  # last: what the others loaded at start is set aside too (webhook.settled_heap)
+    services.append(heap)  # last: what the others loaded at start is set aside too (webhook.settled_heap)
     return create_app(
         admission,
         metrics=metrics,

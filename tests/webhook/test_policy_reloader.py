@@ -140,3 +140,35 @@ def test_reloader_stops_with_the_server(policy_dir: Path) -> None:
     assert any(t.name == "gpudra-policy-reload" for t in threading.enumerate())
     asyncio.run(asyncio.to_thread(reloader.stop))
     assert reloader._thread is None
+
+
+def test_after_replaced_runs_on_the_poll_after_a_replacement_only(tmp_path: Path) -> None:
+    (tmp_path / "whole-gpu.yaml").write_text((ROOT / "policies" / "whole-gpu.yaml").read_text())
+    store: PolicyStore[PolicySet] = PolicyStore(tmp_path, load_policies)
+    calls: list[int] = []
+    reloader = PolicyReloader(store, 60, WebhookMetrics(), after_replaced=lambda: calls.append(1))
+    assert reloader.reload_once() is False and calls == []  # nothing changed
+    (tmp_path / "guardrails.yaml").write_text((ROOT / "policies" / "guardrails.yaml").read_text())
+    assert reloader.reload_once() is True and calls == []  # not while the old set may still be deciding
+    assert reloader.reload_once() is False and calls == [1]
+    assert reloader.reload_once() is False and calls == [1]
+
+
+def test_a_failing_after_replaced_is_logged_and_reloading_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "whole-gpu.yaml").write_text((ROOT / "policies" / "whole-gpu.yaml").read_text())
+    store: PolicyStore[PolicySet] = PolicyStore(tmp_path, load_policies)
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    reloader = PolicyReloader(store, 60, WebhookMetrics(), after_replaced=broken)
+    (tmp_path / "guardrails.yaml").write_text((ROOT / "policies" / "guardrails.yaml").read_text())
+    assert reloader.reload_once() is True
+    (tmp_path / "gpu-share.yaml").write_text(
+        (ROOT / "policies" / "whole-gpu.yaml").read_text().replace("whole-gpu", "w2")
+    )
+    with caplog.at_level(logging.ERROR, logger="gpudra.webhook.policies"):
+        assert reloader.reload_once() is True  # the next set still loads
+    assert "after a policy reload" in caplog.text

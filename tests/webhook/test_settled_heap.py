@@ -62,3 +62,25 @@ def test_a_served_app_settles_its_heap_and_puts_it_back_at_shutdown(
         assert client.get("/readyz").status_code == 200
         assert gc.get_freeze_count() > 0 and gc.get_threshold()[0] == YOUNG_THRESHOLD
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == collector_settings
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.me = self  # a reference cycle: freed only by the cyclic collector
+
+
+def test_resettle_collects_garbage_the_frozen_heap_held(collector_settings: tuple[int, int, int]) -> None:
+    import weakref
+
+    node = _Node()
+    alive = weakref.ref(node)
+    heap = SettledHeap()
+    heap.start()  # `node` is frozen with the rest
+    del node
+    gc.collect()
+    assert alive() is not None  # frozen: a collection does not look at it
+    heap.resettle()
+    assert alive() is None and gc.get_freeze_count() > 0
+    heap.stop()
+    SettledHeap().resettle()  # not started: nothing to do
+    assert gc.get_freeze_count() == 0
