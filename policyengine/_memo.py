@@ -193,15 +193,11 @@ def _policy_reads(
     policy: CompiledPolicy, reads_: Sequence[tuple[CompiledExpr, tuple[Read, ...]]]
 ) -> tuple[Read, ...] | None:
     """Every (root, path) the policy's pod-level expressions read, when each one's reads are statically known
-    (else None: its outcome is never memoized whole)."""
-    known = {id(expr): found for expr, found in reads_}
-    found: set[Read] = set()
-    for expr in _pod_level_exprs(policy):
-        reads_of = known.get(id(expr))
-        if reads_of is None:
-            return None
-        found.update(reads_of)
-    return tuple(sorted(read for read in found if read[0] in ROOT_INPUTS))
+    (else None: its outcome is never memoized whole). `reads_` is `_pod_level_reads(policy)`, which leaves out
+    exactly the expressions whose reads are not known."""
+    if len(reads_) != len(_pod_level_exprs(policy)):
+        return None
+    return tuple(sorted({read for _expr, found in reads_ for read in found if read[0] in ROOT_INPUTS}))
 
 
 @dataclass(frozen=True)

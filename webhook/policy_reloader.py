@@ -34,8 +34,8 @@ class PolicyReloader:
         metrics: WebhookMetrics,
         after_replaced: Callable[[], None] | None = None,
     ) -> None:
-        """`after_replaced` runs on the poll after the one that replaced the set, when the reviews that were deciding
-        with the old set have long ended (`webhook.settled_heap.SettledHeap.resettle`)."""
+        """`after_replaced` runs on the poll after the one that replaced the set, a period later, when the reviews
+        that were deciding with the old set have most likely ended (`webhook.settled_heap.SettledHeap.resettle`)."""
         self.store = store
         self._after_replaced = after_replaced
         self._replaced_last_poll = False
