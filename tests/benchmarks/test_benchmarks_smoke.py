@@ -110,3 +110,33 @@ def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
     )
     assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stderr[-3000:]}"
     assert _json_of(done.stdout) is not None
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_admission_through_the_api_server_runs_and_keeps_its_keys() -> None:
+    """`--through-apiserver` (issue 27 item 1) at its smallest: every burst kind, the Deployment burst, and the JSON
+    keys the issue names, with every pod through the webhook translated."""
+    try:
+        binaries.require("components")
+    except binaries.MissingBinaries as exc:
+        pytest.skip(str(exc))
+    argv = ["--no-loopback", "--through-apiserver", "--pods", "8", "--rounds", "1", "--deployments", "1"]
+    argv += ["--replicas", "4"]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "admission.py"), *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"admission.py --through-apiserver exited {done.returncode}:\n{done.stderr[-3000:]}"
+    result = _json_of(done.stdout)
+    assert isinstance(result, dict)
+    burst = result["through_apiserver"]
+    assert burst["pods"] == 8 and burst["pods_translated"] == 8 and burst["pods_translated_without_webhook"] == 0
+    assert burst["p99_ratio"] > 0 and burst["echo"]["p99_ratio"] > 0 and burst["echo"]["webhook_p99_over_echo"] > 0
+    assert set(burst["cpu_seconds_per_burst"]) >= {"legacy", "translated", "webhook", "echo"}
+    if "http1" in burst:
+        assert burst["http1"]["pods_translated"] == burst["http1"]["pods"] == 8
+    assert burst["deployments"]["pods_translated"] == 4 and burst["deployments"]["pods_translated_without_webhook"] == 0
