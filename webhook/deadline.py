@@ -13,7 +13,6 @@ them: when all are busy, new reviews queue and are answered at their own deadlin
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import queue
 import threading
 from collections.abc import Callable
@@ -34,7 +33,25 @@ class DeadlineExceeded(Exception):
         super().__init__(f"policy evaluation did not finish within {seconds:g} s")
 
 
-_Job = tuple[Callable[[], Any], "concurrent.futures.Future[Any]", Deadline]
+_Job = tuple[Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]", Deadline]
+
+
+def _expire(future: asyncio.Future[Any], deadline: Deadline) -> None:
+    """On the loop, at the deadline: the request is answered `DeadlineExceeded` now, a job still queued is dropped
+    (its future is done), and one running stops at its next deadline check."""
+    deadline.cancel()  # the clock says so too; this also stops one whose deadline the loop saw first
+    if not future.done():
+        future.set_exception(DeadlineExceeded(deadline.seconds))
+
+
+def _settle(future: asyncio.Future[Any], result: Any, failure: BaseException | None) -> None:
+    """On the loop: the job's outcome to its request, unless the request stopped waiting (deadline, disconnect)."""
+    if future.done():
+        return
+    if failure is None:
+        future.set_result(result)
+    else:
+        future.set_exception(failure)
 
 
 class DecisionPool:
@@ -57,9 +74,11 @@ class DecisionPool:
 
     def _work(self) -> None:
         while True:
-            fn, future, deadline = self._jobs.get()
-            if not future.set_running_or_notify_cancel():
-                continue  # its request gave up while it waited in the queue
+            fn, loop, future, deadline = self._jobs.get()
+            # Its request gave up while it waited in the queue. Reading the loop's future from this thread is a
+            # read of one attribute; a request that gives up just after it only finds its outcome dropped.
+            if future.done():
+                continue
             with self._lock:
                 self._busy += 1
             failure: BaseException | None = None
@@ -74,21 +93,23 @@ class DecisionPool:
                 failure = exc
             with self._lock:  # free before the outcome is seen, so a waiter that sees it finds the thread free
                 self._busy -= 1
-            if failure is None:
-                future.set_result(result)
-            else:
-                future.set_exception(failure)
-            del result, failure
+            # Straight to the loop, one wake-up: a concurrent.futures.Future wrapped for asyncio costs a lock, a
+            # condition and a callback chain more (about 30 us of CPU per decision with one request at a time).
+            try:
+                loop.call_soon_threadsafe(_settle, future, result, failure)
+            except RuntimeError:  # the loop has closed: nobody waits for this outcome
+                pass
+            del fn, loop, future, deadline, result, failure
 
     async def run(self, fn: Callable[[], T], deadline_seconds: float) -> T:
         """fn's result, run on a pool thread under a `deadline_seconds` deadline (from now); past it,
         `DeadlineExceeded` here while fn, at its next deadline check, stops with `EvaluationCancelled`."""
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
         deadline = Deadline(deadline_seconds)
-        self._jobs.put((fn, future, deadline))
+        self._jobs.put((fn, loop, future, deadline))
+        expiry = loop.call_later(deadline_seconds, _expire, future, deadline)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout=deadline_seconds)
-        except TimeoutError:
-            deadline.cancel()  # the clock says so too; this also stops one whose deadline the loop saw first
-            future.cancel()  # drops it if still queued
-            raise DeadlineExceeded(deadline_seconds) from None
+            return await future
+        finally:
+            expiry.cancel()

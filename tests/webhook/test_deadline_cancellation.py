@@ -112,3 +112,53 @@ def test_a_job_whose_deadline_passed_in_the_queue_never_starts() -> None:
 
     asyncio.run(scenario())
     assert started == []
+
+
+def test_a_job_whose_request_went_away_in_the_queue_never_starts() -> None:
+    """A request cancelled while its job waits (the client hung up): the job is dropped, not run for nobody."""
+    pool = DecisionPool(1, name="gpudra-test-gone")
+    release = threading.Event()
+    started: list[str] = []
+
+    async def scenario() -> None:
+        blocker = asyncio.ensure_future(pool.run(release.wait, 120))
+        while pool.busy == 0:
+            await asyncio.sleep(0.01)
+        gone = asyncio.ensure_future(pool.run(lambda: started.append("ran for nobody"), 120))
+        await asyncio.sleep(0)  # its job is queued behind the blocker
+        gone.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        release.set()
+        await blocker
+        assert await pool.run(lambda: "next", 120) == "next"
+
+    asyncio.run(scenario())
+    assert started == []
+
+
+def test_a_thread_whose_loop_closed_under_it_takes_the_next_job() -> None:
+    """The outcome of a job whose event loop has closed (the server stopping) is dropped; the thread lives on."""
+    pool = DecisionPool(1, name="gpudra-test-closed")
+    release = threading.Event()
+    finished = threading.Event()
+
+    def slow() -> str:
+        release.wait()
+        finished.set()
+        return "late"
+
+    async def leave_it_running() -> None:
+        asyncio.ensure_future(pool.run(slow, 120))
+        while pool.busy == 0:
+            await asyncio.sleep(0.01)
+
+    asyncio.run(leave_it_running())  # cancels the waiting request and closes its loop, the job still running
+    release.set()
+    assert finished.wait(120)
+
+    async def next_job() -> int:
+        return await pool.run(lambda: 7, 120)
+
+    assert asyncio.run(next_job()) == 7
+    assert pool.busy == 0
