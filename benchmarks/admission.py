@@ -313,18 +313,6 @@ def _translated(kube: Any, namespace: str) -> int:
     return sum(1 for p in kube.list("Pod", namespace) if "resourceClaims" in p["spec"])
 
 
-def _exists(kube: Any, kind: str, name: str) -> bool:
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        kube.get(kind, name)
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
-
-
 def _dry_run_translated(kube: Any, pod: dict[str, Any]) -> bool:
     """Whether creating `pod` (dry run) comes back translated."""
     created = kube.request("POST", kube.path("Pod", pod["metadata"]["namespace"]) + "?dryRun=All", pod)
@@ -384,7 +372,7 @@ def through_apiserver(
     from policyengine import load_policies
     from policyengine.translate import translate
     from tests.controlplane.cluster import running
-    from tests.controlplane.kube import Kube, wait_for
+    from tests.controlplane.kube import Kube, exists, wait_for
 
     legacy = yaml.safe_load((ROOT / "examples" / "pod-legacy-1gpu.yaml").read_text())
     policies = load_policies()
@@ -429,7 +417,7 @@ def through_apiserver(
         """Delete `ns` and wait until it is gone, its pods and claims with it: every burst then starts on the same
         cluster, not on one holding the pending pods of all bursts before it (which kube-scheduler keeps retrying)."""
         kube.delete("Namespace", ns)
-        wait_for(lambda: not _exists(kube, "Namespace", ns), timeout=300, what=f"namespace {ns} deleted")
+        wait_for(lambda: not exists(kube, "Namespace", ns), timeout=300, what=f"namespace {ns} deleted")
 
     def wait_for_pods(ns: str, total: int) -> None:
         deadline = time.monotonic() + 300

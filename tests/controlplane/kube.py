@@ -185,7 +185,7 @@ class Kube:
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
         self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         wait_for(
-            lambda: _exists(self, "ServiceAccount", "default", name),
+            lambda: exists(self, "ServiceAccount", "default", name),
             timeout=30,
             what=f"ServiceAccount {name}/default",
         )
@@ -200,7 +200,8 @@ def _namespaced(kind: str) -> bool:
     return KINDS[kind][2]
 
 
-def _exists(kube: Kube, kind: str, name: str, namespace: str | None) -> bool:
+def exists(kube: Kube, kind: str, name: str, namespace: str | None = None) -> bool:
+    """Whether the object is there (a 404 is False; any other error is raised)."""
     try:
         kube.get(kind, name, namespace)
     except ApiException as e:

@@ -95,15 +95,21 @@ def test_outside_a_deadline_scope_nothing_is_checked() -> None:
     assert Environment.admission().compile("lists.range(1000).all(i, i >= 0)").evaluate({}) is True
 
 
+async def _running(pool: DecisionPool, fn: Any) -> asyncio.Future[Any]:
+    """`fn` started on the pool (a thread holds it), as the future of its request."""
+    request = asyncio.ensure_future(pool.run(fn, 120))
+    while pool.busy == 0:
+        await asyncio.sleep(0.01)
+    return request
+
+
 def test_a_job_whose_deadline_passed_in_the_queue_never_starts() -> None:
     pool = DecisionPool(1, name="gpudra-test-queued")
     release = threading.Event()
     started: list[str] = []
 
     async def scenario() -> None:
-        blocker = asyncio.ensure_future(pool.run(release.wait, 120))
-        while pool.busy == 0:  # the blocker holds the one thread
-            await asyncio.sleep(0.01)
+        blocker = await _running(pool, release.wait)  # it holds the one thread
         with pytest.raises(DeadlineExceeded):
             await pool.run(lambda: started.append("queued job ran"), 0.01)
         release.set()
@@ -121,9 +127,7 @@ def test_a_job_whose_request_went_away_in_the_queue_never_starts() -> None:
     started: list[str] = []
 
     async def scenario() -> None:
-        blocker = asyncio.ensure_future(pool.run(release.wait, 120))
-        while pool.busy == 0:
-            await asyncio.sleep(0.01)
+        blocker = await _running(pool, release.wait)
         gone = asyncio.ensure_future(pool.run(lambda: started.append("ran for nobody"), 120))
         await asyncio.sleep(0)  # its job is queued behind the blocker
         gone.cancel()
@@ -149,9 +153,7 @@ def test_a_thread_whose_loop_closed_under_it_takes_the_next_job() -> None:
         return "late"
 
     async def leave_it_running() -> None:
-        asyncio.ensure_future(pool.run(slow, 120))
-        while pool.busy == 0:
-            await asyncio.sleep(0.01)
+        await _running(pool, slow)
 
     asyncio.run(leave_it_running())  # cancels the waiting request and closes its loop, the job still running
     release.set()
