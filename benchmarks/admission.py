@@ -70,11 +70,12 @@ def _templates() -> list[dict[str, Any]]:
     return [yaml.safe_load((ROOT / "examples" / n).read_text()) for n in names]
 
 
-def unique_pods(count: int) -> list[dict[str, Any]]:
-    """`count` pods, all different: the example shapes with a distinct name and `bench/seq` label each."""
+def unique_pods(count: int, start: int = 0) -> list[dict[str, Any]]:
+    """`count` pods, all different: the example shapes with a distinct name and `bench/seq` label each (numbered
+    from `start`, so that loads numbered apart never share a pod)."""
     templates = _templates()
     pods = []
-    for i in range(count):
+    for i in range(start, start + count):
         pod = copy.deepcopy(templates[i % len(templates)])
         pod["metadata"]["name"] = f"bench-{i}"
         pod["metadata"].setdefault("labels", {})["bench/seq"] = str(i)
@@ -141,6 +142,60 @@ async def _drive(
     }
 
 
+async def _drive_at_rate(
+    url: str, bodies: list[bytes], rate: float, connections: int, ctx: ssl.SSLContext, limit_s: float
+) -> tuple[dict[str, Any], list[float]]:
+    """An open loop: review i is due at i/rate, sent then whatever the earlier ones are doing, and its latency counts
+    from when it was due, so a server that falls behind pays for the queue it built (no coordinated omission). The
+    `connections` are opened before the clock starts; a review due while all are busy waits for one, counted."""
+    import aiohttp
+
+    latencies: list[float] = []
+    failures = 0
+    connector = aiohttp.TCPConnector(limit=connections, ssl=ctx)
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def post(body: bytes) -> bool:
+            async with session.post(url, data=body, headers=headers) as resp:
+                payload = await resp.read()
+            return resp.status == 200 and b'"allowed":true' in payload
+
+        async def one(body: bytes, due: float) -> None:
+            nonlocal failures
+            ok = await post(body)
+            latencies.append(time.perf_counter() - due)
+            failures += not ok
+
+        await asyncio.gather(*(post(bodies[i % len(bodies)]) for i in range(connections)))  # open them all
+        began = time.perf_counter() + 0.01
+        stop = began + limit_s
+        sends: list[asyncio.Task[None]] = []
+        lag = 0.0
+        for i, body in enumerate(bodies):
+            due = began + i / rate
+            now = time.perf_counter()
+            if due >= stop:
+                break
+            if due > now:
+                await asyncio.sleep(due - now)
+            else:
+                lag = max(lag, now - due)
+            sends.append(asyncio.ensure_future(one(body, due)))
+        await asyncio.gather(*sends)
+        wall = time.perf_counter() - began
+    figures = {
+        "reviews": len(latencies),
+        "failures": failures,
+        "p50_ms": round(_percentile(latencies, 0.50) * 1000, 3),
+        "p99_ms": round(_percentile(latencies, 0.99) * 1000, 3),
+        "reviews_per_s": round(len(latencies) / wall, 1),
+        # How late the client itself sent its latest review: where this nears the p99, the client is the bottleneck.
+        "client_max_send_lag_ms": round(lag * 1000, 3),
+    }
+    return figures, latencies
+
+
 class _Server:
     def __init__(
         self, workdir: Path, kubeconfig: Path | None = None, workers: int = 1, outward: str | None = None
@@ -191,6 +246,39 @@ class _Server:
         self.log.close()
 
 
+def _at_rate(
+    base: str, server: _Server, rate: float, requests: int, connections: int, limit_s: float
+) -> dict[str, Any]:
+    """/echo and /mutate on unique pods at one offered rate, twice each and alternating (the machine's load drifts);
+    every /mutate run gets pods no earlier load used, so none is a decision-cache hit."""
+    count = min(requests, max(1, int(rate * limit_s)))
+    runs: dict[str, list[dict[str, Any]]] = {"/echo": [], "/mutate": []}
+    pooled: dict[str, list[float]] = {"/echo": [], "/mutate": []}
+    for turn, path in enumerate(["/echo", "/mutate", "/echo", "/mutate"]):
+        start = 1_000_000 * (1 + turn) + int(rate) * 1000  # apart from every other load's pods
+        bodies = [_review(pod, f"uid-f{start + i}") for i, pod in enumerate(unique_pods(count, start))]
+        before = _cpu_seconds(server.proc.pid)
+        figures, latencies = asyncio.run(_drive_at_rate(base + path, bodies, rate, connections, server.ctx, limit_s))
+        used = _cpu_seconds(server.proc.pid) - before
+        runs[path].append({**figures, "server_cpu_us_per_review": round(used / max(1, figures["reviews"]) * 1e6)})
+        pooled[path] += latencies
+
+    def summary(path: str) -> dict[str, Any]:
+        return {
+            "p50_ms": round(_percentile(pooled[path], 0.50) * 1000, 3),
+            "p99_ms": round(_percentile(pooled[path], 0.99) * 1000, 3),
+            "runs": runs[path],
+        }
+
+    echo, mutate = summary("/echo"), summary("/mutate")
+    return {
+        "offered_per_s": rate,
+        "echo": echo,
+        "mutate": mutate,
+        "p99_mutate_over_echo": round(mutate["p99_ms"] / echo["p99_ms"], 3),
+    }
+
+
 def _ratios(mutate: dict[str, Any], echo: dict[str, Any]) -> dict[str, float]:
     return {
         "p99_mutate_over_echo": round(mutate["p99_ms"] / echo["p99_ms"], 3),
@@ -199,7 +287,9 @@ def _ratios(mutate: dict[str, Any], echo: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def loopback(requests: int, concurrency: int, limit_s: float, workers: int) -> dict[str, Any]:
+def loopback(
+    requests: int, concurrency: int, limit_s: float, workers: int, rates: list[float] | None = None
+) -> dict[str, Any]:
     unique = [_review(pod, f"uid-u{i}") for i, pod in enumerate(unique_pods(requests))]
     replicas = [_review(pod, f"uid-r{i}") for i, pod in enumerate(replica_pods(requests))]
     warmup = [_review(pod, f"uid-w{i}") for i, pod in enumerate(unique_pods(300))]
@@ -225,6 +315,7 @@ def loopback(requests: int, concurrency: int, limit_s: float, workers: int) -> d
             echo_after = drive("/echo", unique)
             # What a TLS handshake per review costs (the API server opens a connection per concurrent review).
             echo_new = drive("/echo", unique[: max(1, len(unique) // 4)], new_connections=True)
+            at_rates = [_at_rate(base, server, rate, requests, concurrency, limit_s) for rate in rates or []]
         finally:
             server.stop()
     echo = {key: round((echo_before[key] + echo_after[key]) / 2, 3) for key in ("p50_ms", "p99_ms", "reviews_per_s")}
@@ -243,8 +334,13 @@ def loopback(requests: int, concurrency: int, limit_s: float, workers: int) -> d
             "unique_pods": {**mutate_unique, "ratio": _ratios(mutate_unique, echo)},
             "replicas": {**mutate_replicas, "ratio": _ratios(mutate_replicas, echo)},
         },
+        "unique_pods_at_fixed_rates": at_rates,
         "loads": {
             "unique_pods": "every review a distinct pod (name and label bench/seq varied): no decision cache hits",
+            "unique_pods_at_fixed_rates": (
+                "the same offered rate to /echo and /mutate (open loop, latency from each review's due time, fresh "
+                "unique pods every run), alternating echo, mutate, echo, mutate; p99 pooled over the two runs each"
+            ),
             "replicas": "generateName replicas of 4 Deployments, identical pods: decision cache hits after 4",
             "echo_new_connection_per_review": "echo with a new TLS connection per review (a quarter of the reviews)",
         },
@@ -581,6 +677,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--limit-seconds", type=float, default=60.0)
     parser.add_argument("--workers", type=int, default=1, help="gpudra serve --workers for every run")
+    parser.add_argument(
+        "--rates",
+        default="500,1000,2000",
+        help="offered reviews/s for the fixed-rate comparison of /echo and /mutate on unique pods ('' for none)",
+    )
     parser.add_argument("--through-apiserver", action="store_true")
     parser.add_argument("--no-loopback", action="store_true", help="only the runs through the API server")
     parser.add_argument("--pods", type=int, default=200, help="pods per burst through the API server")
@@ -590,7 +691,8 @@ def main() -> None:
     args = parser.parse_args()
     result: dict[str, Any] = {"machine": {"cpus": os.cpu_count()}}
     if not args.no_loopback:
-        result["loopback"] = loopback(args.requests, args.concurrency, args.limit_seconds, args.workers)
+        rates = [float(r) for r in args.rates.split(",") if r.strip()]
+        result["loopback"] = loopback(args.requests, args.concurrency, args.limit_seconds, args.workers, rates)
     if args.through_apiserver:
         result["through_apiserver"] = through_apiserver(
             args.pods, min(args.pods, 200), args.deployments, args.replicas, args.workers, args.rounds

@@ -26,7 +26,7 @@ SHARED_REFERENCE = ROOT.parent / "shared" / "reference" / "fgd-peer-allocation.c
 
 # benchmark -> (its smallest useful arguments, with {traces} and {root} filled in; needs the control plane)
 SMOKE: dict[str, tuple[list[str], bool]] = {
-    "admission.py": (["--requests", "200", "--concurrency", "4", "--limit-seconds", "30"], False),
+    "admission.py": (["--requests", "200", "--concurrency", "4", "--limit-seconds", "30", "--rates", "100"], False),
     "admission_sizing.py": (
         [
             "--recommendations",
@@ -109,7 +109,16 @@ def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
         [sys.executable, str(ROOT / "benchmarks" / name), *argv], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stderr[-3000:]}"
-    assert _json_of(done.stdout) is not None
+    printed = _json_of(done.stdout)
+    assert printed is not None
+    if name == "admission.py":  # the fixed-rate comparison ran both ways, every review answered
+        assert isinstance(printed, dict)
+        (at_rate,) = printed["loopback"]["unique_pods_at_fixed_rates"]
+        assert at_rate["offered_per_s"] == 100
+        for path in ("echo", "mutate"):
+            assert [run["reviews"] for run in at_rate[path]["runs"]] == [200, 200]
+            assert [run["failures"] for run in at_rate[path]["runs"]] == [0, 0]
+        assert at_rate["p99_mutate_over_echo"] > 0
 
 
 @pytest.mark.slow
