@@ -18,7 +18,9 @@ webhook registered at a loopback URL, to which kube-apiserver speaks HTTP/2 (one
 `through_apiserver.http1.p99_ratio` is the same webhook at this machine's non-loopback address, to which it speaks
 HTTP/1.1 as it does to a webhook behind a Service (a new TLS connection per concurrent review past the 25 it keeps).
 `through_apiserver.echo` is the floor under both: the same pods through the same configuration and server at `/echo`,
-which admits them unchanged, so its `p99_ratio` is what calling any webhook costs on this machine.
+which admits them unchanged, so its `p99_ratio` is what calling any webhook costs on this machine;
+`through_apiserver.echo_patch` the same at `/echo-patch`, which adds one annotation and decides nothing: what any
+mutating webhook costs here, the API server's own work after a patch included.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from webhook.app import ECHO_PATCH_ANNOTATION  # noqa: E402
 from webhook.review import pod_review  # noqa: E402
 from webhook.tls import write_dev_certificates  # noqa: E402
 
@@ -351,8 +354,12 @@ def loopback(
 # Namespaces for the bursts through the webhook at a non-loopback address: the shipped configuration skips them (the
 # opt-out label), a copy of it pointed at that address serves them.
 # The bursts other than `webhook` go to namespaces the shipped configuration skips; these labels select the
-# benchmark's own configurations for the `webhook_http1` and `echo` bursts.
-_BURST_LABELS = {"webhook_http1": "gpudra.io/benchmark-http1", "echo": "gpudra.io/benchmark-echo"}
+# benchmark's own configurations for the `webhook_http1`, `echo` and `echo_patch` bursts.
+_BURST_LABELS = {
+    "webhook_http1": "gpudra.io/benchmark-http1",
+    "echo": "gpudra.io/benchmark-echo",
+    "echo_patch": "gpudra.io/benchmark-echo-patch",
+}
 
 
 def _webhook_configuration(
@@ -409,6 +416,11 @@ def _translated(kube: Any, namespace: str) -> int:
     return sum(1 for p in kube.list("Pod", namespace) if "resourceClaims" in p["spec"])
 
 
+def _echo_patched(kube: Any, namespace: str) -> int:
+    pods = kube.list("Pod", namespace)
+    return sum(1 for p in pods if ECHO_PATCH_ANNOTATION in (p["metadata"].get("annotations") or {}))
+
+
 def _dry_run_translated(kube: Any, pod: dict[str, Any]) -> bool:
     """Whether creating `pod` (dry run) comes back translated."""
     created = kube.request("POST", kube.path("Pod", pod["metadata"]["namespace"]) + "?dryRun=All", pod)
@@ -430,10 +442,12 @@ def _deployment(legacy: dict[str, Any], name: str, replicas: int = 0) -> dict[st
 # The bursts through the API server: the legacy pods without the webhook (the issue's baseline), the pods the webhook
 # makes of them created directly without it (the same DRA work after admission: ResourceClaims, scheduling), the
 # legacy pods with the webhook translating them (registered at a loopback URL: kube-apiserver speaks HTTP/2 to it),
-# the legacy pods through the same configuration to the server's no-op /echo (what any webhook costs), and, where
-# this machine has a non-loopback address, the same webhook registered at that address (HTTP/1.1, as for a webhook
-# behind a Service: a new TLS connection for each concurrent review beyond the 25 it keeps idle).
-_BURSTS = ("legacy", "translated", "webhook", "echo", "webhook_http1")
+# the legacy pods through the same configuration to the server's no-op /echo (what any webhook costs) and to its
+# /echo-patch (one annotation added, no decision: what any mutating webhook costs, the API server's work after a patch
+# included), and, where this machine has a non-loopback address, the same webhook registered at that address
+# (HTTP/1.1, as for a webhook behind a Service: a new TLS connection for each concurrent review beyond the 25 it keeps
+# idle).
+_BURSTS = ("legacy", "translated", "webhook", "echo", "echo_patch", "webhook_http1")
 
 # kube-controller-manager's ReplicaSet controller creates pods through a client of its own, rate-limited by a token
 # bucket (--kube-api-qps 20, --kube-api-burst 30 by default): after a pause the first 30 requests go at once, then 20
@@ -446,7 +460,7 @@ def through_apiserver(
     pods: int, concurrency: int, deployments: int, replicas: int, workers: int, rounds: int
 ) -> dict[str, Any]:
     """Bursts through a real kube-apiserver with the webhook registered; the bursts without it go to namespaces
-    labelled `gpudra.io/webhook=disabled`, which its namespaceSelector skips, and so do the `echo` and
+    labelled `gpudra.io/webhook=disabled`, which its namespaceSelector skips, and so do the `echo`, `echo_patch` and
     `webhook_http1` bursts, each served by a copy of the configuration that selects its own namespaces:
 
     - `pods` pods created by `concurrency` client threads at once, `rounds` times for each of _BURSTS, the order
@@ -540,6 +554,7 @@ def through_apiserver(
     per_round: list[dict[str, float]] = []
     per_round_ms: list[dict[str, float]] = []
     translated = dict.fromkeys(kinds, 0)
+    echo_patched = 0
     scaled: dict[bool, float] = {}
     scaled_translated = {False: 0, True: 0}
     with running() as cp, tempfile.TemporaryDirectory() as tmp:
@@ -559,6 +574,8 @@ def through_apiserver(
             # The API server picks up webhook configurations from its informer, in the order they were created: once
             # the last one translates a pod, every one is in effect.
             kube.create(_webhook_configuration(server, path="/echo", selected_by=_BURST_LABELS["echo"]))
+            patching = _webhook_configuration(server, path="/echo-patch", selected_by=_BURST_LABELS["echo_patch"])
+            kube.create(patching)
             kube.create(_webhook_configuration(server))
             if outward:
                 kube.create(_webhook_configuration(server, outward, selected_by=_BURST_LABELS["webhook_http1"]))
@@ -584,9 +601,12 @@ def through_apiserver(
                     latencies[kind] += values
                     p99[kind] = _percentile(values, 0.99)
                     translated[kind] += _translated(kube, ns)
+                    if kind == "echo_patch":
+                        echo_patched += _echo_patched(kube, ns)
                     remove(kube, ns)
                 ratios = {base: round(p99["webhook"] / p99[base], 3) for base in ("legacy", "translated")}
                 ratios["echo_legacy"] = round(p99["echo"] / p99["legacy"], 3)
+                ratios["echo_patch_legacy"] = round(p99["echo_patch"] / p99["legacy"], 3)
                 if outward:
                     ratios["http1_legacy"] = round(p99["webhook_http1"] / p99["legacy"], 3)
                 per_round.append(ratios)
@@ -632,6 +652,8 @@ def through_apiserver(
             "webhook": "the legacy GPU pods, translated by the webhook at https://127.0.0.1 (kube-apiserver: HTTP/2)",
             "echo": "the legacy GPU pods sent by the same configuration to the same server's /echo (allowed unchanged: "
             "no decision, no patch, no template): what calling any webhook costs here",
+            "echo_patch": "the same to the same server's /echo-patch (one annotation added, no decision, no template): "
+            "what any mutating webhook costs here, the API server's work after a patch included",
             "webhook_http1": "the same at this machine's non-loopback address (HTTP/1.1, as for a webhook behind a "
             "Service); absent without such an address",
         },
@@ -642,6 +664,17 @@ def through_apiserver(
             "what": "a webhook that decides nothing, registered and served as gpudra's: p99_ratio is the part of "
             "gpudra's that calling any webhook costs on this machine, webhook_p99_over_echo the part its decision, "
             "patch and template add",
+        },
+        "echo_patch": {
+            "with_webhook": summary(latencies["echo_patch"]),
+            "p99_ratio": ratio("echo_patch", "legacy"),
+            "webhook_p99_over_echo_patch": ratio("webhook", "echo_patch"),
+            "pods_patched": echo_patched,
+            "pods": pods * rounds,
+            "what": "a webhook that decides nothing and adds one annotation: p99_ratio is what any mutating webhook "
+            "costs on this machine (the API server applies the patch, decodes the pod again and runs its in-tree "
+            "admission a second time), webhook_p99_over_echo_patch the part gpudra's decision, its larger patch, the "
+            "template and the DRA objects that follow add",
         },
         "context": "Kyverno publishes ~244 ms p99 for one mutating policy at 200 concurrent pod creations (3 replicas)",
     }

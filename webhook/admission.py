@@ -20,13 +20,20 @@ from policyengine import Decision, PolicySet, extended_resource_pairs, jsontext
 from policyengine.k8s_features import unserved_features
 from policyengine.pod_shape import check_pod_shape
 from policyengine.scheduler_path import SchedulerPath, scheduler_path
-from policyengine.translate import Translation, pointer, translate
+from policyengine.translate import Translation, translate
 from webhook.claim_refs import check_claim_references
 from webhook.decision_cache import DecisionCache
 from webhook.dra_demand import ClaimReader, claim_demand, gpu_classes
 from webhook.metrics import WebhookMetrics
 from webhook.policy_store import PolicyStore
-from webhook.review import AdmissionDenied, BadReview, ReviewRequest, allowed_response, operation_label
+from webhook.review import (
+    AdmissionDenied,
+    BadReview,
+    ReviewRequest,
+    allowed_response,
+    annotation_patch,
+    operation_label,
+)
 
 __all__ = ["Admission", "RolloutConfig", "SizingSource"]
 
@@ -60,13 +67,6 @@ def _request_info(review: ReviewRequest) -> dict[str, Any]:
         "kind": review.kind,
         "resource": review.resource,
     }
-
-
-def _annotation_patch(pod: dict[str, Any], values: dict[str, str]) -> list[dict[str, Any]]:
-    annotations = (pod.get("metadata") or {}).get("annotations")
-    if not isinstance(annotations, dict):
-        return [{"op": "add", "path": "/metadata/annotations", "value": dict(values)}]
-    return [{"op": "add", "path": pointer("metadata", "annotations", k), "value": v} for k, v in values.items()]
 
 
 def _check_namespace(review: ReviewRequest, pod: dict[str, Any]) -> None:
@@ -350,7 +350,7 @@ class Admission:
             annotations = dict(translation.audit_annotations)
             return allowed_response(
                 review.uid,
-                patch=_annotation_patch(pod, annotations),
+                patch=annotation_patch(pod, annotations),
                 warnings=warnings,
                 # The API server prefixes these keys with the webhook's name, so they must not carry a prefix.
                 audit_annotations={k.rsplit("/", 1)[-1]: v[:AUDIT_ANNOTATION_LIMIT] for k, v in annotations.items()},

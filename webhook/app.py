@@ -35,6 +35,7 @@ from webhook.review import (
     BadReview,
     ReviewRequest,
     allowed_response,
+    annotation_patch,
     denied_response,
     operation_label,
     parse_review,
@@ -99,6 +100,16 @@ class WebhookApp(FastAPI):
                 await response(scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
+
+
+ECHO_PATCH_ANNOTATION = "gpudra.io/echo"
+
+
+def _echo_patch(review: ReviewRequest) -> dict[str, Any]:
+    """The benchmarks' floor for a mutating webhook: every object allowed with one annotation added, no decision.
+    The API server then does for it what it does after any patch (applies it, decodes and defaults the object again,
+    runs its in-tree admission a second time), which `/echo`'s unchanged answer spares it."""
+    return allowed_response(review.uid, patch=annotation_patch(review.object or {}, {ECHO_PATCH_ANNOTATION: "patched"}))
 
 
 def create_app(
@@ -251,7 +262,11 @@ def create_app(
         async def echo(request: Request) -> Response:
             return await answer("echo", request, lambda review: allowed_response(review.uid))
 
+        async def echo_patch(request: Request) -> Response:
+            return await answer("echo-patch", request, _echo_patch)
+
         app.reviews["/echo"] = echo
+        app.reviews["/echo-patch"] = echo_patch
     for path, endpoint in app.reviews.items():
         # Also routed, so that other methods on these paths get FastAPI's 405 and the app lists them.
         app.add_api_route(path, endpoint, methods=["POST"])

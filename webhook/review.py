@@ -16,6 +16,7 @@ from typing import Any
 from dra.errors import GpudraError
 from policyengine import jsontext
 from policyengine.denial import AdmissionDenied
+from policyengine.translate import pointer
 
 __all__ = [
     "API_VERSION",
@@ -229,6 +230,14 @@ def bounded_warnings(warnings: list[str]) -> list[str]:
         kept.append(warning)
         total += len(warning)
     return kept
+
+
+def annotation_patch(pod: dict[str, Any], values: dict[str, str]) -> list[dict[str, Any]]:
+    """JSON Patch operations that set these annotations on `pod` (creating its annotations if it has none)."""
+    annotations = (pod.get("metadata") or {}).get("annotations")
+    if not isinstance(annotations, dict):
+        return [{"op": "add", "path": "/metadata/annotations", "value": dict(values)}]
+    return [{"op": "add", "path": pointer("metadata", "annotations", k), "value": v} for k, v in values.items()]
 
 
 def allowed_response(

@@ -23,7 +23,9 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(1, "--workers", min=1, help="uvicorn worker processes."),
         reload_seconds: float = typer.Option(2.0, "--reload-seconds", help="How often to look for new files."),
         api_timeout: float = typer.Option(2.0, "--api-timeout", help="Bound on each API-server call (seconds)."),
-        echo: bool = typer.Option(False, "--enable-echo", hidden=True, help="Serve /echo (benchmark baseline)."),
+        echo: bool = typer.Option(
+            False, "--enable-echo", hidden=True, help="Serve the benchmark baselines /echo and /echo-patch."
+        ),
         idle_seconds: int = typer.Option(
             15, "--idle-seconds", min=1, help="Close a connection whose next request's headers are not in by then."
         ),

@@ -145,7 +145,10 @@ def test_admission_through_the_api_server_runs_and_keeps_its_keys() -> None:
     burst = result["through_apiserver"]
     assert burst["pods"] == 8 and burst["pods_translated"] == 8 and burst["pods_translated_without_webhook"] == 0
     assert burst["p99_ratio"] > 0 and burst["echo"]["p99_ratio"] > 0 and burst["echo"]["webhook_p99_over_echo"] > 0
-    assert set(burst["cpu_seconds_per_burst"]) >= {"legacy", "translated", "webhook", "echo"}
+    assert set(burst["cpu_seconds_per_burst"]) >= {"legacy", "translated", "webhook", "echo", "echo_patch"}
+    # the mutating floor patched every pod it saw, and translated none
+    assert burst["echo_patch"]["pods_patched"] == burst["echo_patch"]["pods"] == 8
+    assert burst["echo_patch"]["p99_ratio"] > 0 and burst["echo_patch"]["webhook_p99_over_echo_patch"] > 0
     if "http1" in burst:
         assert burst["http1"]["pods_translated"] == burst["http1"]["pods"] == 8
     assert burst["deployments"]["pods_translated"] == 4 and burst["deployments"]["pods_translated_without_webhook"] == 0

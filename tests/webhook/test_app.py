@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from pathlib import Path
 
+import jsonpatch
 import pytest
 from fastapi.testclient import TestClient
 
@@ -80,6 +82,24 @@ def test_health_readiness_and_metrics(client: TestClient) -> None:
 def test_echo_baseline_allows_without_patch(client: TestClient) -> None:
     resp = client.post("/echo", content=review_body(example("pod-legacy-vram.yaml"), uid="e"))
     assert resp.json()["response"] == {"uid": "e", "allowed": True}
+
+
+@pytest.mark.parametrize("annotations", [None, {"team": "a"}])
+def test_echo_patch_baseline_adds_one_annotation_and_nothing_else(
+    client: TestClient, annotations: dict[str, str] | None
+) -> None:
+    pod = example("pod-legacy-vram.yaml")
+    pod["metadata"].pop("annotations", None)
+    if annotations is not None:
+        pod["metadata"]["annotations"] = dict(annotations)
+    resp = client.post("/echo-patch", content=review_body(pod, uid="ep"))
+    answer = resp.json()["response"]
+    assert answer["uid"] == "ep" and answer["allowed"] is True and answer["patchType"] == "JSONPatch"
+    patched = jsonpatch.apply_patch(pod, json.loads(base64.b64decode(answer["patch"])))
+    assert patched["metadata"]["annotations"] == {**(annotations or {}), "gpudra.io/echo": "patched"}
+    patched["metadata"].pop("annotations")
+    pod["metadata"].pop("annotations", None)
+    assert patched == pod
 
 
 def _review(**request: object) -> bytes:

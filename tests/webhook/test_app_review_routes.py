@@ -26,7 +26,7 @@ def app(tmp_path: Path) -> WebhookApp:
 
 
 def test_only_post_reaches_the_review_paths(app: WebhookApp) -> None:
-    assert set(app.reviews) == {"/mutate", "/validate", "/echo"}
+    assert set(app.reviews) == {"/mutate", "/validate", "/echo", "/echo-patch"}
     with TestClient(app) as client:
         for path in app.reviews:
             assert client.get(path).status_code == 405
