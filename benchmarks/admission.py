@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import concurrent.futures
 import copy
+import itertools
 import json
 import os
 import socket
@@ -150,7 +151,8 @@ async def _drive_at_rate(
 ) -> tuple[dict[str, Any], list[float]]:
     """An open loop: review i is due at i/rate, sent then whatever the earlier ones are doing, and its latency counts
     from when it was due, so a server that falls behind pays for the queue it built (no coordinated omission). The
-    `connections` are opened before the clock starts; a review due while all are busy waits for one, counted."""
+    `connections` are opened before the clock starts, by the first `connections` bodies (so that none of the timed
+    ones was decided before); a review due while all are busy waits for one, counted."""
     import aiohttp
 
     latencies: list[float] = []
@@ -170,12 +172,12 @@ async def _drive_at_rate(
             latencies.append(time.perf_counter() - due)
             failures += not ok
 
-        await asyncio.gather(*(post(bodies[i % len(bodies)]) for i in range(connections)))  # open them all
+        await asyncio.gather(*(post(body) for body in bodies[:connections]))  # open them all
         began = time.perf_counter() + 0.01
         stop = began + limit_s
         sends: list[asyncio.Task[None]] = []
         lag = 0.0
-        for i, body in enumerate(bodies):
+        for i, body in enumerate(bodies[connections:]):
             due = began + i / rate
             now = time.perf_counter()
             if due >= stop:
@@ -249,6 +251,10 @@ class _Server:
         self.log.close()
 
 
+# Where each fixed-rate run's pods are numbered from: past every other load's, and apart from each other.
+_FRESH_PODS = itertools.count(10**9, 10**7)
+
+
 def _at_rate(
     base: str, server: _Server, rate: float, requests: int, connections: int, limit_s: float
 ) -> dict[str, Any]:
@@ -257,9 +263,10 @@ def _at_rate(
     count = min(requests, max(1, int(rate * limit_s)))
     runs: dict[str, list[dict[str, Any]]] = {"/echo": [], "/mutate": []}
     pooled: dict[str, list[float]] = {"/echo": [], "/mutate": []}
-    for turn, path in enumerate(["/echo", "/mutate", "/echo", "/mutate"]):
-        start = 1_000_000 * (1 + turn) + int(rate) * 1000  # apart from every other load's pods
-        bodies = [_review(pod, f"uid-f{start + i}") for i, pod in enumerate(unique_pods(count, start))]
+    for path in ["/echo", "/mutate", "/echo", "/mutate"]:
+        start = next(_FRESH_PODS)
+        pods = unique_pods(connections + count, start)
+        bodies = [_review(pod, f"uid-f{start + i}") for i, pod in enumerate(pods)]
         before = _cpu_seconds(server.proc.pid)
         figures, latencies = asyncio.run(_drive_at_rate(base + path, bodies, rate, connections, server.ctx, limit_s))
         used = _cpu_seconds(server.proc.pid) - before
@@ -295,7 +302,8 @@ def loopback(
 ) -> dict[str, Any]:
     unique = [_review(pod, f"uid-u{i}") for i, pod in enumerate(unique_pods(requests))]
     replicas = [_review(pod, f"uid-r{i}") for i, pod in enumerate(replica_pods(requests))]
-    warmup = [_review(pod, f"uid-w{i}") for i, pod in enumerate(unique_pods(300))]
+    # Pods of their own: warmed with the measured ones, the first 300 unique reviews were decision-cache hits.
+    warmup = [_review(pod, f"uid-w{i}") for i, pod in enumerate(unique_pods(300, start=requests))]
     with tempfile.TemporaryDirectory() as tmp:
         server = _Server(Path(tmp), workers=workers)
         try:
