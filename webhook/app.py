@@ -43,6 +43,7 @@ from webhook.review import (
 
 __all__ = [
     "DEFAULT_DEADLINE_SECONDS",
+    "ECHO_PATCH_ANNOTATION",
     "AdmissionHandler",
     "BackgroundService",
     "ReadinessCheck",
@@ -109,7 +110,9 @@ def _echo_patch(review: ReviewRequest) -> dict[str, Any]:
     """The benchmarks' floor for a mutating webhook: every object allowed with one annotation added, no decision.
     The API server then does for it what it does after any patch (applies it, decodes and defaults the object again,
     runs its in-tree admission a second time), which `/echo`'s unchanged answer spares it."""
-    return allowed_response(review.uid, patch=annotation_patch(review.object or {}, {ECHO_PATCH_ANNOTATION: "patched"}))
+    if not isinstance(review.object, dict):  # nothing to annotate (a DELETE's review carries no object)
+        return allowed_response(review.uid)
+    return allowed_response(review.uid, patch=annotation_patch(review.object, {ECHO_PATCH_ANNOTATION: "patched"}))
 
 
 def create_app(

@@ -102,6 +102,11 @@ def test_echo_patch_baseline_adds_one_annotation_and_nothing_else(
     assert patched == pod
 
 
+def test_echo_patch_baseline_leaves_a_review_without_an_object_unpatched(client: TestClient) -> None:
+    body = _review(operation="DELETE", object=None, oldObject=example("pod-legacy-vram.yaml"))
+    assert client.post("/echo-patch", content=body).json()["response"] == {"uid": "u-1", "allowed": True}
+
+
 def _review(**request: object) -> bytes:
     base: dict[str, object] = {
         "uid": "u-1",
