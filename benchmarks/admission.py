@@ -130,12 +130,19 @@ async def _drive(
                 async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as resp:
                     payload = await resp.read()
                 latencies.append(time.perf_counter() - started)
-                if resp.status != 200 or b'"allowed":true' not in payload:
-                    failures += 1
+                failures += not _allowed(resp.status, payload)
 
         began = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         wall = time.perf_counter() - began
+    return _load_figures(latencies, failures, wall)
+
+
+def _allowed(status: int, payload: bytes) -> bool:
+    return status == 200 and b'"allowed":true' in payload
+
+
+def _load_figures(latencies: list[float], failures: int, wall: float) -> dict[str, Any]:
     return {
         "reviews": len(latencies),
         "failures": failures,
@@ -164,7 +171,7 @@ async def _drive_at_rate(
         async def post(body: bytes) -> bool:
             async with session.post(url, data=body, headers=headers) as resp:
                 payload = await resp.read()
-            return resp.status == 200 and b'"allowed":true' in payload
+            return _allowed(resp.status, payload)
 
         async def one(body: bytes, due: float) -> None:
             nonlocal failures
@@ -189,15 +196,9 @@ async def _drive_at_rate(
             sends.append(asyncio.ensure_future(one(body, due)))
         await asyncio.gather(*sends)
         wall = time.perf_counter() - began
-    figures = {
-        "reviews": len(latencies),
-        "failures": failures,
-        "p50_ms": round(_percentile(latencies, 0.50) * 1000, 3),
-        "p99_ms": round(_percentile(latencies, 0.99) * 1000, 3),
-        "reviews_per_s": round(len(latencies) / wall, 1),
-        # How late the client itself sent its latest review: where this nears the p99, the client is the bottleneck.
-        "client_max_send_lag_ms": round(lag * 1000, 3),
-    }
+    figures = _load_figures(latencies, failures, wall)
+    # How late the client itself sent its latest review: where this nears the p99, the client is the bottleneck.
+    figures["client_max_send_lag_ms"] = round(lag * 1000, 3)
     return figures, latencies
 
 
@@ -420,13 +421,12 @@ def _pod_count(kube: Any, namespace: str) -> int:
     return len(page["items"]) + int(page["metadata"].get("remainingItemCount") or 0)
 
 
-def _translated(kube: Any, namespace: str) -> int:
-    return sum(1 for p in kube.list("Pod", namespace) if "resourceClaims" in p["spec"])
-
-
-def _echo_patched(kube: Any, namespace: str) -> int:
+def _admitted(kube: Any, namespace: str) -> tuple[int, int]:
+    """Of the pods in `namespace` (one list): how many were translated, and how many /echo-patch annotated."""
     pods = kube.list("Pod", namespace)
-    return sum(1 for p in pods if ECHO_PATCH_ANNOTATION in (p["metadata"].get("annotations") or {}))
+    translated = sum(1 for p in pods if "resourceClaims" in p["spec"])
+    patched = sum(1 for p in pods if ECHO_PATCH_ANNOTATION in (p["metadata"].get("annotations") or {}))
+    return translated, patched
 
 
 def _dry_run_translated(kube: Any, pod: dict[str, Any]) -> bool:
@@ -608,9 +608,10 @@ def through_apiserver(
                         cpu[kind][name] = cpu[kind].get(name, 0.0) + (used - before[name]) / rounds
                     latencies[kind] += values
                     p99[kind] = _percentile(values, 0.99)
-                    translated[kind] += _translated(kube, ns)
+                    translated_here, patched_here = _admitted(kube, ns)
+                    translated[kind] += translated_here
                     if kind == "echo_patch":
-                        echo_patched += _echo_patched(kube, ns)
+                        echo_patched += patched_here
                     remove(kube, ns)
                 ratios = {base: round(p99["webhook"] / p99[base], 3) for base in ("legacy", "translated")}
                 ratios["echo_legacy"] = round(p99["echo"] / p99["legacy"], 3)
@@ -623,7 +624,7 @@ def through_apiserver(
                 for webhook in (False, True):
                     ns = namespace(kube, "webhook" if webhook else "legacy", "bench-deploy")
                     scaled[webhook] = scale_all(kube, ns)
-                    scaled_translated[webhook] = _translated(kube, ns)
+                    scaled_translated[webhook] = _admitted(kube, ns)[0]
         finally:
             server.stop()
 
