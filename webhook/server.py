@@ -19,7 +19,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from kubeapi import KubeSideEffects, NamespaceCache, SharedTemplates, TemplateWriter, api_client
+from kubeapi import KubeSideEffects, ListWatchSource, NamespaceCache, SharedTemplates, TemplateWriter, api_client
 from policyengine import PolicySet, load_policies
 from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
 from webhook.app import DEFAULT_DEADLINE_SECONDS, BackgroundService, create_app
@@ -31,7 +31,7 @@ from webhook.metrics import WebhookMetrics
 from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
 from webhook.settled_heap import SettledHeap
-from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache, RecommendationSource
+from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache
 from webhook.tls import ReloadingCertificate
 from webhook.warm_up import DecisionWarmUp
 
@@ -124,7 +124,7 @@ def build_app(
     settings: ServeSettings,
     *,
     writer: TemplateWriter | None = None,
-    recommendations: RecommendationSource | None = None,
+    recommendations: ListWatchSource | None = None,
 ) -> FastAPI:
     """Wire policies, certificate, side effects, the recommendation cache and metrics into the FastAPI app."""
     reads_cluster = writer is None and settings.side_effects  # DeviceClasses and /version (webhook.cluster_view)
