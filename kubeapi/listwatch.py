@@ -180,7 +180,9 @@ class ListWatch:
         except Exception as exc:  # never let the loop die: log, count, relist
             log.exception("the %s %s failed unexpectedly", self.what, operation)
             return None, self._broken(stop, backoff, operation, ListWatchError(f"{type(exc).__name__}: {exc}"))
-        if not stop.is_set():
+        if stop.is_set():
+            self._update(watching=False)
+        else:
             self._restarted("closed", last_sync=self.clock())  # the server's watch timeout: the cache was current
         backoff.reset()
         return version, 0.0
@@ -211,6 +213,7 @@ class ListWatch:
     def _broken(self, stop: threading.Event, backoff: Backoff, operation: str, exc: ListWatchError) -> float:
         """Count a failed list or watch; the seconds to wait before relisting."""
         if stop.is_set():  # interrupted by `stop`
+            self._update(watching=False)
             return 0.0
         if operation == "list" and exc.status == 404 and self.not_served_seconds is not None:
             self._update(served=False, last_error="")
