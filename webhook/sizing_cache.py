@@ -11,7 +11,8 @@ Failure behaviour (the rule: an outage of the recommendation path costs right-si
 
 - The API server down, slow or the watch broken: the last good map keeps serving. The loop (`kubeapi.ListWatch`)
   relists with exponential backoff (1 s doubling to 60 s, jittered) and swaps the map only when a whole list
-  succeeded, so a half-read list never replaces a good one. A watch that expires (410 Gone) relists at once.
+  succeeded, so a half-read list never replaces a good one. A watch the server ends resumes from the last version
+  seen; one that expires (410 Gone) relists at once.
 - `/readyz` reports the cache as a check that never makes the webhook unready: a stale or never-synced cache means
   pods are sized from annotations and the policies' defaults, which is what the webhook did before recommendations
   existed; refusing all GPU pods (the configurations' `failurePolicy: Fail`) for want of an optimisation would be
