@@ -109,7 +109,8 @@ class WebhookMetrics:
         )
         self.deviceclass_cache_events = Counter(
             "gpudra_deviceclass_cache_events",
-            "DeviceClass cache lists, mapping changes, failures and watch restarts, by event.",
+            "DeviceClass cache lists, mapping changes, failures, watch restarts and lists not served, by event "
+            "(list|change|error|restart|absent).",
             ["event"],
             registry=r,
         )

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kubeapi import KubeSideEffects, NamespaceCache, SharedTemplates, TemplateWriter, api_client
+from kubeapi import KubeSideEffects, ListWatchSource, NamespaceCache, SharedTemplates, TemplateWriter, api_client
 from policyengine import PolicySet, load_policies
 from webhook._uvicorn import logging_config
 from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
@@ -32,7 +32,7 @@ from webhook.metrics import WebhookMetrics
 from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
 from webhook.settled_heap import SettledHeap
-from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache, RecommendationSource
+from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache
 from webhook.tls import ReloadingCertificate
 from webhook.warm_up import DecisionWarmUp
 
@@ -124,7 +124,7 @@ def build_app(
     settings: ServeSettings,
     *,
     writer: TemplateWriter | None = None,
-    recommendations: RecommendationSource | None = None,
+    recommendations: ListWatchSource | None = None,
 ) -> WebhookApp:
     """Wire policies, certificate, side effects, the recommendation cache, metrics and the gate into the app."""
     reads_cluster = writer is None and settings.side_effects  # DeviceClasses and /version (webhook.cluster_view)
