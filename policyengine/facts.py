@@ -6,7 +6,7 @@ so both agree on what counts as a legacy GPU resource (`nvidia.com/gpu`, `nvidia
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -30,12 +30,14 @@ from .pod_shape import MAX_DEVICES_PER_CLAIM
 
 __all__ = [
     "CONTAINER_KINDS",
+    "DERIVED_FIELDS",
     "HAMI_RESOURCES",
     "LEGACY_GPU",
     "MAX_DEVICES_PER_CLAIM",
     "MIG_PREFIX",
     "VRAM_ANNOTATION",
     "ContainerFacts",
+    "FrozenCounts",
     "PodFacts",
     "extended_resource_pairs",
     "is_legacy_resource",
@@ -95,9 +97,53 @@ def is_legacy_resource(name: str) -> bool:
     return name == LEGACY_GPU or (name.startswith(MIG_PREFIX) and len(name) > len(MIG_PREFIX))
 
 
+class FrozenCounts(Mapping[str, int]):
+    """A read-only resource name -> count mapping that is hashable, so the facts holding it are their own memo keys.
+
+    Two are equal when they hold the same items in the same order: the order is the one CEL iterates a map in.
+    """
+
+    __slots__ = ("_data", "_items", "_hash")
+
+    def __init__(self, items: Mapping[str, int] | None = None) -> None:
+        self._data: dict[str, int] = dict(items or {})
+        self._items = tuple(self._data.items())
+        self._hash = hash(self._items)
+
+    def __getitem__(self, name: str) -> int:
+        return self._data[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._data
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is FrozenCounts:
+            return self._items == other._items
+        return isinstance(other, Mapping) and self._data == dict(other.items())
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenCounts({self._data!r})"
+
+
+_NO_COUNTS = FrozenCounts()
+
+
 @dataclass(frozen=True, slots=True)
 class ContainerFacts:
-    """One container's GPU-related resources; `legacy` maps a resource name to its device count."""
+    """One container's GPU-related resources; `legacy` maps a resource name to its device count.
+
+    Its own memo key: the generated `__eq__` and `__hash__` cover every field (mappings are held as `FrozenCounts`),
+    so two containers' facts are equal exactly when everything read from them is.
+    """
 
     name: str
     kind: str
@@ -108,9 +154,16 @@ class ContainerFacts:
     in_limits: tuple[str, ...]
     claims: tuple[str, ...]
     # HAMi resources (`HAMI_RESOURCES`) of a container that asks for `nvidia.com/gpu`: resource name -> value.
-    hami: Mapping[str, int] = field(default_factory=dict)
+    hami: Mapping[str, int] = _NO_COUNTS
     # Which sizing source won for this container and why (`dra.sizing.resolve_sizing`).
     sizing: SizingDecision = NO_SIZING
+
+    def __post_init__(self) -> None:
+        # Any mapping given is held frozen: a dict would be neither hashable nor safe from a later change.
+        if type(self.legacy) is not FrozenCounts:
+            object.__setattr__(self, "legacy", FrozenCounts(self.legacy) if self.legacy else _NO_COUNTS)
+        if type(self.hami) is not FrozenCounts:
+            object.__setattr__(self, "hami", FrozenCounts(self.hami) if self.hami else _NO_COUNTS)
 
     @property
     def pointer(self) -> str:
@@ -119,22 +172,6 @@ class ContainerFacts:
     @property
     def count(self) -> int:
         return sum(self.legacy.values())
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        """Hashable and equal exactly when two containers' facts are equal."""
-        return (
-            self.name,
-            self.kind,
-            self.index,
-            self.sidecar,
-            tuple(self.legacy.items()),
-            self.in_requests,
-            self.in_limits,
-            self.claims,
-            tuple(self.hami.items()),
-            self.sizing,
-        )
 
     @property
     def requests_only(self) -> list[str]:
@@ -156,9 +193,17 @@ class ContainerFacts:
         }
 
 
+# PodFacts fields computed from the others in `__post_init__`: the only fields its equality leaves out.
+DERIVED_FIELDS = frozenset({"legacy_containers"})
+
+
 @dataclass(frozen=True, slots=True)
 class PodFacts:
-    """GPU facts of one pod: the containers that hold legacy resources or DRA claims, in pod order."""
+    """GPU facts of one pod: the containers that hold legacy resources or DRA claims, in pod order.
+
+    Its own memo key (`_memo.PolicyMemo.gpu`): the generated `__eq__` and `__hash__` cover every field but those
+    derived from the others (`DERIVED_FIELDS`), so two pods' facts are equal exactly when their `gpu` values are.
+    """
 
     containers: tuple[ContainerFacts, ...]
     pod_claims: tuple[str, ...]
@@ -167,14 +212,11 @@ class PodFacts:
     # (legacy resource, DeviceClass) pairs of the cluster's KEP-5004 mapping (DeviceClass.spec.extendedResourceName),
     # sorted; read by the webhook from the DeviceClasses, given to explain by an option, empty elsewhere.
     extended_resources: tuple[tuple[str, str], ...] = ()
-    # Hashable and equal exactly when two pods' GPU facts (hence their `gpu` CEL values) are equal.
-    key: tuple[Any, ...] = field(init=False, repr=False, compare=False)
     # The containers with legacy GPU resources, in pod order (read several times per evaluation: computed once).
+    # Derived from `containers`, so left out of the comparison (`DERIVED_FIELDS`).
     legacy_containers: tuple[ContainerFacts, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        key = (tuple(c.key for c in self.containers), self.pod_claims, self.dra_devices, self.extended_resources)
-        object.__setattr__(self, "key", key)
         object.__setattr__(self, "legacy_containers", tuple(c for c in self.containers if c.legacy))
 
     @property
@@ -319,11 +361,11 @@ def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
         kind=kind,
         index=index,
         sidecar=kind == "initContainers" and container.get("restartPolicy") == "Always",
-        legacy=legacy,
+        legacy=FrozenCounts(legacy) if legacy else _NO_COUNTS,
         in_requests=tuple(sorted(n for n in in_requests if n in legacy)),
         in_limits=tuple(sorted(n for n in in_limits if n in legacy)),
         claims=tuple(str(c.get("name", "")) for c in claims if isinstance(c, dict)),
-        hami=hami,
+        hami=FrozenCounts(hami) if hami else _NO_COUNTS,
     )
 
 
