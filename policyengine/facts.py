@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 from typing import Any
 
 from dra.durations import format_go_duration
-from dra.errors import InputError
+from dra.errors import InputError, QuantityError
+from dra.quantity import Quantity
 from dra.sizing import (
     MAX_MEMORY_BYTES,
     ServerConfig,
@@ -26,7 +26,7 @@ from dra.sizing import (
 
 # resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices, and a pod's legacy
 # GPUs all go into one claim (defined once, with the admission server's shape check)
-from .pod_shape import MAX_DEVICES_PER_CLAIM
+from .pod_shape import MAX_DEVICES_PER_CLAIM, quantity_value
 
 __all__ = [
     "CONTAINER_KINDS",
@@ -287,21 +287,17 @@ def _count(
 
 
 def _whole(value: Any, where: str, what: str) -> int:
+    """`value` read once as a quantity (`pod_shape.quantity_value`, as the webhook's shape check reads it): a whole
+    number >= 0, else `InputError` naming `where`, caused by the `QuantityError` when it is no quantity at all."""
     if type(value) is int and value >= 0:
         return value
-    if isinstance(value, bool):
-        raise InputError(f"{where}: expected a whole number of {what} (got {value!r})")
-    if isinstance(value, int):
-        number = Fraction(value)
-    else:
-        try:
-            from dra.quantity import Quantity
-
-            number = Quantity.parse(str(value)).value
-        except Exception as exc:  # QuantityError, or dra.quantity not importable
-            raise InputError(f"{where}: expected a whole number of {what} (got {value!r})") from exc
+    shown = _shown(value) if isinstance(value, str) else repr(value)
+    try:
+        number = quantity_value(value)
+    except QuantityError as exc:
+        raise InputError(f"{where}: expected a whole number of {what} (got {shown}, not a quantity)") from exc
     if number.denominator != 1 or number < 0:
-        raise InputError(f"{where}: expected a whole number of {what} (got {value!r})")
+        raise InputError(f"{where}: expected a whole number of {what} (got {shown})")
     return int(number)
 
 
@@ -377,10 +373,8 @@ def _annotation_vram(pod: Mapping[str, Any]) -> tuple[str | None, int | None]:
         return None, None
     text = str(annotations[VRAM_ANNOTATION])
     try:
-        from dra.quantity import Quantity
-
         value = Quantity.parse(text).value
-    except Exception:  # QuantityError, or ValueError past int()'s digit limit: the policy's validation denies it
+    except QuantityError:  # the policy's validation denies it
         return text, None
     size = int(-(-value.numerator // value.denominator))
     if size > MAX_MEMORY_BYTES:
