@@ -6,9 +6,9 @@ so both agree on what counts as a legacy GPU resource (`nvidia.com/gpu`, `nvidia
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 from dra.durations import format_go_duration
 from dra.errors import InputError, QuantityError
@@ -97,41 +97,41 @@ def is_legacy_resource(name: str) -> bool:
     return name == LEGACY_GPU or (name.startswith(MIG_PREFIX) and len(name) > len(MIG_PREFIX))
 
 
-class FrozenCounts(Mapping[str, int]):
+class FrozenCounts(dict[str, int]):
     """A read-only resource name -> count mapping that is hashable, so the facts holding it are their own memo keys.
 
-    Two are equal when they hold the same items in the same order: the order is the one CEL iterates a map in.
+    A dict underneath, so reading it (several times per evaluation) costs what reading a dict does; the methods that
+    would change it raise. Two are equal when they hold the same items in the same order, the order CEL sees.
     """
 
-    __slots__ = ("_data", "_items", "_hash")
+    __slots__ = ("_hash",)
 
     def __init__(self, items: Mapping[str, int] | None = None) -> None:
-        self._data: dict[str, int] = dict(items or {})
-        self._items = tuple(self._data.items())
-        self._hash = hash(self._items)
+        super().__init__(items or ())
+        self._hash = hash(tuple(super().items()))
 
-    def __getitem__(self, name: str) -> int:
-        return self._data[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._data
+    def __hash__(self) -> int:  # type: ignore[override]
+        return self._hash
 
     def __eq__(self, other: object) -> bool:
         if type(other) is FrozenCounts:
-            return self._items == other._items
-        return isinstance(other, Mapping) and self._data == dict(other.items())
+            return self._hash == other._hash and tuple(self.items()) == tuple(other.items())
+        return dict.__eq__(self, other)
 
-    def __hash__(self) -> int:
-        return self._hash
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __reduce__(self) -> tuple[type[FrozenCounts], tuple[dict[str, int]]]:
+        return FrozenCounts, (dict(self),)
+
+    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("FrozenCounts cannot be changed")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
 
     def __repr__(self) -> str:
-        return f"FrozenCounts({self._data!r})"
+        return f"FrozenCounts({dict.__repr__(self)})"
 
 
 _NO_COUNTS = FrozenCounts()
@@ -141,29 +141,22 @@ _NO_COUNTS = FrozenCounts()
 class ContainerFacts:
     """One container's GPU-related resources; `legacy` maps a resource name to its device count.
 
-    Its own memo key: the generated `__eq__` and `__hash__` cover every field (mappings are held as `FrozenCounts`),
-    so two containers' facts are equal exactly when everything read from them is.
+    Its own memo key: the generated `__eq__` and `__hash__` cover every field (its mappings are `FrozenCounts`), so
+    two containers' facts are equal exactly when everything read from them is.
     """
 
     name: str
     kind: str
     index: int
     sidecar: bool
-    legacy: Mapping[str, int]
+    legacy: FrozenCounts
     in_requests: tuple[str, ...]
     in_limits: tuple[str, ...]
     claims: tuple[str, ...]
     # HAMi resources (`HAMI_RESOURCES`) of a container that asks for `nvidia.com/gpu`: resource name -> value.
-    hami: Mapping[str, int] = _NO_COUNTS
+    hami: FrozenCounts = _NO_COUNTS
     # Which sizing source won for this container and why (`dra.sizing.resolve_sizing`).
     sizing: SizingDecision = NO_SIZING
-
-    def __post_init__(self) -> None:
-        # Any mapping given is held frozen: a dict would be neither hashable nor safe from a later change.
-        if type(self.legacy) is not FrozenCounts:
-            object.__setattr__(self, "legacy", FrozenCounts(self.legacy) if self.legacy else _NO_COUNTS)
-        if type(self.hami) is not FrozenCounts:
-            object.__setattr__(self, "hami", FrozenCounts(self.hami) if self.hami else _NO_COUNTS)
 
     @property
     def pointer(self) -> str:

@@ -3,8 +3,10 @@ the policy memo hands out for them, so no pod is ever served another pod's `gpu`
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from collections.abc import Mapping, Sequence
+import pickle
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -19,10 +21,17 @@ SIZING = SizingDecision(
 )  # fmt: skip
 # Every field set away from its default, so that a change to any one is a change from something.
 CONTAINER = ContainerFacts(
-    name="main", kind="containers", index=1, sidecar=False, legacy={"nvidia.com/gpu": 2, "nvidia.com/mig-1g.10gb": 1},
-    in_requests=("nvidia.com/gpu",), in_limits=("nvidia.com/gpu",), claims=("c",), hami={"nvidia.com/gpumem": 4000},
+    name="main",
+    kind="containers",
+    index=1,
+    sidecar=False,
+    legacy=FrozenCounts({"nvidia.com/gpu": 2, "nvidia.com/mig-1g.10gb": 1}),
+    in_requests=("nvidia.com/gpu",),
+    in_limits=("nvidia.com/gpu",),
+    claims=("c",),
+    hami=FrozenCounts({"nvidia.com/gpumem": 4000}),
     sizing=SIZING,
-)  # fmt: skip
+)
 POD = PodFacts((CONTAINER,), ("pod-claim",), dra_devices=1, extended_resources=(("nvidia.com/gpu", "gpu.nvidia.com"),))
 
 # Other values for each field, one at a time: a new field without one here fails the completeness check.
@@ -37,18 +46,20 @@ CONTAINER_CHANGES: dict[str, Sequence[Any]] = {
     "index": [0],
     "sidecar": [True],
     "legacy": [
-        {"nvidia.com/gpu": 3, "nvidia.com/mig-1g.10gb": 1},  # another count
-        {"nvidia.com/gpu": 2},  # one resource fewer
-        {"nvidia.com/mig-1g.10gb": 1, "nvidia.com/gpu": 2},  # the same items in another order: CEL iterates it so
+        FrozenCounts({"nvidia.com/gpu": 3, "nvidia.com/mig-1g.10gb": 1}),  # another count
+        FrozenCounts({"nvidia.com/gpu": 2}),  # one resource fewer
+        FrozenCounts(
+            {"nvidia.com/mig-1g.10gb": 1, "nvidia.com/gpu": 2}
+        ),  # the same items in another order, as CEL sees
     ],
     "in_requests": [()],
     "in_limits": [("nvidia.com/gpu", "nvidia.com/mig-1g.10gb")],
     "claims": [(), ("d",)],
-    "hami": [{}, {"nvidia.com/gpumem": 4001}, {"nvidia.com/gpucores": 4000}],
+    "hami": [FrozenCounts(), FrozenCounts({"nvidia.com/gpumem": 4001}), FrozenCounts({"nvidia.com/gpucores": 4000})],
     "sizing": [dataclasses.replace(SIZING, **{name: values[0]}) for name, values in SIZING_CHANGES.items()],
 }
 POD_CHANGES: dict[str, Sequence[Any]] = {
-    "containers": [(), (CONTAINER, CONTAINER), (dataclasses.replace(CONTAINER, legacy={}),)],
+    "containers": [(), (CONTAINER, CONTAINER), (dataclasses.replace(CONTAINER, legacy=FrozenCounts()),)],
     "pod_claims": [(), ("other",)],
     "dra_devices": [0, 2],
     "extended_resources": [(), (("nvidia.com/gpu", "other.example.com"),)],
@@ -119,17 +130,24 @@ def test_the_check_fails_when_a_field_is_left_out_of_the_comparison() -> None:
         assert_every_field_keys(Forgetful(1, 1), {"kept": [2], "forgotten": [2]})
 
 
-def test_frozen_counts_compare_in_order_and_read_as_a_mapping() -> None:
+def test_frozen_counts_compare_in_order_read_as_a_dict_and_refuse_change() -> None:
     counts = FrozenCounts({"a": 1, "b": 2})
     assert counts == FrozenCounts({"a": 1, "b": 2}) and hash(counts) == hash(FrozenCounts({"a": 1, "b": 2}))
     assert counts != FrozenCounts({"b": 2, "a": 1}) and counts != FrozenCounts({"a": 1})
+    assert not counts != FrozenCounts({"a": 1, "b": 2})
     assert counts == {"a": 1, "b": 2} and dict(counts) == {"a": 1, "b": 2} and counts["b"] == 2 and "a" in counts
     assert len(counts) == 2 and list(counts.items()) == [("a", 1), ("b", 2)] and "c" not in counts
-    # A dict given to the facts is held frozen: a later change to it changes nothing.
-    given = {"nvidia.com/gpu": 1}
-    container = dataclasses.replace(CONTAINER, legacy=given)
-    given["nvidia.com/gpu"] = 5
-    assert type(container.legacy) is FrozenCounts and container.legacy["nvidia.com/gpu"] == 1
+    assert pickle.loads(pickle.dumps(counts)) == counts and copy.deepcopy(counts) == counts
+    changes: list[Callable[[], object]] = [
+        lambda: counts.__setitem__("a", 2), lambda: counts.__delitem__("a"), lambda: counts.update(a=2),
+        lambda: counts.pop("a"), lambda: counts.popitem(), lambda: counts.setdefault("c", 3), counts.clear,
+    ]  # fmt: skip
+    for change in changes:
+        with pytest.raises(TypeError, match="cannot be changed"):
+            change()
+    with pytest.raises(TypeError, match="cannot be changed"):
+        counts |= {"c": 3}
+    assert counts == {"a": 1, "b": 2}
 
 
 def test_pods_that_differ_in_a_fact_get_different_gpu_values_and_equal_pods_one() -> None:
