@@ -9,11 +9,10 @@ does not exist. Tested with plain dicts, without a server.
 from __future__ import annotations
 
 import hashlib
-import operator
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
 
 from dra.sizing import ObservedSizing
 from kubeapi import ApiServerError, NamespaceCache, TemplateWriter
@@ -82,10 +81,9 @@ def _check_namespace(review: ReviewRequest, pod: dict[str, Any]) -> None:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _DecisionInputs:
-    """Everything a decision and its translation read, and so the decision cache's key: `Admission._key` digests
-    every field, so an input added here is in the key (the tests pair each `PolicySet.evaluate` parameter with one).
+class _DecisionInputs(NamedTuple):
+    """Everything a decision and its translation read, and so the decision cache's key: `Admission._key` digests the
+    whole tuple, so an input added here is in the key (the tests pair each `PolicySet.evaluate` parameter with one).
 
     `sizing` stands for the sizing lookup: the version of the pod owner's recommendation (`SizingSource.version`);
     `mapped` for the cluster's KEP-5004 mapping: its legacy GPU pairs (`extended_resource_pairs`), all any
@@ -99,9 +97,7 @@ class _DecisionInputs:
     mapped: tuple[tuple[str, str], ...]
 
 
-_INPUT_NAMES = tuple(f.name for f in fields(_DecisionInputs))
-_KEYED = operator.attrgetter(*_INPUT_NAMES)
-_INFO = _INPUT_NAMES.index("info")
+_INFO = _DecisionInputs._fields.index("info")
 
 
 class SizingSource(Protocol):
@@ -221,7 +217,7 @@ class Admission:
         return found
 
     def _key(self, policies: PolicySet, inputs: _DecisionInputs) -> tuple[bytes, int] | None:
-        """A digest of exactly what a decision reads: every field of `inputs` (the request info's uid left out unless
+        """A digest of exactly what a decision reads: all of `inputs` (the request info's uid left out unless
         some policy expression could read it). Replicas of one Deployment arrive identical at mutating admission, so
         they share one entry. With the digest, the text's size (the entry's weight). None when an input is not plain
         JSON (then no caching)."""
@@ -231,7 +227,7 @@ class Admission:
                 self._cache_policies = policies
                 self._reads_uid = any("uid" in source for source in policies.expression_sources())
             reads_uid = self._reads_uid
-        values = list(_KEYED(inputs))
+        values = list(inputs)
         if not reads_uid:
             values[_INFO] = {k: v for k, v in inputs.info.items() if k != "uid"}
         try:
