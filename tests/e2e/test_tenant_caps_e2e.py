@@ -27,11 +27,11 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from dra.gpus import device_classes
+from housekeeping import QUOTA_NAME
 from kubeapi import LAST_USED_ANNOTATION
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
 from tests.controlplane.webhook_configs import shipped_webhook_configurations
-from webhook.namespace_quota import QUOTA_NAME
 from webhook.review import pod_review
 
 pytestmark = pytest.mark.e2e
