@@ -2,11 +2,13 @@
 
 `collect` deletes the ResourceClaimTemplates gpudra created that no pod names any more (`gpudra gc`); `sync_quotas`
 keeps the ResourceQuota that makes a namespace's `gpudra.io/max-gpus` label a total the API server enforces
-(`gpudra quota`). Both reach the API server through the kube adapter's stores.
+(`gpudra quota`); `check_install` says which of gpudra's protections a cluster has (`gpudra doctor`). All reach the
+API server through the kube adapter.
 """
 
 from __future__ import annotations
 
+from .doctor import InstallReader, Protection, check_install
 from .namespace_quota import (
     LEGACY_GPU_RESOURCE,
     MAX_GPUS_LABEL,
@@ -36,9 +38,12 @@ __all__ = [
     "QUOTA_NAME",
     "DeviceClassLister",
     "GcReport",
+    "InstallReader",
+    "Protection",
     "QuotaReport",
     "QuotaStore",
     "TemplateStore",
+    "check_install",
     "check_min_idle",
     "collect",
     "desired_quota",

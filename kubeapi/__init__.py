@@ -5,6 +5,7 @@ timeout, with one idea of what a failed call is (`errors`), one paging loop (`pa
 - `templates`: the webhook's side effects (ResourceClaimTemplates, Namespace and claim reads) and gc's store;
 - `namespaces`: the admission path's bounded Namespace cache;
 - `quotas`: `gpudra quota`'s store;
+- `install`: the installed objects `gpudra doctor` reads back;
 - `listwatch`: one cluster-wide list and watch of a resource, for the caches kept by list+watch;
 - `deviceclasses`: the DeviceClasses' KEP-5004 extended-resource mapping, kept by a list+watch cache;
 - `version`: the API server's minor version (`/version`).
@@ -15,6 +16,7 @@ from __future__ import annotations
 from .backoff import Backoff
 from .client import api_client, one_attempt_per_call, parse_timestamp
 from .errors import ApiServerError, api_errors, status_of
+from .install import INSTALL_KINDS, KubeInstallReader
 from .listwatch import ClusterListWatch, ListWatchError, ListWatchThread
 from .namespaces import NamespaceCache
 from .paging import PAGE, all_pages
@@ -32,6 +34,7 @@ from .templates import (
 )
 
 __all__ = [
+    "INSTALL_KINDS",
     "LAST_USED_ANNOTATION",
     "LAST_USED_RESOLUTION",
     "PAGE",
@@ -39,6 +42,7 @@ __all__ = [
     "ApiServerError",
     "Backoff",
     "ClusterListWatch",
+    "KubeInstallReader",
     "KubeQuotaStore",
     "KubeSideEffects",
     "KubeTemplateStore",
