@@ -212,6 +212,25 @@ def test_the_admission_policies_follow_the_release_and_can_be_left_out() -> None
     assert [p["metadata"]["name"] for p in by_kind(only_caps, "ValidatingAdmissionPolicy")] == ["gpudra-namespace-caps"]
 
 
+def _notes(tmp_path: Path, values: dict[str, Any]) -> str:
+    out = helm("install", "gpudra", str(CHART), "--namespace", NAMESPACE, "--dry-run=client",
+               "--values", _values_file(tmp_path, values))  # fmt: skip
+    return out.stdout.split("NOTES:", 1)[1]
+
+
+def test_the_notes_say_which_protections_are_on(tmp_path: Path) -> None:
+    default = _notes(tmp_path, {})
+    assert "client auth: OFF" in default and "admits any source" in default
+    assert "managed-by=gpudra:\n    ON" in default and default.count("\n    ON") == 3, default
+    peers = [{"ipBlock": {"cidr": "10.0.0.0/28"}}]
+    hardened = _notes(tmp_path, {"webhook": {"clientAuth": {"enabled": True}, "networkPolicy": {"from": peers}}})
+    assert "client auth: ON" in hardened and "admits only the peers in webhook.networkPolicy.from" in hardened
+    off = {"enabled": False}
+    bare = _notes(tmp_path, {"admissionPolicies": {"managedObjects": False, "namespaceCaps": False},
+                             "namespaceQuota": off, "webhook": {"networkPolicy": off}})  # fmt: skip
+    assert bare.count("\n    OFF") == 3 and "NetworkPolicy: OFF" in bare, bare
+
+
 def test_the_network_policy_admits_only_the_listed_peers_when_given() -> None:
     assert "from" not in one(template(), "NetworkPolicy")["spec"]["ingress"][0]
     peers = [{"ipBlock": {"cidr": "10.0.0.0/28"}}]
