@@ -12,8 +12,8 @@ from pathlib import Path
 
 import typer
 
+from housekeeping import MIN_IDLE_FLOOR, GcReport, check_min_idle, collect, run_forever
 from kubeapi import ApiServerError, KubeTemplateStore, api_client
-from webhook.template_gc import MIN_IDLE_FLOOR, GcReport, check_min_idle, collect, run_forever
 
 from ..outcome import Outcome, emit
 

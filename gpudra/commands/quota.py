@@ -12,8 +12,8 @@ from pathlib import Path
 
 import typer
 
+from housekeeping import sync_quotas
 from kubeapi import ApiServerError, KubeQuotaStore, api_client
-from webhook.namespace_quota import sync_quotas
 
 from ..outcome import Outcome, emit
 

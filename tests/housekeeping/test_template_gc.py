@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gpudra.cli import app
+from housekeeping import MANAGED_SELECTOR, collect, run_forever, unused_templates
 from kubeapi import LAST_USED_ANNOTATION, ApiServerError
-from webhook.template_gc import MANAGED_SELECTOR, collect, run_forever, unused_templates
 
 NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC)
 IDLE = dt.timedelta(minutes=10)
