@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from gpudra.cli import app
 from simulator.comparison import SimulationConfig, simulate
+from simulator.driver import simulated_driver
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OPENB = ["--trace", str(FIXTURES / "openb_pod_excerpt.csv"), "--cluster", str(FIXTURES / "openb_node_excerpt.csv")]
@@ -52,7 +53,7 @@ def test_gates_the_simulator_does_not_model_or_the_driver_refuses_are_errors() -
 
 def test_fabric_manager_partitions_keep_multi_gpu_pods_on_nvlink() -> None:
     plain = simulate(SimulationConfig(strategies=("gpudra",))).summary()["strategies"]["gpudra"]
-    gated = simulate(SimulationConfig(strategies=("gpudra",), driver_gates=frozenset({"FabricManagerPartitioning"})))
+    gated = simulate(SimulationConfig(strategies=("gpudra",), driver=simulated_driver("FabricManagerPartitioning")))
     partitioned = gated.summary()["strategies"]["gpudra"]
     assert partitioned["nvlink_satisfied_ratio"] > plain["nvlink_satisfied_ratio"]
     assert gated.input["driver"]["gates"] == ["FabricManagerPartitioning"]
