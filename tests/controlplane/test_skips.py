@@ -9,6 +9,7 @@ import pytest
 
 from tests.controlplane import binaries
 from tests.controlplane.fixtures import REQUIRE_BINARIES
+from tests.prometheus.fixtures import require_binaries
 
 NEEDS_BINARIES = """
 import pytest
@@ -81,3 +82,9 @@ def test_ci_fails_them_instead(pytester: pytest.Pytester, empty_cache: Path, mon
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 2 and outcomes.get("errors", 0) == 2 and "skipped" not in outcomes, outcomes
     result.stdout.fnmatch_lines(["*kube-apiserver*not found in*bash tests/controlplane/build.sh*"])
+
+
+def test_prometheus_and_promtool_are_named_with_their_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: neither is found
+    with pytest.raises(binaries.MissingBinaries, match=r"^prometheus, promtool not installed: `apt-get install prom"):
+        require_binaries()
