@@ -17,6 +17,7 @@ import pytest
 from tests.controlplane import binaries, packaging_tools
 
 pytest_plugins = ["tests.controlplane.fixtures"]
+pytestmark = pytest.mark.e2e
 
 
 def test_with_a_control_plane(control_plane):
@@ -36,6 +37,14 @@ def test_calling_helm():
     packaging_tools.require("helm")
     raise AssertionError("never reached")
 """
+# Outside e2e and oracle tests a MissingBinaries is the code under test failing (simulator.verify raises it too).
+UNMARKED = """
+from tests.controlplane import binaries
+
+
+def test_not_marked_fails():
+    binaries.require("components")
+"""
 
 
 @pytest.fixture
@@ -46,11 +55,18 @@ def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return binaries.bin_dir()
 
 
+def _run(pytester: pytest.Pytester) -> pytest.RunResult:
+    pytester.makeini("[pytest]\nmarkers =\n    e2e: needs the control plane\n")
+    pytester.makepyfile(test_needs_binaries=NEEDS_BINARIES, test_unmarked=UNMARKED)
+    return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-W", "error", "--strict-markers")
+
+
 def _skip_reasons(pytester: pytest.Pytester) -> dict[str, str]:
-    pytester.makepyfile(test_needs_binaries=NEEDS_BINARIES)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-W", "error")
+    result = _run(pytester)
+    reports = result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+    assert [r.nodeid for r in reports if r.failed] == ["test_unmarked.py::test_not_marked_fails"]
     reasons = {}
-    for report in result.reprec.getreports("pytest_runtest_logreport"):  # type: ignore[attr-defined]
+    for report in reports:
         if report.skipped:
             assert isinstance(report.longrepr, tuple)
             reasons[report.nodeid.rsplit("::", 1)[1]] = str(report.longrepr[2])
@@ -77,14 +93,14 @@ def test_tests_skip_naming_the_missing_binary_and_the_build_command(
 
 def test_ci_fails_them_instead(pytester: pytest.Pytester, empty_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(REQUIRE_BINARIES, "1")
-    pytester.makepyfile(test_needs_binaries=NEEDS_BINARIES)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-W", "error")
+    result = _run(pytester)
     outcomes = result.parseoutcomes()
-    assert outcomes.get("failed", 0) == 2 and outcomes.get("errors", 0) == 2 and "skipped" not in outcomes, outcomes
+    assert outcomes.get("failed", 0) == 3 and outcomes.get("errors", 0) == 2 and "skipped" not in outcomes, outcomes
     result.stdout.fnmatch_lines(["*kube-apiserver*not found in*bash tests/controlplane/build.sh*"])
 
 
 def test_prometheus_and_promtool_are_named_with_their_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: neither is found
-    with pytest.raises(binaries.MissingBinaries, match=r"^prometheus, promtool not installed: `apt-get install prom"):
+    monkeypatch.delenv(REQUIRE_BINARIES, raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"^prometheus, promtool not installed: `apt-get install prom"):
         require_binaries()

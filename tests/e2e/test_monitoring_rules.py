@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.controlplane.binaries import MissingBinaries
+from tests.controlplane.fixtures import missing_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "manifests" / "monitoring"
@@ -29,8 +30,8 @@ SUFFIXES = {
 
 def promtool(*args: str, cwd: Path = MONITORING) -> subprocess.CompletedProcess[str]:
     path = shutil.which("promtool")
-    if path is None:  # the test skips (tests/controlplane/fixtures.py)
-        raise MissingBinaries("promtool not installed: `apt-get install prometheus` (Debian's package; .ci/run does)")
+    if path is None:
+        missing_binaries(MissingBinaries("promtool not installed: `apt-get install prometheus` (Debian's package)"))
     return subprocess.run([path, *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 

@@ -22,6 +22,7 @@ import numpy.typing as npt
 import pytest
 
 from tests.controlplane.binaries import MissingBinaries
+from tests.controlplane.fixtures import missing_binaries
 
 __all__ = ["DcgmDevice", "PrometheusServer", "backfill", "openmetrics", "prometheus_factory", "require_binaries"]
 
@@ -38,14 +39,14 @@ RESERVED_MIB = 500.0
 
 
 def require_binaries() -> tuple[str, str]:
-    """The paths of `prometheus` and `promtool`; raises MissingBinaries, which skips the test (or fails it under
-    GPUDRA_REQUIRE_BINARIES=1, tests/controlplane/fixtures.py)."""
+    """The paths of `prometheus` and `promtool`, or the test skipped naming the missing ones (failed under
+    GPUDRA_REQUIRE_BINARIES=1: tests/controlplane/fixtures.py)."""
     prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if prometheus is None or promtool is None:
         missing = [name for name, path in (("prometheus", prometheus), ("promtool", promtool)) if path is None]
-        raise MissingBinaries(
+        missing_binaries(MissingBinaries(
             f"{', '.join(missing)} not installed: `apt-get install prometheus` (Debian's package; .ci/run installs it)"
-        )
+        ))  # fmt: skip
     return prometheus, promtool
 
 
