@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from dra.errors import InputError
+from manifest_translation import TemplatePod, namespace_for, namespaces_of, passed_through
 from policyengine import (
     LEGACY_GPU,
     Decision,
@@ -26,7 +27,6 @@ from policyengine import (
 from policyengine.k8s_features import parse_minor, unserved_features
 from policyengine.scheduler_path import scheduler_path
 from policyengine.testing import run_tests
-from policyengine.workload_translation import TemplatePod, namespace_for, namespaces_of, passed_through
 
 from ..outcome import Outcome, emit
 from ..render.policy import (

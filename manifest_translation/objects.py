@@ -1,8 +1,8 @@
 """Translating the pod templates of Kubernetes objects ahead of admission (`gpudra translate`, `policy explain`).
 
-Each pod template an object holds (`policyengine.workloads`) is decided as the pod its controller stamps out: the
-template's metadata and spec, in the workload's namespace, with what the controller adds (`policyengine.
-controller_pods`: KubeRay's, LWS's, JobSet's, the Job controller's labels, env and commands), so the decision is the
+Each pod template an object holds (`workloads.pod_templates`) is decided as the pod its controller stamps out: the
+template's metadata and spec, in the workload's namespace, with what the controller adds (`workloads.
+controller_pod`: KubeRay's, LWS's, JobSet's, the Job controller's labels, env and commands), so the decision is the
 webhook's for that pod. An enforced decision rewrites the template (as written, without those additions) in a copy
 of the object and adds the ResourceClaimTemplate it names, called after the workload and the template's role
 (`<workload>[-<role>]-<hash>`, the hash still the claim spec's, so identical requests of one template share it).
@@ -23,11 +23,10 @@ from dra.documents import Document
 from dra.errors import InputError, QuantityError
 from dra.quantity import Quantity
 from policyengine import Decision, PolicySet
-from policyengine.controller_pods import controller_pod
 from policyengine.denial import AdmissionDenied
 from policyengine.pod_shape import check_pod_shape
 from policyengine.translate import MANAGED_BY, TEMPLATE_PREFIX, Translation, pointer, translate
-from policyengine.workloads import PodTemplate, UnknownWorkload, dotted, pod_templates, workload_kind
+from workloads import PodTemplate, UnknownWorkload, controller_pod, dotted, pod_templates, workload_kind
 
 __all__ = [
     "SOURCE_ANNOTATION",
@@ -76,7 +75,7 @@ class TemplatePod:
     template: PodTemplate
     pod: dict[str, Any]
     added: tuple[str, ...]  # metadata keys the pod has that the template does not
-    # The pod as the workload's controller creates it (`policyengine.controller_pods`): what the policies decide,
+    # The pod as the workload's controller creates it (`workloads.controller_pod`): what the policies decide,
     # so that the webhook, deciding that pod at admission, gives the same claim. `pod` is what is rewritten.
     decided: dict[str, Any] = field(default_factory=dict)
 

@@ -21,8 +21,8 @@ from typing import Any
 from dra.documents import Document, dump_documents, read_documents
 from dra.errors import InputError
 from policyengine import PolicySet
-from policyengine.workload_translation import ObjectTranslation, namespaces_of, passed_through, translate_documents
 
+from ..objects import ObjectTranslation, namespaces_of, passed_through, translate_documents
 from .files import ManifestFile, read_manifest, write_atomically
 from .kustomization import KUSTOMIZATION_NAMES, add_resource, find_kustomization, lists
 

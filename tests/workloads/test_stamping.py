@@ -1,7 +1,7 @@
 """One decision for a workload and its pods (issue 25, item 1).
 
 `gpudra translate` decides each pod template of a workload as the pod its controller creates
-(`policyengine.controller_pods`); the webhook decides that pod at admission. The property test builds every kind
+(`workloads.controller_pod`); the webhook decides that pod at admission. The property test builds every kind
 gpudra rewrites around a generated spread of templates, translates it, and sends the pod the controller creates
 through the in-process admission path (`webhook.admission.Admission`, as tests/webhook does): both must build the same
 claim with the same policy, or both deny. The unit tests check the controller model against the controllers' source
@@ -23,15 +23,14 @@ from hypothesis import strategies as st
 from dra.documents import Document
 from dra.errors import InputError
 from kubeapi import NamespaceCache
+from manifest_translation import translate_documents
 from policyengine import PolicySet, load_policies, shipped_policies_dir
-from policyengine.controller_pods import controller_pod
-from policyengine.workload_translation import translate_documents
-from policyengine.workloads import KNOWN_KINDS, pod_templates
 from tests.webhook.test_admission import RecordingApiServer
 from webhook.admission import Admission
 from webhook.metrics import WebhookMetrics
 from webhook.policy_store import PolicyStore
 from webhook.review import AdmissionDenied, parse_review, pod_review
+from workloads import KNOWN_KINDS, controller_pod, pod_templates
 
 NAMESPACE = "team-ml"
 POLICIES: PolicySet = load_policies()

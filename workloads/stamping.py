@@ -48,7 +48,8 @@ from typing import Any
 
 from dra.errors import QuantityError
 from dra.quantity import Quantity
-from policyengine.workloads import PodTemplate, workload_kind
+
+from .templates import PodTemplate, workload_kind
 
 __all__ = ["ControllerStamp", "controller_pod", "controller_stamp", "ray_cluster_name"]
 
@@ -561,7 +562,7 @@ _STAMPS: dict[str, Callable[[Mapping[str, Any], PodTemplate], ControllerStamp]] 
 
 
 def controller_stamp(obj: Mapping[str, Any], template: PodTemplate) -> ControllerStamp | None:
-    """What the controller of `obj` (a kind `policyengine.workloads` knows) adds to the pods of `template`; None for
+    """What the controller of `obj` (a kind `workloads.templates` knows) adds to the pods of `template`; None for
     a Pod, a PodTemplate or a kind without a controller modelled here."""
     known = workload_kind(obj)
     stamp = _STAMPS.get(known.kind) if known is not None and template.path else None
