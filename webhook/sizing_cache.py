@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from dra.durations import parse_go_duration
-from dra.sizing import ObservedSizing, pod_owner
+from dra.sizing import ObservedSizing
 from dra.sizing.recommendations import (
     GROUP,
     KIND,
@@ -53,6 +53,7 @@ from dra.sizing.recommendations import (
 )
 from kubeapi import Backoff, ClusterListWatch, ListWatchError, ListWatchThread
 from webhook.metrics import WebhookMetrics
+from workloads import pod_owner
 
 __all__ = [
     "GROUP",

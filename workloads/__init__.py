@@ -1,33 +1,34 @@
-"""Workload kinds: where each kind keeps its pod templates and what its controller stamps on the pods it makes.
+"""Workload kinds: one record per kind, one module per operator (`workloads.kinds`), and the functions that read them.
 
-Pure data and pure functions over Kubernetes objects as plain mappings: no policy engine, no API client. Read by
-the policy engine, the recommender, the simulator and `gpudra translate`.
+A record (`WorkloadKind`) holds the kind's template paths, what its controller stamps on its pods, its owner rules
+and its API resource. Pure data and pure functions over objects as plain mappings (no policy engine, no API client),
+read by the policy engine, the recommender, the simulator and the manifest translation.
 """
 
-from .stamping import ControllerStamp, controller_pod, controller_stamp, ray_cluster_name
-from .templates import (
-    KNOWN_KINDS,
-    PASSED_THROUGH_KINDS,
-    PassedThroughKind,
+from .kind import (
+    ApiResource,
+    ControllerStamp,
     PodTemplate,
     TemplatePath,
-    UnknownWorkload,
+    TranslationEffects,
     WorkloadKind,
-    WorkloadShapeError,
-    api_group,
     dotted,
-    legacy_gpu_paths,
-    pod_templates,
-    workload_kind,
 )
+from .owners import owner_of_pod_name, pod_owner
+from .registry import KINDS, KNOWN_KINDS, OWNER_KINDS, PASSED_THROUGH_KINDS, api_group, kind_named, workload_kind
+from .stamping import controller_pod, controller_stamp
+from .templates import UnknownWorkload, WorkloadShapeError, legacy_gpu_paths, pod_templates
 
 __all__ = [
+    "KINDS",
     "KNOWN_KINDS",
+    "OWNER_KINDS",
     "PASSED_THROUGH_KINDS",
+    "ApiResource",
     "ControllerStamp",
-    "PassedThroughKind",
     "PodTemplate",
     "TemplatePath",
+    "TranslationEffects",
     "UnknownWorkload",
     "WorkloadKind",
     "WorkloadShapeError",
@@ -35,8 +36,10 @@ __all__ = [
     "controller_pod",
     "controller_stamp",
     "dotted",
+    "kind_named",
     "legacy_gpu_paths",
+    "owner_of_pod_name",
+    "pod_owner",
     "pod_templates",
-    "ray_cluster_name",
     "workload_kind",
 ]

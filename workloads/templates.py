@@ -1,47 +1,26 @@
-"""Where a Kubernetes object keeps its pod templates: Pods, the built-in workload kinds and the GPU operators' CRDs.
+"""Finding an object's pod templates by its kind's template paths, and naming what is wrong when there are none.
 
-`pod_templates(obj)` finds every pod template of an object of a known kind (`KNOWN_KINDS`: the kind, its API
-groups and the paths tried), each with the path to it and its role (`head`, a Ray worker group's name, a
-PyTorchJob replica type, `leader`/`worker`, ...). An object of another kind that still holds something shaped like
-a pod template, or legacy GPU resources, gets `UnknownWorkload` naming the kind and where those were found; a
-malformed object gets `WorkloadShapeError` naming the field. The paths follow the upstream API types:
-apps/v1 and batch/v1, ray.io/v1 (KubeRay `raycluster_types.go`, `rayservice_types.go`, `rayjob_types.go`,
-`raycronjob_types.go`), kubeflow.org/v1 (training-operator v1.9 `*_types.go`), leaderworkerset.x-k8s.io/v1
-(`leaderworkerset_types.go`), jobset.x-k8s.io (`ReplicatedJob.template` is a batch/v1 JobTemplateSpec),
-trainer.kubeflow.org (Kubeflow Trainer v2's TrainingRuntime and ClusterTrainingRuntime embed a JobSet template) and
-argoproj.io (an Argo Rollout's `spec.template`).
-
-Kinds that ask for GPUs outside any template gpudra could rewrite (`PASSED_THROUGH_KINDS`: a Trainer v2 TrainJob's
-`spec.trainer.resourcesPerNode`, a production-stack VLLMRuntime's `spec.deploymentConfig.resources.gpu`) get an
-`UnknownWorkload` naming the GPU path and why: the CLI passes them through, and the webhook translates their pods.
+`pod_templates(obj)` walks the paths of `obj`'s kind (`workloads.registry.KNOWN_KINDS`: each operator's module says
+where its kinds keep their templates, after the upstream API types), each template with the path to it and its role
+(`head`, a Ray worker group's name, a replica type, `leader`/`worker`, ...). An object of another kind that still
+holds something shaped like a pod template, or legacy GPU resources, gets `UnknownWorkload` naming the kind and where
+those were found; a malformed object gets `WorkloadShapeError` naming the field. A kind that asks for GPUs outside
+any template (`PASSED_THROUGH_KINDS`) gets an `UnknownWorkload` naming the GPU path and its module's reason: the CLI
+passes it through, and the webhook translates its pods.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from dra.errors import InputError
 
-__all__ = [
-    "KNOWN_KINDS",
-    "PASSED_THROUGH_KINDS",
-    "PassedThroughKind",
-    "PodTemplate",
-    "TemplatePath",
-    "UnknownWorkload",
-    "WorkloadKind",
-    "WorkloadShapeError",
-    "api_group",
-    "dotted",
-    "legacy_gpu_paths",
-    "pod_templates",
-    "workload_kind",
-]
+from .kind import Path, PodTemplate, TemplatePath, dotted
+from .registry import KNOWN_KINDS, workload_kind
 
-Path = tuple[str | int, ...]
+__all__ = ["UnknownWorkload", "WorkloadShapeError", "legacy_gpu_paths", "pod_templates"]
 
 
 class WorkloadShapeError(InputError):
@@ -55,152 +34,6 @@ class WorkloadShapeError(InputError):
 class UnknownWorkload(InputError):
     """An object whose pod templates gpudra cannot find: an unknown kind that holds pod templates or GPU requests,
     or a known kind with none of them at the paths tried."""
-
-
-@dataclass(frozen=True)
-class TemplatePath:
-    """A path pattern to pod templates: dotted field names, `[*]` for every list item, `{*}` for every map value.
-
-    The role of a match is `role` when set, else the list item's `role_key` field (or its index), else the map key.
-    """
-
-    pattern: str
-    role: str = ""
-    role_key: str = "name"
-
-
-@dataclass(frozen=True)
-class WorkloadKind:
-    """A kind gpudra knows the pod templates of: its name, the API groups it is served in, and the paths."""
-
-    kind: str
-    groups: tuple[str, ...]
-    paths: tuple[TemplatePath, ...]
-    # A field that, when set, names another object holding the pod template (an Argo Rollout's workloadRef): an
-    # object using it and asking for no GPUs itself has nothing to translate here.
-    reference: str = ""
-
-    def tried(self) -> str:
-        """The paths as a message names them (`spec.template` or the Pod itself)."""
-        return ", ".join(p.pattern or "the object itself" for p in self.paths)
-
-
-@dataclass(frozen=True)
-class PodTemplate:
-    """One pod template of an object: the path to it (empty for a Pod: the object itself), its role, the mapping."""
-
-    path: Path
-    role: str
-    template: dict[str, Any]
-
-    @property
-    def where(self) -> str:
-        return dotted(self.path) or "the Pod itself"
-
-
-def _ray_cluster(prefix: str) -> tuple[TemplatePath, ...]:
-    return (
-        TemplatePath(f"{prefix}.headGroupSpec.template", role="head"),
-        TemplatePath(f"{prefix}.workerGroupSpecs[*].template", role_key="groupName"),
-    )
-
-
-def _replica_specs(field: str) -> tuple[TemplatePath, ...]:
-    return (TemplatePath(f"spec.{field}{{*}}.template"),)
-
-
-_APPS = ("apps", "extensions")
-_SPEC_TEMPLATE = (TemplatePath("spec.template"),)
-_RAY = ("ray.io",)
-_KUBEFLOW = ("kubeflow.org",)
-_JOBSET_TEMPLATES = "spec.replicatedJobs[*].template.spec.template"
-
-KNOWN_KINDS: tuple[WorkloadKind, ...] = (
-    WorkloadKind("Pod", ("",), (TemplatePath(""),)),
-    WorkloadKind("PodTemplate", ("",), (TemplatePath("template"),)),
-    WorkloadKind("ReplicationController", ("",), _SPEC_TEMPLATE),
-    WorkloadKind("Deployment", _APPS, _SPEC_TEMPLATE),
-    WorkloadKind("StatefulSet", ("apps",), _SPEC_TEMPLATE),
-    WorkloadKind("DaemonSet", _APPS, _SPEC_TEMPLATE),
-    WorkloadKind("ReplicaSet", _APPS, _SPEC_TEMPLATE),
-    WorkloadKind("Job", ("batch",), _SPEC_TEMPLATE),
-    WorkloadKind("CronJob", ("batch",), (TemplatePath("spec.jobTemplate.spec.template"),)),
-    WorkloadKind("RayCluster", _RAY, _ray_cluster("spec")),
-    WorkloadKind("RayService", _RAY, _ray_cluster("spec.rayClusterConfig")),
-    WorkloadKind(
-        "RayJob",
-        _RAY,
-        (*_ray_cluster("spec.rayClusterSpec"), TemplatePath("spec.submitterPodTemplate", role="submitter")),
-    ),
-    WorkloadKind(
-        "RayCronJob",
-        _RAY,
-        (
-            *_ray_cluster("spec.jobTemplate.rayClusterSpec"),
-            TemplatePath("spec.jobTemplate.submitterPodTemplate", role="submitter"),
-        ),
-    ),
-    WorkloadKind("PyTorchJob", _KUBEFLOW, _replica_specs("pytorchReplicaSpecs")),
-    WorkloadKind("TFJob", _KUBEFLOW, _replica_specs("tfReplicaSpecs")),
-    WorkloadKind("MPIJob", _KUBEFLOW, _replica_specs("mpiReplicaSpecs")),
-    WorkloadKind("XGBoostJob", _KUBEFLOW, _replica_specs("xgbReplicaSpecs")),
-    WorkloadKind("PaddleJob", _KUBEFLOW, _replica_specs("paddleReplicaSpecs")),
-    WorkloadKind("JAXJob", _KUBEFLOW, _replica_specs("jaxReplicaSpecs")),
-    WorkloadKind(
-        "LeaderWorkerSet",
-        ("leaderworkerset.x-k8s.io",),
-        (
-            TemplatePath("spec.leaderWorkerTemplate.leaderTemplate", role="leader"),
-            TemplatePath("spec.leaderWorkerTemplate.workerTemplate", role="worker"),
-        ),
-    ),
-    WorkloadKind("JobSet", ("jobset.x-k8s.io",), (TemplatePath(_JOBSET_TEMPLATES),)),
-    # Kubeflow Trainer v2 (pkg/apis/trainer/v1alpha1/trainingruntime_types.go): a runtime's `spec.template` is a
-    # JobSetTemplateSpec, so its pod templates sit where a JobSet's do, one level down.
-    *(
-        WorkloadKind(kind, ("trainer.kubeflow.org",), (TemplatePath(f"spec.template.{_JOBSET_TEMPLATES}"),))
-        for kind in ("TrainingRuntime", "ClusterTrainingRuntime")
-    ),
-    # Argo Rollouts (pkg/apis/rollouts/v1alpha1/types.go): RolloutSpec.Template, a PodTemplateSpec; a Rollout with
-    # `workloadRef` instead names a Deployment and holds no template (passed through).
-    WorkloadKind("Rollout", ("argoproj.io",), _SPEC_TEMPLATE, reference="spec.workloadRef"),
-)
-
-_BY_KIND: dict[str, WorkloadKind] = {k.kind: k for k in KNOWN_KINDS}
-
-
-def api_group(obj: Mapping[str, Any]) -> str | None:
-    """The API group of `apiVersion` (`""` for the core group), or None when the object has no apiVersion."""
-    version = obj.get("apiVersion")
-    if not isinstance(version, str) or not version:
-        return None
-    return version.rpartition("/")[0]
-
-
-def workload_kind(obj: Mapping[str, Any]) -> WorkloadKind | None:
-    """The known kind of `obj` (its kind served in one of the kind's API groups), else None."""
-    kind = obj.get("kind")
-    known = _BY_KIND.get(kind) if isinstance(kind, str) else None
-    if known is None:
-        return None
-    group = api_group(obj)
-    return known if group is None or group in known.groups else None
-
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-
-
-def dotted(path: Path) -> str:
-    """A path as a message names a field: `spec.workerGroupSpecs[0].template`, `metadata.labels["app"]`."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _IDENTIFIER.fullmatch(part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{part!r}]"
-    return out
 
 
 _STEP = re.compile(r"^([^.\[{]+)(\[\*\]|\{\*\})?$")
@@ -340,49 +173,10 @@ def _check_counts(value: Any, path: Path, skip: frozenset[Path]) -> None:
             _check_counts(child, (*path, index), skip)
 
 
-@dataclass(frozen=True)
-class PassedThroughKind:
-    """A kind that asks for GPUs outside any pod template gpudra could rewrite: its group, where it names GPUs
-    (beside legacy GPU resources in requests/limits, which are found anywhere) and why it cannot be rewritten."""
-
-    kind: str
-    groups: tuple[str, ...]
-    gpu_fields: tuple[str, ...]
-    why: str
-
-
-PASSED_THROUGH_KINDS: tuple[PassedThroughKind, ...] = (
-    # kubeflow/trainer pkg/apis/trainer/v1alpha1/trainjob_types.go: Trainer.ResourcesPerNode; and
-    # pkg/runtime/core/trainingruntime.go, which merges it over the runtime's `node` container's requests and limits
-    # and rebuilds that container's resources from them alone (its `claims` do not survive); trainjob_types.go's
-    # PodSpecPatch (runtimePatches) has no resourceClaims field.
-    PassedThroughKind(
-        "TrainJob",
-        ("trainer.kubeflow.org",),
-        (),
-        "Kubeflow Trainer builds its pods from the runtime it names, with spec.trainer.resourcesPerNode replacing "
-        "the trainer `node` container's resources (a DRA claim reference there would not survive), and "
-        "spec.runtimePatches cannot add a pod's resourceClaims",
-    ),
-    # vllm-project/production-stack operator/api/v1alpha1 (common.go): DeploymentConfig.Resources is the operator's
-    # own {cpu, memory, gpu, gpuType}; operator/internal/controller/resources.go buildResourceRequirements writes
-    # `gpu` as the Deployment container's requests and limits of gpuType (default nvidia.com/gpu).
-    PassedThroughKind(
-        "VLLMRuntime",
-        ("production-stack.vllm.ai",),
-        ("spec.deploymentConfig.resources.gpu", "spec.deploymentConfig.sidecarConfig.resources.gpu"),
-        "the production-stack operator writes the Deployment from spec.deploymentConfig.resources (its own cpu, "
-        "memory, gpu fields), which has no place for a DRA claim",
-    ),
-)
-_PASSED_BY_KIND = {k.kind: k for k in PASSED_THROUGH_KINDS}
-
-
 def _passed_through(obj: Mapping[str, Any]) -> UnknownWorkload | None:
     """The pass-through error for an object of a `PASSED_THROUGH_KINDS` kind that asks for GPUs, else None."""
-    kind = obj.get("kind")
-    known = _PASSED_BY_KIND.get(kind) if isinstance(kind, str) else None
-    if known is None or api_group(obj) not in (None, *known.groups):
+    known = workload_kind(obj)
+    if known is None or not known.passed_through:
         return None
     _, gpus = legacy_gpu_paths(obj)
     where = [dotted(p) for p in gpus]
@@ -394,7 +188,7 @@ def _passed_through(obj: Mapping[str, Any]) -> UnknownWorkload | None:
         return None
     return UnknownWorkload(
         f"{_label(obj)}: asks for GPUs at {', '.join(where[:5])}, which gpudra cannot rewrite ahead of time: "
-        f"{known.why}"
+        f"{known.passed_through}"
     )
 
 
@@ -413,7 +207,7 @@ def pod_templates(obj: Mapping[str, Any]) -> list[PodTemplate]:
     `WorkloadShapeError` for a wrong type on the way.
     """
     known = workload_kind(obj)
-    if known is None:
+    if known is None or not known.paths:
         passed = _passed_through(obj)
         if passed is not None:
             raise passed
