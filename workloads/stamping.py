@@ -1,11 +1,8 @@
-"""The pod a workload's controller creates from one of its pod templates, as the webhook will see it at admission.
+"""The pod a workload's controller makes from one of its templates, as the webhook will see it at admission.
 
-`gpudra translate` decides a workload's templates ahead of time; `gpudra serve` decides the pods the controllers
-create from them. A policy that reads what a controller adds (a label, an env variable) would decide the two
-differently unless the template is decided as that pod: `controller_pod` applies the stamp of the object's kind
-(each operator's module under `workloads.kinds` models its controller, citing its source) to the template's pod.
-Values a controller draws at random or hashes get fixed stand-ins; the first pod of each template (index 0) stands
-for the rest.
+A policy reading what a controller adds (a label, an env variable) decides a template as `gpudra translate` and its
+pod as `gpudra serve` alike only if the template is decided as that pod: `controller_pod` applies the stamp of the
+object's kind (its operator's module models the controller, citing its source; random values get fixed stand-ins).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Finding an object's pod templates by its kind's template paths, and naming what is wrong when there are none.
 
-`pod_templates(obj)` walks the paths of `obj`'s kind (`workloads.registry.KNOWN_KINDS`: each operator's module says
-where its kinds keep their templates, after the upstream API types), each template with the path to it and its role
-(`head`, a Ray worker group's name, a replica type, `leader`/`worker`, ...). An object of another kind that still
-holds something shaped like a pod template, or legacy GPU resources, gets `UnknownWorkload` naming the kind and where
-those were found; a malformed object gets `WorkloadShapeError` naming the field. A kind that asks for GPUs outside
-any template (`PASSED_THROUGH_KINDS`) gets an `UnknownWorkload` naming the GPU path and its module's reason: the CLI
-passes it through, and the webhook translates its pods.
+`pod_templates(obj)` walks the paths of `obj`'s kind (`KNOWN_KINDS`), each template with its path and role. An
+unknown kind holding pod templates or legacy GPU resources, or a kind that asks for GPUs outside any template
+(`PASSED_THROUGH_KINDS`), gets `UnknownWorkload` saying where and why; a malformed object `WorkloadShapeError`.
 """
 
 from __future__ import annotations

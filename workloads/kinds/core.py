@@ -1,12 +1,7 @@
-"""The built-in kinds (core, apps/v1, batch/v1) and what kube-controller-manager stamps on their pods.
+"""The built-in kinds (core, apps/v1, batch/v1): their templates, kube-controller-manager's stamps, the owner rules.
 
-Labels and owners from kubernetes pkg/controller: `pod-template-hash` (deployment/util), `controller-revision-hash`,
-`statefulset.kubernetes.io/pod-name` and `apps.kubernetes.io/pod-index` (statefulset/stateful_set_utils.go),
-`pod-template-generation` (daemon/util); the Job's (pkg/registry/batch/job/strategy.go `generateSelector`:
-`batch.kubernetes.io/controller-uid`, `batch.kubernetes.io/job-name` and their legacy unprefixed forms; for an
-Indexed Job, pkg/controller/job/indexed_job_utils.go: the `batch.kubernetes.io/job-completion-index` annotation and
-label, env `JOB_COMPLETION_INDEX`). `job_stamp` and `stateful_set_stamp` serve the operators that make Jobs and
-StatefulSets.
+Labels and owners from kubernetes pkg/controller and pkg/registry/batch/job (cited per stamp); `job_stamp` and
+`stateful_set_stamp` serve the operators that make Jobs and StatefulSets.
 """
 
 from __future__ import annotations
@@ -27,7 +22,9 @@ _SPEC_TEMPLATE = (TemplatePath("spec.template"),)
 
 
 def job_stamp(job: str, job_spec: Any) -> ControllerStamp:
-    """The Job controller's pod labels (strategy.go generateSelector), and for an Indexed Job the completion index."""
+    """The Job controller's pod labels (pkg/registry/batch/job/strategy.go generateSelector: `batch.kubernetes.io/
+    controller-uid`, `batch.kubernetes.io/job-name` and their legacy unprefixed forms), and for an Indexed Job
+    (pkg/controller/job/indexed_job_utils.go) the completion index annotation, label and `JOB_COMPLETION_INDEX`."""
     forced = {
         "batch.kubernetes.io/controller-uid": STAND_IN_UID,
         "batch.kubernetes.io/job-name": job,
@@ -46,7 +43,9 @@ def job_stamp(job: str, job_spec: Any) -> ControllerStamp:
 
 
 def stateful_set_stamp(name: str, digest: str) -> ControllerStamp:
-    """The StatefulSet controller's labels on its first pod (ordinal 0) and its owner reference."""
+    """The StatefulSet controller's labels on its first pod (ordinal 0) and its owner reference
+    (statefulset/stateful_set_utils.go: `controller-revision-hash`, `statefulset.kubernetes.io/pod-name`,
+    `apps.kubernetes.io/pod-index`)."""
     forced = {
         "controller-revision-hash": f"{name}-{digest}",
         "statefulset.kubernetes.io/pod-name": f"{name}-0",
@@ -56,6 +55,7 @@ def stateful_set_stamp(name: str, digest: str) -> ControllerStamp:
 
 
 def _deployment(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    """deployment/util: `pod-template-hash`, on the pods of the ReplicaSet `<deployment>-<hash>`."""
     name, digest = name_of(obj), stand_in_hash(pod.template)
     return ControllerStamp(forced={"pod-template-hash": digest}, owner=("apps/v1", "ReplicaSet", f"{name}-{digest}"))
 
@@ -65,6 +65,7 @@ def _stateful_set(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
 
 
 def _daemon_set(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    """daemon/util: `controller-revision-hash` and `pod-template-generation`."""
     forced = {"controller-revision-hash": stand_in_hash(pod.template), "pod-template-generation": "1"}
     return ControllerStamp(forced=forced, owner=("apps/v1", "DaemonSet", name_of(obj)))
 

@@ -1,9 +1,7 @@
-"""JobSet (jobset.x-k8s.io): a set of replicated Jobs, and what its controller stamps on their pods.
+"""JobSet (jobset.x-k8s.io): replicated Jobs' pod templates and the JobSet controller's keys on their pods.
 
-`ReplicatedJob.template` is a batch/v1 JobTemplateSpec, so the pod templates sit at `spec.replicatedJobs[*].template.
-spec.template`. The stamp follows pkg/controllers/jobset_controller.go `labelAndAnnotateObject` (the
-`jobset.sigs.k8s.io/*` keys as labels and annotations) on Indexed Jobs (JobSet's default completionMode), with the
-Job controller's own labels; `jobset_stamp` serves Kubeflow Trainer's runtimes, which embed a JobSet template.
+`ReplicatedJob.template` is a batch/v1 JobTemplateSpec; the stamp (`jobset_stamp`, cited there) is the JobSet's keys
+over the Job controller's labels, and serves Kubeflow Trainer's runtimes, which embed a JobSet template.
 """
 
 from __future__ import annotations
@@ -29,6 +27,8 @@ _NODE_SELECTOR = "alpha.jobset.sigs.k8s.io/node-selector"
 def jobset_stamp(
     jobset: str, namespace: str, jobset_spec: Any, pod: PodTemplate, replicated_index: int, jobset_annotations: Any
 ) -> ControllerStamp:
+    """pkg/controllers/jobset_controller.go `labelAndAnnotateObject`: the `jobset.sigs.k8s.io/*` keys as labels and
+    annotations, on Indexed Jobs (JobSet's default completionMode) stamped by the Job controller."""
     replicated = get(jobset_spec, "replicatedJobs")
     jobs = replicated if isinstance(replicated, list) else []
     rjob = jobs[replicated_index] if replicated_index < len(jobs) else {}

@@ -1,10 +1,7 @@
-"""Kubeflow training-operator v1 (kubeflow.org/v1) jobs and mpi-operator v2's MPIJob, and their pods' stamps.
+"""Kubeflow training-operator v1 jobs (kubeflow.org/v1) and mpi-operator v2's MPIJob, and their pods' stamps.
 
-Template paths from training-operator v1.9 `*_types.go` (`spec.<x>ReplicaSpecs.<role>.template`). The stamp follows
-pkg/controller.v1/common/pod.go (`training.kubeflow.org/job-name`, `operator-name`, `replica-type` (lower case),
-`replica-index`, `job-role: master`) and pytorch/envvar.go (env `PYTHONUNBUFFERED`, and with a Master
-`MASTER_ADDR`, `MASTER_PORT`, `WORLD_SIZE`, `RANK`); mpi-operator v2's MPIJob (kubeflow.org/v2beta1) gets
-`operator-name: mpi-operator`, `job-name`, `job-role`.
+Template paths from training-operator v1.9 `*_types.go` (`spec.<x>ReplicaSpecs.<role>.template`); the stamps are
+cited in `_kubeflow`.
 """
 
 from __future__ import annotations
@@ -31,6 +28,9 @@ _KUBEFLOW_OPERATOR = {
 
 
 def _kubeflow(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    """pkg/controller.v1/common/pod.go (`training.kubeflow.org/job-name`, `operator-name`, `replica-type` in lower
+    case, `replica-index`, `job-role: master`) and pytorch/envvar.go (env `PYTHONUNBUFFERED`, and with a Master
+    `MASTER_ADDR`, `MASTER_PORT`, `WORLD_SIZE`, `RANK`); mpi-operator v2 (kubeflow.org/v2beta1) its own labels."""
     kind, name = str(obj.get("kind")), name_of(obj)
     replica = pod.role.lower()
     if kind == "MPIJob" and obj.get("apiVersion") == "kubeflow.org/v2beta1":

@@ -1,13 +1,8 @@
-"""KubeRay (ray.io/v1): RayCluster, RayService, RayJob, RayCronJob, and what the operator stamps on their pods.
+"""KubeRay (ray.io/v1): RayCluster, RayService, RayJob, RayCronJob, what the operator stamps on their pods, and the
+`num-gpus` Ray still needs when a group's GPUs move to a claim.
 
-Template paths from `raycluster_types.go`, `rayservice_types.go`, `rayjob_types.go`, `raycronjob_types.go`. The stamp
-follows ray-operator/controllers/ray/common/pod.go: `labelPod` (`ray.io/is-ray-node`, `ray.io/cluster`,
-`ray.io/node-type`, `ray.io/group`, `ray.io/identifier`, `app.kubernetes.io/name: kuberay`,
-`app.kubernetes.io/created-by: kuberay-operator`; the template's labels and the group's `labels` field override all
-but the first three), `BuildPod` (`ray.io/serve` under a RayService, the Ray container's command wrapped around the
-generated `ray start`, setContainerEnvVars' env). A RayService's and a RayJob's cluster is named `<name>-<5 random
-characters>` (utils.GenerateRayClusterName): the stand-in is `<name>-xxxxx`. A pod names its RayCluster by the
-`ray.io/cluster` label: the RayCluster is its owner (a RayService or RayJob above it is not visible from the pod).
+Template paths from `raycluster_types.go` and its siblings; the stamp follows ray-operator/controllers/ray/common/
+pod.go (cited in `_ray`). A pod names its RayCluster by `ray.io/cluster`: that is its owner.
 """
 
 from __future__ import annotations
@@ -43,6 +38,11 @@ def ray_cluster_name(obj: Mapping[str, Any]) -> str:
 
 
 def _ray(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    """common/pod.go `labelPod` (`ray.io/is-ray-node`, `ray.io/cluster`, `ray.io/node-type`, `ray.io/group`,
+    `ray.io/identifier`, `app.kubernetes.io/name: kuberay`, `app.kubernetes.io/created-by: kuberay-operator`; the
+    template's labels and the group's `labels` field override all but the first three) and `BuildPod` (`ray.io/serve`
+    under a RayService, the Ray container's command wrapped around the generated `ray start`, setContainerEnvVars'
+    env). A RayService's or RayJob's cluster is `<name>-<5 random characters>`: the stand-in is `<name>-xxxxx`."""
     if pod.role == "submitter":  # RayJob's submitter runs as a batch Job named after the RayJob
         return job_stamp(name_of(obj), {})
     cluster = ray_cluster_name(obj)

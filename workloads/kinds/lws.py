@@ -1,11 +1,7 @@
-"""LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): its two pod templates and what its controller stamps on the pods.
+"""LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): its leader and worker templates and its controller's stamp.
 
-Template paths from `leaderworkerset_types.go`. The stamp follows pkg/controllers/leaderworkerset_controller.go and
-pod_controller.go (`leaderworkerset.sigs.k8s.io/name`, `template-revision-hash`, `worker-index`, `group-index`,
-`group-key`, the `size` and `leader-name` annotations) and pkg/webhooks/pod_webhook.go with pkg/utils/pod/
-pod_utils.go `AddLWSVariables` (env `LWS_LEADER_ADDRESS`, `LWS_GROUP_SIZE`, `LWS_WORKER_INDEX` first in every
-container), on the pods of the StatefulSets it makes. A pod's direct owner is such a StatefulSet (a worker's chain
-runs through the leader pod), so its `leaderworkerset.sigs.k8s.io/name` label names the owner.
+Template paths from `leaderworkerset_types.go`; the stamp is cited in `_lws`. A pod's direct owner is a StatefulSet
+the controller made (a worker's chain runs through the leader pod), so its `name` label names the owner.
 """
 
 from __future__ import annotations
@@ -24,6 +20,10 @@ ORDER = 30
 
 
 def _lws(obj: Mapping[str, Any], pod: PodTemplate) -> ControllerStamp:
+    """pkg/controllers/leaderworkerset_controller.go and pod_controller.go (`leaderworkerset.sigs.k8s.io/name`,
+    `template-revision-hash`, `worker-index`, `group-index`, `group-key`, the `size` and `leader-name` annotations);
+    pkg/webhooks/pod_webhook.go with pkg/utils/pod/pod_utils.go `AddLWSVariables` (env `LWS_LEADER_ADDRESS`,
+    `LWS_GROUP_SIZE`, `LWS_WORKER_INDEX` first in every container), on the pods of the StatefulSets it makes."""
     name = name_of(obj)
     size = get(obj, "spec", "leaderWorkerTemplate", "size")
     size_text = str(size if isinstance(size, int) else 1)

@@ -1,9 +1,7 @@
-"""Kubeflow Trainer v2 (trainer.kubeflow.org): runtimes whose pod templates gpudra rewrites, and the TrainJob it cannot.
+"""Kubeflow Trainer v2 (trainer.kubeflow.org): runtimes gpudra rewrites, and the TrainJob it passes through.
 
-A TrainingRuntime's or ClusterTrainingRuntime's `spec.template` is a JobSetTemplateSpec
-(pkg/apis/trainer/v1alpha1/trainingruntime_types.go), so its pod templates sit where a JobSet's do, one level down;
-its pods are the JobSet a TrainJob makes of it (named after the TrainJob: the stand-in is the runtime's name). A
-TrainJob asks for GPUs in `spec.trainer.resourcesPerNode`, outside any template: passed through to the webhook.
+A runtime's `spec.template` is a JobSetTemplateSpec (trainingruntime_types.go): its pods are the JobSet a TrainJob
+makes of it. A TrainJob asks for GPUs in `spec.trainer.resourcesPerNode`, outside any template.
 """
 
 from __future__ import annotations
