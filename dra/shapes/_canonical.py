@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["IDENTITY_ATTRIBUTES", "CanonicalSlice", "SliceIdentity", "canonical_slice", "slice_identity"]
+__all__ = ["IDENTITY_ATTRIBUTES", "CanonicalSlice", "SliceIdentity", "canonical_slice", "digest", "slice_identity"]
 
 # Attribute names (the part after any domain) whose values name one physical device and nothing else.
 IDENTITY_ATTRIBUTES = frozenset({"uuid", "parentUUID"})
@@ -96,15 +96,15 @@ def canonical_slice(raw: Mapping[str, Any]) -> CanonicalSlice:
     tokens: dict[str, str] = {}
     if spec.get("devices"):
         spec["devices"] = [_device(d, tokens, cluster) for d in spec["devices"]]
-    return CanonicalSlice(_digest(spec), spec)
+    return CanonicalSlice(digest(spec), spec)
 
 
-def _digest(spec: Mapping[str, Any]) -> str:
+def digest(spec: Any) -> str:
     # Pickle without its memo (`fast`): bytes depend on values and key order only, not on which objects are shared,
     # and it is several times faster than sorted JSON. Key order counts: the API server and the driver write a fixed
     # order, so equal slices from one source fold together; a source that reorders keys only costs extra shapes.
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=5)
     pickler.fast = True
-    pickler.dump(spec)
+    pickler.dump(spec)  # plain JSON trees only: Kubernetes objects as dicts
     return hashlib.sha256(buffer.getbuffer()).hexdigest()[:24]
