@@ -9,7 +9,7 @@ alternatives an empty copy of some shape can satisfy; `explain` turns a claim wi
 from __future__ import annotations
 
 from dra.shapes._canonical import IDENTITY_ATTRIBUTES
-from dra.shapes._fold import DEFAULT_MAX_SHAPES, ShapeFolder, fold_shapes
+from dra.shapes._fold import DEFAULT_MAX_SHAPES, DEFAULT_MAX_TRACKED, ShapeFolder, fold_shapes
 from dra.shapes._reason import MemoryBounds, RequestReason, SizeEvidence, Unsatisfied, explain, memory_bounds
 from dra.shapes._satisfiability import (
     Alternative,
@@ -26,6 +26,7 @@ __all__ = [
     "Alternative",
     "Closest",
     "DEFAULT_MAX_SHAPES",
+    "DEFAULT_MAX_TRACKED",
     "DeviceShape",
     "DeviceShapes",
     "IDENTITY_ATTRIBUTES",

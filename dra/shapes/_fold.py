@@ -10,23 +10,38 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from dra.shapes._canonical import SliceIdentity, canonical_slice, slice_identity
+from dra.shapes._canonical import SliceIdentity, canonical_slice, digest, slice_identity
 from dra.shapes._shape import DeviceShape, DeviceShapes, shape_evidence
 
-__all__ = ["DEFAULT_MAX_SHAPES", "ShapeFolder", "fold_shapes"]
+__all__ = ["DEFAULT_MAX_SHAPES", "DEFAULT_MAX_TRACKED", "ShapeFolder", "fold_shapes"]
 
 DEFAULT_MAX_SHAPES = 256
+DEFAULT_MAX_TRACKED = 200_000  # ResourceSlices followed: a 5,000-node dynamic-MIG cluster publishes 45,000
 _SLICES_PER_SHAPE = 64  # the default bound on distinct canonical slices: max_shapes x this
 _serial = itertools.count(1)
 
 PoolId = tuple[str, str]  # driver, pool name
 PoolKey = tuple[str, int, tuple[str, ...]]  # driver, resourceSliceCount, sorted slice digests
 NodeKey = tuple[PoolKey, ...]
+
+
+# What `adopt_slices` moves: everything that follows the slices (the classes, generation and shapes built stay).
+_SLICE_STATE = (
+    "_slices",
+    "_refs",
+    "_canon",
+    "_pools",
+    "_node_pools",
+    "_node_keys",
+    "_key_nodes",
+    "_pending",
+    "_cluster",
+    "_untracked",
+)
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -36,12 +51,21 @@ def _name(obj: Mapping[str, Any]) -> str:
 class ShapeFolder:
     """Incremental fold of slices and classes into `DeviceShapes`; `shapes()` is memoised until the next change."""
 
-    def __init__(self, *, max_shapes: int = DEFAULT_MAX_SHAPES, max_slices: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_shapes: int = DEFAULT_MAX_SHAPES,
+        max_slices: int | None = None,
+        max_tracked: int = DEFAULT_MAX_TRACKED,
+    ) -> None:
         if max_shapes < 1:
             raise ValueError(f"max_shapes must be >= 1 (got {max_shapes})")
         self.max_shapes = max_shapes
         self.max_slices = max_slices if max_slices is not None else max_shapes * _SLICES_PER_SHAPE
+        self.max_tracked = max_tracked
         self._serial = next(_serial)
+        self._untracked = 0  # slices ignored past `max_tracked` since the last full list
+        self._cluster: set[PoolId] = set()  # pools with a slice local to no node
         self._slices: dict[str, tuple[SliceIdentity, str]] = {}
         self._refs: dict[str, int] = {}
         self._canon: dict[str, dict[str, Any]] = {}
@@ -51,6 +75,7 @@ class ShapeFolder:
         self._key_nodes: dict[NodeKey, dict[str, None]] = {}
         self._pending: set[PoolId] = set()
         self._classes: dict[str, dict[str, Any]] = {}
+        self._classes_digest = digest([])
         self._built: dict[NodeKey, DeviceShape] = {}
         self._generation = 0
         self._signature: Any = None
@@ -59,10 +84,16 @@ class ShapeFolder:
     # -- slices ---------------------------------------------------------------------------------------------
     def replace_slices(self, slices: Iterable[Mapping[str, Any]]) -> None:
         """Start over from a full list (a relist); the generation moves only if the shapes differ."""
-        for name in list(self._slices):
-            self._forget(name)
+        fresh = ShapeFolder(max_shapes=self.max_shapes, max_slices=self.max_slices, max_tracked=self.max_tracked)
         for raw in slices:
-            self._put(raw)
+            fresh._put(raw)
+        self.adopt_slices(fresh)
+
+    def adopt_slices(self, other: ShapeFolder) -> None:
+        """Take `other`'s slices as this folder's (a relist folded off to the side, then swapped in at once); the
+        classes, the generation and the shapes already built stay this folder's."""
+        for name in _SLICE_STATE:
+            setattr(self, name, getattr(other, name))
         self._snapshot = None
 
     def apply_slice(self, raw: Mapping[str, Any]) -> None:
@@ -79,6 +110,9 @@ class ShapeFolder:
         name = _name(raw)
         if name in self._slices:
             self._forget(name)
+        elif len(self._slices) >= self.max_tracked:
+            self._untracked += 1
+            return
         ident = slice_identity(raw)
         canon = canonical_slice(raw)
         self._slices[name] = (ident, canon.digest)
@@ -131,7 +165,12 @@ class ShapeFolder:
         return (pool[0], count, tuple(sorted(d for _, d in entries)))
 
     def _refresh(self, pool: PoolId, also: str | None = None) -> None:
-        nodes = {i.node for i, _ in (self._slices[n] for n in self._pools.get(pool, ())) if i.node is not None}
+        idents = [self._slices[n][0] for n in self._pools.get(pool, ())]
+        nodes = {i.node for i in idents if i.node is not None}
+        if any(i.node is None for i in idents):
+            self._cluster.add(pool)
+        else:
+            self._cluster.discard(pool)
         self._pool_key(pool)  # keeps `_pending` right for pools local to no node too
         if also is not None:
             nodes.add(also)
@@ -164,14 +203,19 @@ class ShapeFolder:
     # -- classes --------------------------------------------------------------------------------------------
     def replace_classes(self, classes: Iterable[Mapping[str, Any]]) -> None:
         self._classes = {_name(c): dict(c) for c in classes}
-        self._snapshot = None
+        self._classes_changed()
 
     def apply_class(self, raw: Mapping[str, Any]) -> None:
         self._classes[_name(raw)] = dict(raw)
-        self._snapshot = None
+        self._classes_changed()
 
     def remove_class(self, name: str) -> None:
         self._classes.pop(name, None)
+        self._classes_changed()
+
+    def _classes_changed(self) -> None:
+        # What the allocator reads of a class: its name, selectors and config (not its metadata's versions).
+        self._classes_digest = digest([(n, self._classes[n].get("spec")) for n in sorted(self._classes)])
         self._snapshot = None
 
     # -- the snapshot ---------------------------------------------------------------------------------------
@@ -213,7 +257,8 @@ class ShapeFolder:
 
     def _cluster_slices(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for pool, members in sorted(self._pools.items()):
+        for pool in sorted(self._cluster):
+            members = self._pools.get(pool, set())
             if any(self._slices[n][0].node is not None for n in members) or self._pool_key(pool) is None:
                 continue
             for name in sorted(members):
@@ -244,6 +289,8 @@ class ShapeFolder:
                 example = example or next(iter(nodes))
                 continue
             kept.append(self._shape(key, nodes))
+        for stale in [k for k in self._built if k not in self._key_nodes]:  # after a relist swapped the slices in
+            del self._built[stale]
         cluster = self._cluster_slices()
         classes = tuple(self._classes[n] for n in sorted(self._classes))
         limit = None
@@ -252,9 +299,14 @@ class ShapeFolder:
                 f"more distinct device shapes than the cap of {self.max_shapes} (or than {self.max_slices} distinct "
                 f"slices): {overflow} node(s) not folded, e.g. {example}"
             )
+        if self._untracked:
+            limit = (f"{limit}; " if limit else "") + (
+                f"more ResourceSlices than the bound of {self.max_tracked}: {self._untracked} not folded"
+            )
         signature = (
             tuple(s.key for s in kept),
-            json.dumps([classes, cluster], sort_keys=True, default=str),
+            self._classes_digest,
+            digest([s["spec"] for s in cluster]),
             limit is None,
         )
         if signature != self._signature:

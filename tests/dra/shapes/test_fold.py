@@ -231,3 +231,13 @@ def test_the_public_face_is_sorted_and_documented() -> None:
     for name in dra.shapes.__all__:
         value = getattr(dra.shapes, name)
         assert not callable(value) or value.__doc__, name
+
+
+def test_slices_past_the_tracking_bound_make_the_view_partial_until_a_relist_fits() -> None:
+    folder = ShapeFolder(max_tracked=2)
+    folder.replace_slices(node_slices("L4", "a") + node_slices("T4", "b") + node_slices("A10", "c"))
+    partial = folder.shapes()
+    assert len(partial.shapes) == 2 and not partial.complete
+    assert partial.limit is not None and "bound of 2: 1 not folded" in partial.limit
+    folder.replace_slices(node_slices("L4", "a") + node_slices("T4", "b"))
+    assert folder.shapes().complete and len(folder.shapes().shapes) == 2
