@@ -24,14 +24,15 @@ from typing import Any
 import httpx
 import kubernetes.client
 import pytest
+import yaml
 from kubernetes.client.exceptions import ApiException
 
 from dra.gpus import device_classes
+from housekeeping import QUOTA_NAME
 from kubeapi import LAST_USED_ANNOTATION
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
 from tests.controlplane.webhook_configs import shipped_webhook_configurations
-from webhook.namespace_quota import QUOTA_NAME
 from webhook.review import pod_review
 
 pytestmark = pytest.mark.e2e
@@ -309,3 +310,228 @@ def test_a_forged_review_creates_and_refreshes_nothing(
         assert kube.list("ResourceClaimTemplate", other) == []
     finally:
         kube.delete("Namespace", other)
+
+
+# The shipped admission policies (manifests/base/admission-policies.yaml) and the ClusterRoles of gpudra's accounts,
+# applied for the tests below (last in this module: the tests above show the quota's own refusals). The policies name
+# the accounts in gpudra-system; kubectl --as impersonates them.
+BASE = ROOT / "manifests" / "base"
+WEBHOOK_SA = "system:serviceaccount:gpudra-system:gpudra-webhook"
+GC_SA = "system:serviceaccount:gpudra-system:gpudra-template-gc"
+QUOTA_SA = "system:serviceaccount:gpudra-system:gpudra-namespace-quota"
+MANAGED = {"app.kubernetes.io/managed-by": "gpudra"}
+
+
+def _shipped_policy_objects() -> list[dict[str, Any]]:
+    docs = [d for d in yaml.safe_load_all((BASE / "admission-policies.yaml").read_text()) if d]
+    for name in ("rbac.yaml", "template-gc.yaml", "namespace-quota.yaml"):
+        kinds = ("ClusterRole", "ClusterRoleBinding")
+        docs += [d for d in yaml.safe_load_all((BASE / name).read_text()) if d and d["kind"] in kinds]
+    for doc in docs:
+        for subject in doc.get("subjects", []):
+            subject["namespace"] = "gpudra-system"  # kustomize's namespace, which the policy names
+    return docs
+
+
+def _as(control_plane: ControlPlane, user: str, *args: str, obj: dict[str, Any] | None = None) -> tuple[bool, str]:
+    """kubectl as `user`: (succeeded, stderr + stdout)."""
+    out = control_plane.kubectl(
+        f"--as={user}", *args, *(["-f", "-"] if obj is not None else []),
+        input=json.dumps(obj) if obj is not None else None, check=False,
+    )  # fmt: skip
+    return out.returncode == 0, out.stderr + out.stdout
+
+
+def _template(name: str, namespace: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {"spec": _claim_spec(1)},
+    }  # fmt: skip
+
+
+def _quota(name: str, namespace: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {"hard": {"gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "1"}},
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def shipped_policies(control_plane: ControlPlane, kube: Kube) -> Iterator[None]:
+    docs = _shipped_policy_objects()
+    control_plane.kubectl("apply", "--server-side", "--field-manager=gpudra-e2e", "-f", "-",
+                          input=yaml.safe_dump_all(docs))  # fmt: skip
+    probe = kube.create_namespace("probe")
+    kube.patch("Namespace", probe, {"metadata": {"labels": {**LABEL, "gpudra.io/max-gpus": "1"}}})
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "probe"},
+             "spec": _claim_spec(2)}  # fmt: skip
+
+    def in_force() -> bool:
+        try:
+            kube.request("POST", kube.path("ResourceClaim", probe) + "?dryRun=All", claim)
+        except ApiException as exc:
+            return exc.status == 403 and "gpudra.io/max-gpus" in str(exc.body)
+        return False
+
+    try:
+        wait_for(in_force, timeout=60, what="the shipped admission policies in force")
+
+        def held() -> bool:
+            ok, said = _as(control_plane, WEBHOOK_SA, "create", "--dry-run=server", obj=_template("probe", probe))
+            return not ok and "gpudra-managed-objects" in said
+
+        wait_for(held, timeout=60, what="the managed-objects policy in force")
+        yield
+    finally:
+        kube.delete("Namespace", probe)
+        control_plane.kubectl("delete", "--ignore-not-found", "-f", "-", input=yaml.safe_dump_all(docs), check=False)
+
+
+def test_gpudras_accounts_write_only_objects_gpudra_manages(
+    control_plane: ControlPlane, kube: Kube, shipped_policies: None
+) -> None:
+    ns = kube.create_namespace("managed")
+    try:
+        # The webhook's account: its own (labelled) templates, annotated, never another's nor a spec change.
+        ok, said = _as(control_plane, WEBHOOK_SA, "create", obj=_template("theirs", ns))
+        assert not ok and "gpudra-managed-objects" in said and "app.kubernetes.io/managed-by=gpudra" in said, said
+        ok, said = _as(control_plane, WEBHOOK_SA, "create", obj=_template("ours", ns, MANAGED))
+        assert ok, said
+        stamp = json.dumps({"metadata": {"annotations": {LAST_USED_ANNOTATION: "2026-01-01T00:00:00Z"}}})
+        ok, said = _as(control_plane, WEBHOOK_SA, "patch", "-n", ns, "resourceclaimtemplate/ours", "--type=merge",
+                       "-p", stamp)  # fmt: skip
+        assert ok, said
+        unlabel = json.dumps({"metadata": {"labels": {"app.kubernetes.io/managed-by": None}}})
+        ok, said = _as(control_plane, WEBHOOK_SA, "patch", "-n", ns, "resourceclaimtemplate/ours", "--type=merge",
+                       "-p", unlabel)  # fmt: skip
+        assert not ok and "gpudra-managed-objects" in said, said
+        kube.create(_template("theirs", ns), ns)  # an admin (or a tenant) is not held by the policy
+        ok, said = _as(control_plane, WEBHOOK_SA, "patch", "-n", ns, "resourceclaimtemplate/theirs", "--type=merge",
+                       "-p", stamp)  # fmt: skip
+        assert not ok and "gpudra-managed-objects" in said, said
+        # The collector's account deletes only gpudra's templates.
+        ok, said = _as(control_plane, GC_SA, "delete", "-n", ns, "resourceclaimtemplate/theirs")
+        assert not ok and "gpudra-managed-objects" in said, said
+        ok, said = _as(control_plane, GC_SA, "delete", "-n", ns, "resourceclaimtemplate/ours")
+        assert ok, said
+        assert {t["metadata"]["name"] for t in kube.list("ResourceClaimTemplate", ns)} == {"theirs"}
+        # The quota job's account: only gpudra-gpu-cap, only labelled; another quota is out of its RBAC too.
+        ok, said = _as(control_plane, QUOTA_SA, "create", obj=_quota("other", ns, MANAGED))
+        assert not ok and "may write only the ResourceQuota gpudra-gpu-cap" in said, said
+        ok, said = _as(control_plane, QUOTA_SA, "create", obj=_quota(QUOTA_NAME, ns))
+        assert not ok and "gpudra-managed-objects" in said, said
+        ok, said = _as(control_plane, QUOTA_SA, "create", obj=_quota(QUOTA_NAME, ns, MANAGED))
+        assert ok, said
+        kube.create(_quota("foreign", ns), ns)
+        ok, said = _as(control_plane, QUOTA_SA, "delete", "-n", ns, "resourcequota/foreign")
+        assert not ok and "forbidden" in said.lower(), said
+        ok, said = _as(
+            control_plane, QUOTA_SA, "get", "resourcequotas", "-A", f"--field-selector=metadata.name={QUOTA_NAME}"
+        )
+        assert ok and ns in said, said  # the job's list, by name, is allowed
+        ok, said = _as(control_plane, QUOTA_SA, "delete", "-n", ns, f"resourcequota/{QUOTA_NAME}")
+        assert ok, said
+    finally:
+        kube.delete("Namespace", ns)
+
+
+def _pod_claim(kube: Kube, namespace: str) -> dict[str, Any]:
+    claims: list[dict[str, Any]] = wait_for(
+        lambda: kube.list("ResourceClaim", namespace), timeout=60, what="the resourceclaim controller's claim"
+    )
+    (claim,) = claims
+    return claim
+
+
+def _swap(kube: Kube, tenant: TenantKube, namespace: str, old: dict[str, Any], spec: dict[str, Any]) -> None:
+    """Delete the pod's claim and create one of the same name, owner and a new spec, as a tenant would."""
+    name = old["metadata"]["name"]
+    tenant.request("DELETE", kube.path("ResourceClaim", namespace, name))
+    wait_for(lambda: not [c for c in kube.list("ResourceClaim", namespace) if c["metadata"]["name"] == name],
+             timeout=30, what="the claim gone")  # fmt: skip
+    tenant.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                   "metadata": {"name": name, "ownerReferences": old["metadata"].get("ownerReferences", [])},
+                   "spec": spec}, namespace)  # fmt: skip
+
+
+def test_the_claim_swap_is_refused(
+    kube: Kube, control_plane: ControlPlane, webhook: MutualWebhook, shipped_policies: None
+) -> None:
+    namespace, tenant = _tenant_namespace(kube, control_plane, {"gpudra.io/max-gpus": "2"})
+    try:
+        tenant.create(_legacy_pod("one", 1), namespace)  # admitted on a 1-GPU claim
+        claim = _pod_claim(kube, namespace)
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+        eight = _claim_spec(8)
+        message = _refused(_swap, kube, tenant, namespace, claim, eight)
+        assert "asks for 8 GPU devices" in message and "gpudra.io/max-gpus" in message, message
+        every = {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                                         "allocationMode": "All"}}]}}  # fmt: skip
+        assert "asks for 32 GPU devices" in _refused(tenant.create, {"apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim", "metadata": {"name": "every"}, "spec": every}, namespace)  # fmt: skip
+        alternatives = {"devices": {"requests": [{"name": "gpus", "firstAvailable": [
+            {"name": "small", "deviceClassName": "gpu.nvidia.com", "count": 1},
+            {"name": "big", "deviceClassName": "mig.nvidia.com", "count": 4}]}]}}  # fmt: skip
+        assert "asks for 4 GPU devices" in _refused(tenant.create, {"apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim", "metadata": {"name": "alt"}, "spec": alternatives}, namespace)  # fmt: skip
+        # Within the cap a claim of that name goes through (the policy holds the cap, nothing more).
+        name = claim["metadata"]["name"]
+        tenant.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+                       "spec": _claim_spec(1)}, namespace)  # fmt: skip
+        assert kube.get("ResourceClaim", name, namespace)["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+    finally:
+        kube.delete("Namespace", namespace)
+
+
+def _vram_claim(name: str, count: int, selector: str | None = None, memory: str | None = None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": "gpu.nvidia.com", "count": count}
+    if selector is not None:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    if memory is not None:
+        exactly["capacity"] = {"requests": {"memory": memory}}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}}  # fmt: skip
+
+
+def _bound(gib: int) -> str:
+    return f"device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('{gib * 2**30}')) <= 0"
+
+
+def test_a_vram_cap_holds_on_every_claim(
+    kube: Kube, control_plane: ControlPlane, webhook: MutualWebhook, shipped_policies: None
+) -> None:
+    namespace, tenant = _tenant_namespace(kube, control_plane, {"gpudra.io/max-vram": "40Gi"})
+    try:
+        tenant.create(_legacy_pod("one", 1), namespace)  # gpudra's own claim carries the bound, and is created
+        claim = _pod_claim(kube, namespace)
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"]
+        for refused in (_vram_claim("bare", 1), _vram_claim("big", 1, _bound(80)), _vram_claim("two", 2, _bound(40)),
+                        _vram_claim("loose", 1, _bound(40) + " || true")):  # fmt: skip
+            message = _refused(tenant.create, refused, namespace)
+            assert "gpudra.io/max-vram" in message and "40Gi" in message, message
+        message = _refused(_swap, kube, tenant, namespace, claim, _vram_claim("x", 1)["spec"])
+        assert "gpudra.io/max-vram" in message
+        for allowed in (_vram_claim("half", 2, _bound(20)), _vram_claim("shared", 1, memory="10Gi")):
+            tenant.create(allowed, namespace)
+        other = _vram_claim("nic", 4)
+        other["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "nic.example.com"
+        tenant.create(other, namespace)  # not a GPU: not capped
+    finally:
+        kube.delete("Namespace", namespace)
+
+
+def test_doctor_reads_the_protections_back_from_the_api_server(
+    control_plane: ControlPlane, shipped_policies: None
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "gpudra", "doctor", "--kubeconfig", str(control_plane.kubeconfig), "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    assert out.returncode == 4, out.stdout + out.stderr
+    found = {row["name"]: row for row in json.loads(out.stdout)}
+    assert found["managed-objects-policy"]["on"] and found["namespace-caps-policy"]["on"], found
+    # No Deployment, NetworkPolicy or CronJob here: those read back as missing, not as an error.
+    assert found["client-auth"]["detail"] == "no Deployment gpudra-system/gpudra-webhook"
+    assert not found["namespace-quota"]["on"] and not found["replica-spread"]["on"]

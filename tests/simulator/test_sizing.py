@@ -234,7 +234,7 @@ def test_lookup_counts() -> None:
 def test_observed_sizing_lowers_vram_waste_of_unannotated_pods() -> None:
     result = simulate(SimulationConfig(
         generator=GeneratorConfig(pods=240, seed=5), seed=5, strategies=("dra-whole", "gpudra"),
-        sizing="observed:generated", unannotated=True,
+        sizing=parse_sizing("observed:generated"), unannotated=True,
     ))  # fmt: skip
     summary = result.summary()
     runs = summary["strategies"]
@@ -261,7 +261,8 @@ def test_observed_sizing_lowers_vram_waste_of_unannotated_pods() -> None:
 def test_observed_from_the_fixture_file_keeps_annotated_pods_as_they_were(tmp_path: Path) -> None:
     """Annotations win over observed usage: with the annotations kept, only unannotated owners' pods change."""
     result = simulate(SimulationConfig(
-        generator=GeneratorConfig(pods=160, seed=2), seed=2, strategies=("gpudra",), sizing=f"observed:{DUMP}",
+        generator=GeneratorConfig(pods=160, seed=2), seed=2, strategies=("gpudra",),
+        sizing=parse_sizing(f"observed:{DUMP}"),
     ))  # fmt: skip
     summary = result.summary()
     sources = summary["input"]["strategy_details"][OBSERVED_RUN]["sizing_sources"]

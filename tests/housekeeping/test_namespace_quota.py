@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from webhook.namespace_quota import QUOTA_NAME, desired_quota, sync_quotas
+from housekeeping import QUOTA_NAME, desired_quota, sync_quotas
 
 
 def _ns(name: str, **labels: str) -> dict[str, Any]:

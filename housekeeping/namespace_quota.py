@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from dra.gpus import GPU_DEVICE_CLASSES
 from kubeapi.deviceclasses import extended_resource_mapping
 from policyengine import extended_resource_pairs
 from policyengine.translate import MANAGED_BY
-from webhook.dra_demand import GPU_DEVICE_CLASSES
 
 __all__ = [
     "MAX_GPUS_LABEL",

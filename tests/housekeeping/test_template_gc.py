@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from gpudra.cli import app
+from housekeeping import MANAGED_SELECTOR, collect, run_forever, unused_templates
 from kubeapi import LAST_USED_ANNOTATION, ApiServerError
-from webhook.template_gc import MANAGED_SELECTOR, collect, run_forever, unused_templates
 
 NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC)
 IDLE = dt.timedelta(minutes=10)
@@ -160,9 +157,3 @@ def test_an_idle_bound_below_the_stamp_resolution_is_refused(seconds: int) -> No
     with pytest.raises(ValueError, match="min_idle must be at least 90 s"):
         run_forever(store, interval_seconds=30, min_idle=dt.timedelta(seconds=seconds), sleep=lambda s: None, passes=1)
     assert "fresh" in {name for _, name in store.templates}
-
-
-def test_the_cli_refuses_a_short_idle_bound_before_touching_the_api_server(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["gc", "--kubeconfig", str(tmp_path / "absent"), "--min-idle", "30"])
-    assert result.exit_code == 2
-    assert "--min-idle: min_idle must be at least 90 s (got 30 s)" in result.output

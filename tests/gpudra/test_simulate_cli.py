@@ -8,8 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from gpudra.cli import app
-
-from .conftest import POD_HEADER, write
+from tests.simulator.conftest import POD_HEADER, write
 
 KEYS = {
     "pods_total", "pods_placed", "pods_pending", "gpu_allocation_ratio", "vram_waste_ratio", "fragmentation_ratio",

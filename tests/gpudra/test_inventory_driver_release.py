@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
-from dra.gpus import NVLINK_GROUP_ATTRIBUTE, driver_shape, node_resource_slices
-from dra.inventory import InventoryError, load_snapshot, node_from_snapshot
+from dra.gpus import NVLINK_GROUP_ATTRIBUTE, driver_shape
 from gpudra.cli import app
 from tests.dra.inventory.nvml_double import SNAPSHOTS
 
@@ -47,19 +44,6 @@ def test_driver_release_25_8_shape_and_bad_release() -> None:
     )
     result = runner.invoke(app, ["inventory", "--from", HGX, "--driver-release", "26.1"])
     assert result.exit_code == 1 and "must be one of 25.8, 25.12" in result.stderr and "Traceback" not in result.output
-
-
-def test_addressing_mode_round_trips_from_the_snapshot() -> None:
-    snapshot = copy.deepcopy(load_snapshot(HGX))
-    for record in snapshot["gpus"]:
-        record["addressingMode"] = 2  # NVML_DEVICE_ADDRESSING_MODE_ATS, as a coherent-memory system answers
-    node = node_from_snapshot(snapshot)
-    assert {g.addressing_mode for g in node.gpus} == {"ATS"}
-    devices = [d for s in node_resource_slices(node, mig_mode="none") for d in s["spec"]["devices"]]
-    assert {d["attributes"]["addressingMode"]["string"] for d in devices} == {"ATS"}
-    snapshot["gpus"][0]["addressingMode"] = 7
-    with pytest.raises(InventoryError, match="addressingMode 7"):
-        node_from_snapshot(snapshot)
 
 
 MIG_PARTED = """version: v1
