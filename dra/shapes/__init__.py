@@ -9,6 +9,7 @@ alternatives an empty copy of some shape can satisfy; `explain` turns a claim wi
 from __future__ import annotations
 
 from dra.shapes._canonical import IDENTITY_ATTRIBUTES
+from dra.shapes._catalog import catalog_shapes, catalog_slices, dump_shapes
 from dra.shapes._fold import DEFAULT_MAX_SHAPES, DEFAULT_MAX_TRACKED, ShapeFolder, fold_shapes
 from dra.shapes._reason import MemoryBounds, RequestReason, SizeEvidence, Unsatisfied, explain, memory_bounds
 from dra.shapes._satisfiability import (
@@ -39,7 +40,10 @@ __all__ = [
     "SizeEvidence",
     "Unsatisfied",
     "Verdict",
+    "catalog_shapes",
+    "catalog_slices",
     "claim_devices",
+    "dump_shapes",
     "explain",
     "fold_shapes",
     "memory_bounds",
