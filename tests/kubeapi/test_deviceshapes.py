@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from dra.gpus import device_classes
@@ -175,3 +176,28 @@ def test_the_webhook_constructor_counts_events_and_shapes() -> None:
     assert value("gpudra_device_shapes", {"what": "shapes"}) == 2
     assert value("gpudra_device_shapes", {"what": "nodes"}) == 3
     assert device_shape_cache(None, slices=listing(), classes=listing()).shapes().shapes == ()
+
+
+def test_readers_see_the_old_shapes_or_the_new_never_a_half_relist() -> None:
+    old = [s for n in range(40) for s in clone(L40S, f"old-{n}")]
+    new = [s for n in range(40) for s in clone(H100, f"new-{n}")]
+    slices = listing(old, new)
+    slices.watches = [ListWatchError("too old", 410)]
+    cache, _, _, _ = make(slices, listing(device_classes()))
+    cache.slice_loop.run(passes=1)
+    seen: set[tuple[tuple[str, int], ...]] = set()
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            seen.add(tuple((s.example.split("-")[0], s.nodes) for s in cache.shapes().shapes))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        cache.slice_loop.run(passes=1)  # the relist: 360 slices folded off to the side, then swapped in
+    finally:
+        done.set()
+        reader.join()
+    seen.add(tuple((s.example.split("-")[0], s.nodes) for s in cache.shapes().shapes))
+    assert seen <= {(("old", 40),), (("new", 40),)} and (("new", 40),) in seen
