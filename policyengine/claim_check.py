@@ -56,9 +56,20 @@ class ClaimCheck:
     """Checks decisions' claims against `shapes()` (called per decision: a cache's current snapshot, or fixed
     shapes); thread-safe, memoised by the checker per claim digest and shapes generation."""
 
-    def __init__(self, shapes: Callable[[], DeviceShapes], checker: SatisfiabilityChecker | None = None) -> None:
+    def __init__(
+        self,
+        shapes: Callable[[], DeviceShapes],
+        checker: SatisfiabilityChecker | None = None,
+        *,
+        few_products: int = 0,
+        where: str = "",
+    ) -> None:
+        """`few_products` > 0: warn when a claim fits the devices of that many products or fewer (the CLI against
+        the catalog: "only NVIDIA B200 holds it"); `where` names the shapes in that warning ("the GPU catalog")."""
         self.shapes = shapes
         self.checker = checker or SatisfiabilityChecker()
+        self.few_products = few_products
+        self.where = where
         self._lock = threading.Lock()
 
     def apply(self, decision: Decision, action: str, namespace: Mapping[str, Any] | None = None) -> Decision:
@@ -70,6 +81,9 @@ class ClaimCheck:
         with self._lock:
             verdict = self.checker.check(claim, shapes, key=decision.claim_digest or None)
         if verdict.satisfiable:
+            few = self._few(decision, verdict.together, shapes)
+            if few:
+                decision = dataclasses.replace(decision, warnings=(*decision.warnings, few))
             if not verdict.dropped():
                 return decision
             pruned = {**claim, "devices": prune(claim.get("devices") or {}, verdict)}
@@ -90,3 +104,18 @@ class ClaimCheck:
                 warnings=(*decision.warnings, left),
             )  # fmt: skip
         return dataclasses.replace(decision, allowed=False, message=message, reason="Invalid")
+
+    def _few(self, decision: Decision, together: tuple[str, ...], shapes: DeviceShapes) -> str:
+        """The warning for a claim only a few products can hold ("" when more can, or nobody asked)."""
+        if self.few_products <= 0 or not together:
+            return ""
+        products = sorted({p for key in together for p in shapes.shape(key).evidence.products})
+        every = {p for shape in shapes.shapes for p in shape.evidence.products}
+        if not products or len(products) > self.few_products or len(products) == len(every):
+            return ""
+        sizes = ", ".join(f"request {r} {e.size} from {e.source}" for r, e in sorted(_sizes(decision).items()))
+        holders = " and ".join(products)
+        return (
+            f"GPUClaimPolicy '{decision.policy}': only {holders} of the {len(every)} GPU models of "
+            f"{self.where or 'the known devices'} can hold this claim" + (f" ({sizes})" if sizes else "")
+        )

@@ -80,7 +80,7 @@ def checked(policies: PolicySet, slices_file: Source | None) -> PolicySet:
     from policyengine import ClaimCheck
 
     if slices_file is None:
-        return policies.with_claim_check(ClaimCheck(catalog_shapes))
+        return policies.with_claim_check(ClaimCheck(catalog_shapes, few_products=2, where="the GPU catalog"))
     shapes: DeviceShapes = dump_shapes(load_documents(Path(slices_file)))
     return policies.with_claim_check(ClaimCheck(lambda: shapes))
 

@@ -60,7 +60,11 @@ def test_alternatives_a_cluster_cannot_satisfy_are_dropped(tmp_path: Path) -> No
 
 def test_a_70b_model_on_one_gpu_needs_a_b200(tmp_path: Path) -> None:
     pod = _pod(tmp_path, ["--max-model-len", "8192"], 1)
-    assert translate_file(pod).code == 0  # the catalog has a B200
+    catalog = translate_file(pod)
+    assert catalog.code == 0  # the catalog has a B200, and only that model holds it: a warning names it
+    assert "only NVIDIA B200 of the 18 GPU models of the GPU catalog can hold this claim" in catalog.stderr
+    assert "(request vllm 168455Mi from the model estimate)" in catalog.stderr
+    assert "only" not in translate_file(EXAMPLES / "pod-legacy-vram.yaml").stderr
     out = translate_file(pod, slices_file=_dump(tmp_path, "H100-SXM5-80GB", "H200-SXM5-141GB", classes=False))
     assert out.code == EXIT_DENIED
     assert "the largest device memory is 143771Mi" in out.stderr and "memory >= 168455Mi" in out.stderr
