@@ -134,9 +134,7 @@ class DeviceShapeCache:
 
     def _replace(self, slices: bool, items: list[dict[str, Any]]) -> None:
         if slices:
-            folder = self._folder
-            fresh = ShapeFolder(max_shapes=folder.max_shapes, max_slices=folder.max_slices,
-                                max_tracked=folder.max_tracked)  # fmt: skip
+            fresh = self._folder.empty()
             for obj in items:  # folded off to the side: readers keep the last shapes meanwhile
                 self._guarded(fresh.apply_slice, obj)
             with self._lock:

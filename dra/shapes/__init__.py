@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dra.shapes._canonical import IDENTITY_ATTRIBUTES
 from dra.shapes._catalog import catalog_shapes, catalog_slices, dump_shapes
-from dra.shapes._fold import DEFAULT_MAX_SHAPES, DEFAULT_MAX_TRACKED, ShapeFolder, fold_shapes
+from dra.shapes._fold import DEFAULT_MAX_BYTES, DEFAULT_MAX_SHAPES, DEFAULT_MAX_TRACKED, ShapeFolder, fold_shapes
 from dra.shapes._reason import MemoryBounds, RequestReason, SizeEvidence, Unsatisfied, explain, memory_bounds
 from dra.shapes._satisfiability import (
     Alternative,
@@ -26,6 +26,7 @@ from dra.shapes._shape import DeviceShape, DeviceShapes, ShapeEvidence
 __all__ = [
     "Alternative",
     "Closest",
+    "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_SHAPES",
     "DEFAULT_MAX_TRACKED",
     "DeviceShape",

@@ -38,6 +38,7 @@ class CanonicalSlice:
 
     digest: str
     spec: dict[str, Any]
+    size: int  # bytes of its pickle: what bounds the copies kept (their Python objects take a few times more)
 
 
 def slice_identity(raw: Mapping[str, Any]) -> SliceIdentity:
@@ -96,10 +97,16 @@ def canonical_slice(raw: Mapping[str, Any]) -> CanonicalSlice:
     tokens: dict[str, str] = {}
     if spec.get("devices"):
         spec["devices"] = [_device(d, tokens, cluster) for d in spec["devices"]]
-    return CanonicalSlice(digest(spec), spec)
+    text, size = _pickled_digest(spec)
+    return CanonicalSlice(text, spec, size)
 
 
 def digest(spec: Any) -> str:
+    """A short stable digest of a plain JSON tree (dicts, lists, strings, numbers), key order included."""
+    return _pickled_digest(spec)[0]
+
+
+def _pickled_digest(spec: Any) -> tuple[str, int]:
     # Pickle without its memo (`fast`): bytes depend on values and key order only, not on which objects are shared,
     # and it is several times faster than sorted JSON. Key order counts: the API server and the driver write a fixed
     # order, so equal slices from one source fold together; a source that reorders keys only costs extra shapes.
@@ -107,4 +114,5 @@ def digest(spec: Any) -> str:
     pickler = pickle.Pickler(buffer, protocol=5)
     pickler.fast = True
     pickler.dump(spec)  # plain JSON trees only: Kubernetes objects as dicts
-    return hashlib.sha256(buffer.getbuffer()).hexdigest()[:24]
+    data = buffer.getbuffer()
+    return hashlib.sha256(data).hexdigest()[:24], len(data)

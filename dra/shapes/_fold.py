@@ -2,8 +2,8 @@
 
 A node's shape is the set of its complete pools, each pool the digests of its slices at the pool's newest
 generation (`_canonical`). State per slice and per node is a digest or a key; a slice's canonical spec is stored
-once per distinct digest (bounded by `max_slices`), so 5,000 nodes of 20 shapes cost 20 shapes' slices. Shapes past
-`max_shapes` are not kept and the snapshot says so (`DeviceShapes.limit`).
+once per distinct digest (bounded by `max_slices` and `max_bytes`), so 5,000 nodes of 20 shapes cost 20 shapes'
+slices. Shapes past `max_shapes` are not kept and the snapshot says so (`DeviceShapes.limit`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from typing import Any
 from dra.shapes._canonical import SliceIdentity, canonical_slice, digest, slice_identity
 from dra.shapes._shape import DeviceShape, DeviceShapes, shape_evidence
 
-__all__ = ["DEFAULT_MAX_SHAPES", "DEFAULT_MAX_TRACKED", "ShapeFolder", "fold_shapes"]
+__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_SHAPES", "DEFAULT_MAX_TRACKED", "ShapeFolder", "fold_shapes"]
 
 DEFAULT_MAX_SHAPES = 256
+DEFAULT_MAX_BYTES = 32 << 20  # pickled bytes of the distinct slices kept: about 120 dynamic-MIG HGX H100 shapes
 DEFAULT_MAX_TRACKED = 200_000  # ResourceSlices followed: a 5,000-node dynamic-MIG cluster publishes 45,000
 _SLICES_PER_SHAPE = 64  # the default bound on distinct canonical slices: max_shapes x this
 _serial = itertools.count(1)
@@ -34,6 +35,8 @@ _SLICE_STATE = (
     "_slices",
     "_refs",
     "_canon",
+    "_canon_size",
+    "_canon_bytes",
     "_pools",
     "_node_pools",
     "_node_keys",
@@ -57,12 +60,16 @@ class ShapeFolder:
         max_shapes: int = DEFAULT_MAX_SHAPES,
         max_slices: int | None = None,
         max_tracked: int = DEFAULT_MAX_TRACKED,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         if max_shapes < 1:
             raise ValueError(f"max_shapes must be >= 1 (got {max_shapes})")
         self.max_shapes = max_shapes
         self.max_slices = max_slices if max_slices is not None else max_shapes * _SLICES_PER_SHAPE
         self.max_tracked = max_tracked
+        self.max_bytes = max_bytes
+        self._canon_bytes = 0
+        self._canon_size: dict[str, int] = {}
         self._serial = next(_serial)
         self._untracked = 0  # slices ignored past `max_tracked` since the last full list
         self._cluster: set[PoolId] = set()  # pools with a slice local to no node
@@ -84,10 +91,19 @@ class ShapeFolder:
     # -- slices ---------------------------------------------------------------------------------------------
     def replace_slices(self, slices: Iterable[Mapping[str, Any]]) -> None:
         """Start over from a full list (a relist); the generation moves only if the shapes differ."""
-        fresh = ShapeFolder(max_shapes=self.max_shapes, max_slices=self.max_slices, max_tracked=self.max_tracked)
+        fresh = self.empty()
         for raw in slices:
             fresh._put(raw)
         self.adopt_slices(fresh)
+
+    def empty(self) -> ShapeFolder:
+        """A folder with this one's bounds and nothing folded (where a relist is folded off to the side)."""
+        return ShapeFolder(
+            max_shapes=self.max_shapes,
+            max_slices=self.max_slices,
+            max_tracked=self.max_tracked,
+            max_bytes=self.max_bytes,
+        )
 
     def adopt_slices(self, other: ShapeFolder) -> None:
         """Take `other`'s slices as this folder's (a relist folded off to the side, then swapped in at once); the
@@ -117,8 +133,14 @@ class ShapeFolder:
         canon = canonical_slice(raw)
         self._slices[name] = (ident, canon.digest)
         self._refs[canon.digest] = self._refs.get(canon.digest, 0) + 1
-        if canon.digest not in self._canon and len(self._canon) < self.max_slices:
+        if (
+            canon.digest not in self._canon
+            and len(self._canon) < self.max_slices
+            and self._canon_bytes + canon.size <= self.max_bytes
+        ):
             self._canon[canon.digest] = canon.spec
+            self._canon_size[canon.digest] = canon.size
+            self._canon_bytes += canon.size
         pool = (ident.driver, ident.pool)
         self._pools.setdefault(pool, set()).add(name)
         if ident.node is not None:
@@ -135,7 +157,8 @@ class ShapeFolder:
             self._refs[digest] = refs
         else:
             del self._refs[digest]
-            self._canon.pop(digest, None)
+            if self._canon.pop(digest, None) is not None:
+                self._canon_bytes -= self._canon_size.pop(digest)
         pool = (ident.driver, ident.pool)
         members = self._pools.get(pool)
         if members is not None:
@@ -297,7 +320,7 @@ class ShapeFolder:
         if overflow:
             limit = (
                 f"more distinct device shapes than the cap of {self.max_shapes} (or than {self.max_slices} distinct "
-                f"slices): {overflow} node(s) not folded, e.g. {example}"
+                f"slices, {self.max_bytes} bytes of them): {overflow} node(s) not folded, e.g. {example}"
             )
         if self._untracked:
             limit = (f"{limit}; " if limit else "") + (

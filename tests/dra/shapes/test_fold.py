@@ -241,3 +241,17 @@ def test_slices_past_the_tracking_bound_make_the_view_partial_until_a_relist_fit
     assert partial.limit is not None and "bound of 2: 1 not folded" in partial.limit
     folder.replace_slices(node_slices("L4", "a") + node_slices("T4", "b"))
     assert folder.shapes().complete and len(folder.shapes().shapes) == 2
+
+
+def test_the_bytes_of_the_copies_kept_are_bounded() -> None:
+    small, big = node_slices("L4", "a"), node_slices("h100-dynamic", "b")
+    folder = ShapeFolder(max_bytes=60_000)  # an L4 node's slice fits, a dynamic-MIG H100's nine do not
+    folder.replace_slices(small + big)
+    shapes = folder.shapes()
+    assert [s.example for s in shapes.shapes] == ["a"] and shapes.overflow == 1
+    assert shapes.limit is not None and "60000 bytes of them" in shapes.limit
+    for s in big:
+        folder.remove_slice(s["metadata"]["name"])
+    folder.apply_slice(clone(small, "c")[0])
+    assert folder.shapes().complete and [s.nodes for s in folder.shapes().shapes] == [2]
+    assert folder._canon_bytes == sum(folder._canon_size.values()) > 0
