@@ -10,6 +10,8 @@ import pytest
 import yaml
 
 from dra.gpus import device_classes
+from dra.model import ResourceClaimSpec
+from dra.model.validation import validate
 from dra.shapes import (
     DeviceShapes,
     SatisfiabilityChecker,
@@ -113,6 +115,7 @@ def test_the_same_pod_without_a_cap_keeps_only_the_alternatives_this_cluster_has
     assert names and not set(f"vllm/{n}" for n in names) & dropped
     referenced = {n for c in pruned.get("constraints") or [] for n in c["requests"]}
     assert referenced <= {f"vllm/{n}" for n in names}
+    assert validate(ResourceClaimSpec.from_k8s({"devices": pruned})) == []  # what the API server would accept
     assert devices == claim_devices(template)  # prune copies, never edits
 
 
@@ -198,6 +201,7 @@ def test_a_constraint_that_binds_an_alternative_counts() -> None:
     pruned = prune(claim_devices(claim(5)), five)
     assert [s["name"] for s in pruned["requests"][0]["firstAvailable"]] == ["any"]
     assert pruned["constraints"] == []  # the constraint named only the dropped alternative
+    assert validate(ResourceClaimSpec.from_k8s({"devices": pruned})) == []
 
 
 def test_requests_that_fit_alone_may_fail_together() -> None:
