@@ -75,3 +75,25 @@ def test_an_unreadable_dump_is_an_input_error(tmp_path: Path) -> None:
     bad.write_text("kind: [unclosed\n")
     out = translate_file(EXAMPLES / "pod-legacy-vram.yaml", slices_file=bad)
     assert out.code == EXIT_INPUT and out.stderr.startswith("error: ")
+
+
+def test_every_claim_of_the_examples_allocates_on_a_catalog_gpu_or_is_refused_with_a_reason() -> None:
+    """Issue 39's acceptance: what the README's and examples/ inputs produce, in each example namespace."""
+    from dra.shapes import SatisfiabilityChecker, catalog_shapes
+
+    checker, shapes = SatisfiabilityChecker(), catalog_shapes()
+    namespaces = [None, *sorted(EXAMPLES.glob("namespace-*.yaml"))]
+    templates = 0
+    for pod in sorted(EXAMPLES.glob("pod-*.yaml")):
+        for namespace in namespaces:
+            out = translate_file(pod, namespace_file=namespace)
+            if out.code == EXIT_DENIED:
+                assert out.stderr.startswith("denied: ") and len(out.stderr) > 40, (pod, namespace)
+                continue
+            assert out.code == 0, (pod, namespace, out.stderr)
+            for doc in yaml.safe_load_all(out.stdout):
+                if isinstance(doc, dict) and doc.get("kind") == "ResourceClaimTemplate":
+                    templates += 1
+                    verdict = checker.check(doc, shapes)
+                    assert verdict.together and verdict.dropped() == (), (pod, namespace, verdict.dropped())
+    assert templates >= 10
