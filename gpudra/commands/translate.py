@@ -14,13 +14,14 @@ Nothing is printed to stdout (or written with `-R`'s file) when anything in the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -38,6 +39,9 @@ from ..terminal import styled
 from ._translate_stream import translate_stream
 from ._workload_inputs import nothing_to_translate, read_namespace
 from .policy import EXIT_DENIED, EXIT_INPUT, Source, policy_set
+
+if TYPE_CHECKING:
+    from policyengine import ClaimCheck, PolicySet
 
 Progress = Callable[[int, int], None]
 
@@ -69,6 +73,28 @@ def _progress_bar(label: str) -> Iterator[Progress | None]:
         yield advance
 
 
+@functools.cache
+def _catalog_check() -> ClaimCheck:
+    """One check against the GPU catalog per process: its verdicts serve every later call (tests, -R trees)."""
+    from dra.shapes import catalog_shapes
+    from policyengine import ClaimCheck
+
+    return ClaimCheck(catalog_shapes, few_products=2, where="the GPU catalog")
+
+
+def checked(policies: PolicySet, slices_file: Source | None) -> PolicySet:
+    """`policies` with each claim checked against device shapes: the ResourceSlices and DeviceClasses of
+    `slices_file` (a cluster dump), or the GPU catalog (`dra.shapes`; folded when the first claim is checked)."""
+    from dra.documents import load_documents
+    from dra.shapes import DeviceShapes, dump_shapes
+    from policyengine import ClaimCheck
+
+    if slices_file is None:
+        return policies.with_claim_check(_catalog_check())
+    shapes: DeviceShapes = dump_shapes(load_documents(Path(slices_file)))
+    return policies.with_claim_check(ClaimCheck(lambda: shapes))
+
+
 def translate_file(
     pod_file: Source,
     policies_dir: Source | None = None,
@@ -76,6 +102,7 @@ def translate_file(
     namespace_file: Source | None = None,
     k8s_version: str | None = None,
     jobs: int | None = None,
+    slices_file: Source | None = None,
 ) -> Outcome:
     """Every object of the file with its pod templates translated, as a YAML stream or the JSON of the CLI contract.
 
@@ -87,9 +114,9 @@ def translate_file(
         minor = parse_minor(k8s_version) if k8s_version is not None else None
         text, name = read_source("-" if str(pod_file) == "-" else Path(pod_file))
         namespace = read_namespace(namespace_file)
+        policies = checked(policy_set(policies_dir), slices_file)
     except (OptionError, InputError, ValueError) as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
-    policies = policy_set(policies_dir)
     out = TranslationOutput(fmt)
     try:
         with _progress_bar(f"translating {name}") as progress:
@@ -124,6 +151,7 @@ def translate_directory(
     out: Source | None = None,
     dry_run: bool = False,
     output: str = "yaml",
+    slices_file: Source | None = None,
 ) -> Outcome:
     """Rewrite a directory of manifests (in place, or a copy into `out`); the summary on stdout, problems on stderr."""
     from manifest_translation.tree import translate_tree  # only `-R` rewrites a directory
@@ -131,7 +159,7 @@ def translate_directory(
     try:
         fmt = output_format(output)
         namespace = read_namespace(namespace_file)
-        policies = policy_set(policies_dir)
+        policies = checked(policy_set(policies_dir), slices_file)
         report = translate_tree(
             Path(root), policies, out=Path(out) if out is not None else None, namespace=namespace, dry_run=dry_run
         )
@@ -190,16 +218,25 @@ class TranslateOptions:
             "--jobs", min=1, help="Worker processes for a long FILE stream (default: the CPUs, for 4 MB or more)."
         ),
     ] = None
+    slices: Annotated[
+        Path | None,
+        typer.Option(
+            "--slices",
+            help="Check each claim against the ResourceSlices and DeviceClasses of this cluster dump (default: the "
+            "GPU catalog): alternatives no device satisfies are dropped; a claim with none left follows its "
+            "policy's onUnsatisfiable.",
+        ),
+    ] = None
 
 
 def translate(options: TranslateOptions) -> Outcome:
     """A directory rewritten with `-R` (`translate_directory`), else a file or stream translated (`translate_file`)."""
     o = options
     if o.recursive:
-        return translate_directory(o.path, o.policies, o.namespace, o.out, o.dry_run, o.output)
+        return translate_directory(o.path, o.policies, o.namespace, o.out, o.dry_run, o.output, o.slices)
     if o.out is not None or o.dry_run:
         return Outcome(stderr="error: --out and --dry-run go with -R DIR\n", code=EXIT_INPUT)
-    return translate_file(o.path, o.policies, o.output, o.namespace, o.k8s_version, o.jobs)
+    return translate_file(o.path, o.policies, o.output, o.namespace, o.k8s_version, o.jobs, o.slices)
 
 
 def register(app: typer.Typer) -> None:
