@@ -65,6 +65,7 @@ def _geometry(name: str, rows: list[_Row], slices: int = 7) -> MigGeometry:
                 encoders=enc,
                 jpeg_engines=jpg,
                 ofa_engines=ofa,
+                gpu_compute_slices=slices,
             )
         )
     if slices == 7:

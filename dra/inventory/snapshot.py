@@ -9,6 +9,7 @@ topology, and a GPU's recorded `sysfsPci` files into `dra.gpus.VfioFacts` (for p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import defaultdict
@@ -151,6 +152,7 @@ def _geometry(product: str, records: list[Mapping[str, Any]]) -> MigGeometry | N
         return None
     memory = max(p.starts[-1] + p.memory_slices for p in profiles)
     compute = max(p.compute_slices for p in profiles)
+    profiles = [dataclasses.replace(p, gpu_compute_slices=compute) for p in profiles]
     return MigGeometry(product, tuple(profiles), compute_slices=compute, memory_slices=memory)
 
 
