@@ -8,6 +8,7 @@ import re
 import shutil
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -22,7 +23,12 @@ POD = EXAMPLES / "pod-legacy-1gpu.yaml"
 NAMESPACE = EXAMPLES / "namespace-team-a.yaml"
 runner = CliRunner()
 
-SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}}
+SERVICE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "web"},
+    "spec": {"ports": [{"port": 80}]},
+}
 NO_CLAIM_POLICY = """\
 apiVersion: gpudra.io/v1alpha1
 kind: GPUClaimPolicy
@@ -43,7 +49,7 @@ def _run(*args: str | Path) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def _pod(name: str) -> dict[str, object]:
+def _pod(name: str) -> dict[str, Any]:
     limits = {"limits": {"nvidia.com/gpu": 1}}
     container = {"name": "c", "image": "cuda", "resources": limits}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"containers": [container]}}
@@ -82,7 +88,7 @@ def test_a_policy_set_without_a_claim_or_with_a_broken_file_is_exit_2(tmp_path: 
 
 def test_json_is_one_shape_whatever_the_file_holds(tmp_path: Path) -> None:
     """One Pod, a Service and a Pod, two Pods, or nothing to translate: always objects, templates, translations."""
-    files = {
+    files: dict[str, list[dict[str, Any]]] = {
         "one-pod": [_pod("p")],
         "service-and-pod": [SERVICE, _pod("p")],
         "two-pods": [_pod("p"), _pod("q")],
@@ -97,7 +103,7 @@ def test_json_is_one_shape_whatever_the_file_holds(tmp_path: Path) -> None:
         assert list(data) == ["objects", "templates", "translations"], name
         assert [o["kind"] for o in data["objects"]] == [o["kind"] for o in objects], name  # the Service is kept
         pods = [o for o in objects if o["kind"] == "Pod"]
-        assert [t["name"] for t in data["translations"]] == [p["metadata"]["name"] for p in pods], name  # type: ignore[index]
+        assert [t["name"] for t in data["translations"]] == [p["metadata"]["name"] for p in pods], name
         assert [t["kind"] for t in data["templates"]] == ["ResourceClaimTemplate"] * len(pods), name  # one per pod
 
 

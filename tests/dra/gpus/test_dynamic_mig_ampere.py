@@ -115,3 +115,28 @@ def test_a_node_without_a_mig_capable_gpu_keeps_the_combined_layout() -> None:
 def test_only_hopper_and_newer_toggle_mig_mode_without_a_reset() -> None:
     by_model = {m: supports_mig_mode_toggle(_node(m, False).gpus[0]) for m in [*AMPERE, *TOGGLES]}
     assert by_model == {**dict.fromkeys(AMPERE, False), **dict.fromkeys(TOGGLES, True)}
+
+
+def test_a30_profiles_measure_compute_in_its_own_four_slices() -> None:
+    a30, a100 = get("A30-24GB").mig, get("A100-SXM4-80GB").mig
+    assert a30 is not None and a100 is not None
+    assert [p.compute_milli for p in a30.profiles] == [250, 250, 500, 500, 1000]
+    assert a100.profile("3g.40gb").compute_milli == 428 and a100.profile("7g.80gb").compute_milli == 1000
+
+
+def test_an_a30_snapshot_reads_back_as_the_catalog_node() -> None:
+    from dra.inventory import node_from_snapshot, snapshot_from_node
+
+    node = _node("A30-24GB", mig_on=True)
+    snapshot = snapshot_from_node(node)
+    records = snapshot["gpus"][0]["migProfiles"]
+    assert [(r["id"], r["profileIndex"]) for r in records] == [(14, 0), (5, 1), (0, 3), (21, 7), (6, 8)]
+    read = node_from_snapshot(snapshot)
+    geometry, catalog = read.gpus[0].mig, node.gpus[0].mig
+    assert geometry is not None and catalog is not None
+    assert sorted(geometry.profiles, key=lambda p: p.gi_profile_id) == sorted(
+        catalog.profiles, key=lambda p: p.gi_profile_id
+    )
+    assert (geometry.compute_slices, geometry.memory_slices) == (4, 4)
+    for mode in ("none", "static", "dynamic"):
+        assert node_resource_slices(read, mig_mode=mode) == node_resource_slices(node, mig_mode=mode)
