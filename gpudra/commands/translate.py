@@ -7,8 +7,11 @@ time, over worker processes when it is long (`_translate_stream`), with a progre
 directory is rewritten (`manifest_translation.tree`: only the changed lines of a document are edited).
 
 Exit codes: 0 translated (an object of a kind gpudra cannot rewrite ahead of time passes through with a warning),
-1 a pod template denied (the policy's message on stderr), 2 an unreadable file or document, or a bad option.
-Nothing is printed to stdout (or written with `-R`'s file) when anything in the file failed.
+1 a pod template denied (the policy's message on stderr), 2 an unreadable file or document, a bad option, or a
+policy set that cannot translate (`--policies` missing or empty, a policy file that does not load, no policy with a
+claim). Nothing is printed to stdout (or written with `-R`'s file) when anything in the file failed.
+`-o json` is always `{"objects", "templates", "translations"}` (`render.translation.translation_json`), whatever
+the file holds.
 """
 
 from __future__ import annotations
@@ -30,15 +33,14 @@ from dra.errors import InputError
 from dra.yamlio import read_source
 from policyengine.k8s_features import parse_minor
 
-from ..options import OptionError, output_format
+from ..options import OptionError, deprecated_alias, output_format
 from ..outcome import Outcome
-from ..render.policy import policy_errors
 from ..render.translation import TranslationOutput, tree_table
 from ..signature import add_command
 from ..terminal import styled
 from ._translate_stream import translate_stream
 from ._workload_inputs import nothing_to_translate, read_namespace
-from .policy import EXIT_DENIED, EXIT_INPUT, Source, policy_set
+from .policy import EXIT_DENIED, EXIT_INPUT, Source, translation_policies
 
 if TYPE_CHECKING:
     from policyengine import ClaimCheck, PolicySet
@@ -104,7 +106,8 @@ def translate_file(
     jobs: int | None = None,
     slices_file: Source | None = None,
 ) -> Outcome:
-    """Every object of the file with its pod templates translated, as a YAML stream or the JSON of the CLI contract.
+    """Every object of the file with its pod templates translated, as a YAML stream or as JSON, always
+    `{"objects", "templates", "translations"}` (one Pod or many, with the objects gpudra passes through).
 
     The stream is read and translated one document at a time, the output kept as text (a long stream costs about
     its text and its output's, never all its objects at once), over `jobs` worker processes for a long stream
@@ -114,7 +117,7 @@ def translate_file(
         minor = parse_minor(k8s_version) if k8s_version is not None else None
         text, name = read_source("-" if str(pod_file) == "-" else Path(pod_file))
         namespace = read_namespace(namespace_file)
-        policies = checked(policy_set(policies_dir), slices_file)
+        policies = checked(translation_policies(policies_dir), slices_file)
     except (OptionError, InputError, ValueError) as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     out = TranslationOutput(fmt)
@@ -134,13 +137,11 @@ def translate_file(
     def named(label: str, message: str) -> str:
         return message if lone_pod else f"{label}: {message}"
 
-    stderr = policy_errors(policies) + "".join(f"error: {e}\n" for e in found.errors)
+    stderr = "".join(f"error: {e}\n" for e in found.errors)
     stderr += "".join(f"denied: {named(label, m)}\n" for label, m in found.denied)
     if found.errors or found.denied:
         return Outcome(stderr=stderr, code=EXIT_INPUT if found.errors else EXIT_DENIED)
     stderr += passed + "".join(f"warning: {named(label, w)}\n" for label, w in found.warnings + found.unserved)
-    if fmt == "json" and lone_pod and found.first_pod is not None:
-        return Outcome(stdout=json.dumps(found.first_pod, indent=2) + "\n", stderr=stderr)
     return Outcome(stdout=out.text(), stderr=stderr)
 
 
@@ -159,14 +160,13 @@ def translate_directory(
     try:
         fmt = output_format(output)
         namespace = read_namespace(namespace_file)
-        policies = checked(policy_set(policies_dir), slices_file)
+        policies = checked(translation_policies(policies_dir), slices_file)
         report = translate_tree(
             Path(root), policies, out=Path(out) if out is not None else None, namespace=namespace, dry_run=dry_run
         )
     except (OptionError, InputError) as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
-    stderr = policy_errors(policies)
-    stderr += "".join(f"warning: {w}\n" for w in report.warnings)
+    stderr = "".join(f"warning: {w}\n" for w in report.warnings)
     stderr += "".join(f"error: {e}\n" for e in report.errors)
     stderr += "".join(f"denied: {d}\n" for d in report.denied)
     if fmt == "json":
@@ -191,8 +191,19 @@ class TranslateOptions:
         ),
     ]
     policies: Annotated[Path | None, typer.Option("--policies", help="Policy directory (default: shipped).")] = None
-    output: Annotated[str, typer.Option("-o", "--output", help="yaml (a YAML stream) or json.")] = "yaml"
-    namespace: Annotated[Path | None, typer.Option("--namespace", help="Namespace object YAML.")] = None
+    output: Annotated[
+        str,
+        typer.Option(
+            "-o", "--output", help='yaml (a YAML stream) or json (always {"objects", "templates", "translations"}).'
+        ),
+    ] = "yaml"
+    namespace_file: Annotated[
+        Path | None,
+        typer.Option("--namespace-file", help="A file holding the Namespace object the pods are decided in (YAML)."),
+    ] = None
+    namespace: Annotated[
+        Path | None, typer.Option("--namespace", hidden=True, help="Deprecated spelling of --namespace-file.")
+    ] = None
     recursive: Annotated[
         bool,
         typer.Option(
@@ -232,11 +243,17 @@ class TranslateOptions:
 def translate(options: TranslateOptions) -> Outcome:
     """A directory rewritten with `-R` (`translate_directory`), else a file or stream translated (`translate_file`)."""
     o = options
+    try:
+        namespace, deprecated = deprecated_alias(o.namespace_file, o.namespace, "--namespace-file", "--namespace")
+    except OptionError as exc:
+        return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     if o.recursive:
-        return translate_directory(o.path, o.policies, o.namespace, o.out, o.dry_run, o.output, o.slices)
-    if o.out is not None or o.dry_run:
-        return Outcome(stderr="error: --out and --dry-run go with -R DIR\n", code=EXIT_INPUT)
-    return translate_file(o.path, o.policies, o.output, o.namespace, o.k8s_version, o.jobs, o.slices)
+        done = translate_directory(o.path, o.policies, namespace, o.out, o.dry_run, o.output, o.slices)
+    elif o.out is not None or o.dry_run:
+        done = Outcome(stderr="error: --out and --dry-run go with -R DIR\n", code=EXIT_INPUT)
+    else:
+        done = translate_file(o.path, o.policies, o.output, namespace, o.k8s_version, o.jobs, o.slices)
+    return dataclasses.replace(done, stderr=deprecated + done.stderr)
 
 
 def register(app: typer.Typer) -> None:
