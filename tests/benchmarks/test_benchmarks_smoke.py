@@ -49,6 +49,7 @@ SMOKE: dict[str, tuple[list[str], bool]] = {
     "fgd_peer_table.py": (["--traces", "{traces}", "--seeds", "42", "--workers", "1"], False),
     "hostile_neighbours.py": (["--smoke", "--hostile", "2"], False),
     "policy_eval.py": (["--pods", "200"], False),
+    "satisfiability.py": (["--pods", "100"], False),
     "recommender_passes.py": (["--pods", "200", "--replicas", "2", "--days", "1"], False),
     "scheduler_fidelity.py": (["--arrivals", "10", "--only", "built-in"], True),
     "simulate.py": (["{traces}", "--strategies", "device-plugin,gpudra", "--scales", "1"], False),

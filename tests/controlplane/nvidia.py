@@ -54,8 +54,12 @@ def counter_set_name(minor: int) -> str:
 
 def dynamic_mig_slices(node: str, gpus: int = 1, model: GPUModel = A100_80GB) -> list[dict[str, Any]]:
     """Partitionable devices (DynamicMIG) in the 1.35+ layout: one sharedCounters-only slice with a counter set
-    per GPU, then one device slice per GPU holding the full GPU and every (profile, placement) as a MIG device."""
-    return node_resource_slices(synthetic_node(model, node, gpus), mig_mode="dynamic", k8s_version="1.35")
+    per GPU, then one device slice per GPU holding every (profile, placement) as a MIG device. The GPUs have MIG
+    mode on, as an Ampere GPU must for the driver to announce its partitions (`isDynamicMIGCapable`, nvlib.go)."""
+    on: dict[int, list[Any]] = {i: [] for i in range(gpus)}
+    return node_resource_slices(
+        synthetic_node(model, node, gpus, mig_layouts=on), mig_mode="dynamic", k8s_version="1.35"
+    )
 
 
 def memory_slices_of(device: dict[str, Any]) -> set[int]:

@@ -239,7 +239,10 @@ def fake_gpu_nodes(kube: Kube, scope: str, nodes: dict[str, GpuNode]) -> Iterato
             if e.status != 409:
                 raise
         kube.patch("Node", name, {"spec": {"taints": [taint(scope)]}})
-        slices += node_resource_slices(synthetic_node(catalog.get(model), name, 8), mig_mode=mig_mode)
+        gpu = catalog.get(model)
+        # Under DynamicMIG the GPUs have MIG mode on, as an Ampere GPU must for the driver to announce partitions.
+        on: dict[int, list[Any]] | None = {i: [] for i in range(8)} if mig_mode == "dynamic" and gpu.mig else None
+        slices += node_resource_slices(synthetic_node(gpu, name, 8, mig_layouts=on), mig_mode=mig_mode)
     for s in slices:
         kube.apply(s)
     try:

@@ -286,9 +286,9 @@ def test_a_deployments_pod_is_sized_from_its_recommendation(
     assert owner["kind"] == "ReplicaSet" and owner["name"] == f"embed-{pod['metadata']['labels']['pod-template-hash']}"
     template = kube.get("ResourceClaimTemplate", pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"], ns)
     request = template["spec"]["spec"]["devices"]["requests"][0]
-    assert request["firstAvailable"][0]["name"] == "mig-1g-10gb"
-    shared = next(r for r in request["firstAvailable"] if r["name"] == "shared")
-    assert Quantity.parse(shared["capacity"]["requests"]["memory"]) == Quantity.parse("6Gi")
+    assert request["firstAvailable"][0]["name"] == "mig-1g-10gb"  # 6Gi observed: the smallest slice holds it
+    # This cluster publishes no shareable device, so the share alternative is dropped (claims shaped by the cluster).
+    assert all(r["name"] != "shared" for r in request["firstAvailable"])
     bound, devices = bound_with_claim(kube, ns, pod["metadata"]["name"])
     assert bound["spec"]["nodeName"] == A100_NODE and len(devices) == 1
     attrs = device_attributes(kube, devices[0])
