@@ -52,7 +52,7 @@ def _string_map(value: Any, path: str) -> None:
 
 
 def _is_legacy_gpu(resource: str) -> bool:
-    return resource == "nvidia.com/gpu" or resource.startswith("nvidia.com/mig-")
+    return resource in ("nvidia.com/gpu", "nvidia.com/gpu.shared") or resource.startswith("nvidia.com/mig-")
 
 
 def _plain_count(item: object) -> int | None:

@@ -37,13 +37,19 @@ def legacy_pod(gpus: int = 1, **resources: Any) -> dict[str, Any]:
 
 
 def test_a_whole_gpu_pod_is_left_to_the_scheduler_where_the_class_maps_its_resource(policies: PolicySet) -> None:
-    pod = legacy_pod(2)
+    pod = legacy_pod(1)
     decision = policies.evaluate(pod, extended_resources=MAPPED)
     native = scheduler_path(pod, decision, MAPPED, policies)
     assert native is not None and decision.policy == "whole-gpu"
-    assert native.device_classes == ("gpu.nvidia.com",) and native.resources == (("nvidia.com/gpu", 2),)
+    assert native.device_classes == ("gpu.nvidia.com",) and native.resources == (("nvidia.com/gpu", 1),)
     assert "DeviceClass gpu.nvidia.com maps nvidia.com/gpu" in native.reason
     assert "extendedResourceMapping: Translate" in native.reason
+
+
+def test_a_multi_gpu_pod_gets_the_topology_preference_the_scheduler_claim_lacks(policies: PolicySet) -> None:
+    pod = legacy_pod(2)  # KEP-5004's claim is any 2 GPUs; the device plugin would have kept them NVLink-close
+    decision = policies.evaluate(pod, extended_resources=MAPPED)
+    assert decision.policy == "multi-gpu" and scheduler_path(pod, decision, MAPPED, policies) is None
 
 
 def test_no_mapping_or_another_class_means_gpudra_translates(policies: PolicySet) -> None:
