@@ -19,10 +19,10 @@ from dra.sizing import (
     SizingDecision,
     SizingLookup,
     estimate_memory,
-    pod_owner,
     read_container,
     resolve_sizing,
 )
+from workloads import pod_owner
 
 # resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices, and a pod's legacy
 # GPUs all go into one claim (defined once, with the admission server's shape check)

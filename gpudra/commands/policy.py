@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from dra.errors import InputError
+from manifest_translation import TemplatePod, namespace_for, namespaces_of, passed_through
 from policyengine import (
     LEGACY_GPU,
     Decision,
@@ -27,7 +28,6 @@ from policyengine import (
 from policyengine.k8s_features import parse_minor, unserved_features
 from policyengine.scheduler_path import scheduler_path
 from policyengine.testing import run_tests
-from policyengine.workload_translation import TemplatePod, namespace_for, namespaces_of, passed_through
 
 from ..outcome import Outcome
 from ..render.policy import (

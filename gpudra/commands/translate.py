@@ -1,10 +1,10 @@
 """`gpudra translate FILE` and `gpudra translate -R DIR`: manifests rewritten to DRA with their ResourceClaimTemplates.
 
 FILE may hold Pods, workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, KubeRay, Kubeflow,
-LeaderWorkerSet, JobSet: `policyengine.workloads.KNOWN_KINDS`), `List`s and multi-document streams; every object
+LeaderWorkerSet, JobSet: `workloads.KNOWN_KINDS`), `List`s and multi-document streams; every object
 comes back in order, each followed by the templates it needs. The stream is read and translated one document at a
 time, over worker processes when it is long (`_translate_stream`), with a progress bar on a terminal. With `-R`, a
-directory is rewritten (`policyengine.manifest_tree`: only the changed lines of a document are edited).
+directory is rewritten (`manifest_translation.tree`: only the changed lines of a document are edited).
 
 Exit codes: 0 translated (an object of a kind gpudra cannot rewrite ahead of time passes through with a warning),
 1 a pod template denied (the policy's message on stderr), 2 an unreadable file or document, or a bad option.
@@ -126,7 +126,7 @@ def translate_directory(
     output: str = "yaml",
 ) -> Outcome:
     """Rewrite a directory of manifests (in place, or a copy into `out`); the summary on stdout, problems on stderr."""
-    from policyengine.manifest_tree import translate_tree  # only `-R` rewrites a directory
+    from manifest_translation.tree import translate_tree  # only `-R` rewrites a directory
 
     try:
         fmt = output_format(output)

@@ -10,15 +10,11 @@ scheduling, so the claims that exist (and the ones refused) are the observable r
 
 from __future__ import annotations
 
-import base64
 import json
-import os
-import socket
 import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -32,74 +28,16 @@ from housekeeping import QUOTA_NAME
 from kubeapi import LAST_USED_ANNOTATION
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
-from tests.controlplane.webhook_configs import shipped_webhook_configurations
+from tests.e2e.harness import ROOT, ServeWebhook, Webhook, webhook_namespace
 from webhook.review import pod_review
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-LABEL = {"gpudra-e2e": "tenant"}
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class MutualWebhook:
-    """`gpudra serve --client-ca <the API server's webhook client CA>` with side effects through the cluster."""
-
-    def __init__(self, workdir: Path, control_plane: ControlPlane) -> None:
-        self.workdir = workdir
-        self.port = _free_port()
-        self.certs = workdir / "certs"
-        subprocess.run(
-            [sys.executable, "-m", "gpudra", "certs", "--out", str(self.certs), "--host", "127.0.0.1"],
-            check=True, capture_output=True, cwd=ROOT,
-        )  # fmt: skip
-        self.ca_bundle = base64.b64encode((self.certs / "ca.crt").read_bytes()).decode()
-        self._log = (workdir / "serve.log").open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gpudra", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--cert", str(self.certs / "tls.crt"), "--key", str(self.certs / "tls.key"),
-             "--client-ca", str(control_plane.webhook_client_ca), "--kubeconfig", str(control_plane.kubeconfig),
-             # gpudra's own claims are what these tests count: whole-GPU pods are translated, not left to the
-             # scheduler's KEP-5004 claim (tests/e2e/test_kep5004_coexistence_e2e.py covers that path).
-             "--extended-resource-mapping", "off"],
-            stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
-        wait_for(self._ready, timeout=60, what="gpudra serve --client-ca ready")
-
-    def anonymous(self) -> httpx.Client:
-        """A client with no certificate: anyone who can reach the webhook's Service."""
-        ctx = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
-        return httpx.Client(base_url=f"https://127.0.0.1:{self.port}", verify=ctx, timeout=10)
-
-    def _ready(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError("gpudra serve exited:\n" + self.logs())
-        try:
-            with self.anonymous() as client:
-                return client.get("/readyz").status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self._log.close()
-
-    def logs(self) -> str:
-        return (self.workdir / "serve.log").read_text(errors="replace")[-4000:]
-
-
-def _configurations(webhook: MutualWebhook) -> list[dict[str, Any]]:
-    # only this module's namespaces: other e2e tests share the control plane
-    return shipped_webhook_configurations("gpudra-e2e-tenant", webhook.port, webhook.ca_bundle, "tenant")
+def _anonymous(webhook: Webhook) -> httpx.Client:
+    """A client with no certificate: anyone who can reach the webhook's Service."""
+    ctx = ssl.create_default_context(cafile=str(webhook.certs / "ca.crt"))
+    return httpx.Client(base_url=f"https://127.0.0.1:{webhook.port}", verify=ctx, timeout=10)
 
 
 def _legacy_pod(name: str, gpus: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:
@@ -158,42 +96,21 @@ class TenantKube(Kube):
 
 
 @pytest.fixture(scope="module")
-def webhook(
-    control_plane: ControlPlane, kube: Kube, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[MutualWebhook]:
+def webhook(control_plane: ControlPlane, kube: Kube, serve_webhook: ServeWebhook) -> Webhook:
+    """`gpudra serve --client-ca <the API server's webhook client CA>` with side effects through the cluster."""
     for cls in device_classes():
         kube.apply(cls)
-    hook = MutualWebhook(tmp_path_factory.mktemp("tenant-webhook"), control_plane)
-    configs = _configurations(hook)
-    try:
-        for config in configs:
-            kube.apply(config)
-        yield hook
-    finally:
-        for config in configs:
-            kube.delete(config["kind"], config["metadata"]["name"])
-        hook.stop()
-
-
-def _wait_for_webhook(kube: Kube, namespace: str) -> None:
-    """Until the API server calls the webhook for this namespace (it loads configurations from an informer): a
-    server-side dry run of a legacy pod comes back translated."""
-
-    def translated() -> bool:
-        pod = _legacy_pod("probe", 1)
-        answer = kube.request(
-            "POST", kube.path("Pod", namespace) + "?dryRun=All", {**pod, "metadata": {"name": "probe"}}
-        )
-        return "resourceClaims" in answer["spec"]
-
-    wait_for(translated, timeout=60, what="the API server calling gpudra for " + namespace)
+    # gpudra's own claims are what these tests count: whole-GPU pods are translated, not left to the scheduler's
+    # KEP-5004 claim (tests/e2e/test_kep5004_coexistence_e2e.py covers that path).
+    return serve_webhook(
+        "tenant", "--client-ca", str(control_plane.webhook_client_ca), "--extended-resource-mapping", "off"
+    )
 
 
 def _tenant_namespace(kube: Kube, control_plane: ControlPlane, labels: dict[str, str]) -> tuple[str, TenantKube]:
     """A namespace with the caps in `labels`, its quota synced by `gpudra quota`, and a ServiceAccount whose Role may
     create pods, ResourceClaims and ResourceClaimTemplates there and nothing else."""
-    name = kube.create_namespace("tenant")
-    kube.patch("Namespace", name, {"metadata": {"labels": {**LABEL, **labels}}})
+    name = webhook_namespace(kube, "tenant", "tenant", labels)
     synced = subprocess.run(
         [sys.executable, "-m", "gpudra", "quota", "--kubeconfig", str(control_plane.kubeconfig)],
         capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
@@ -217,7 +134,6 @@ def _tenant_namespace(kube: Kube, control_plane: ControlPlane, labels: dict[str,
         "POST", kube.path("ServiceAccount", name, "tenant", "token"),
         {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
     )["status"]["token"]  # fmt: skip
-    _wait_for_webhook(kube, name)
     return name, TenantKube(control_plane, token)
 
 
@@ -237,7 +153,7 @@ def _devices_claimed(kube: Kube, namespace: str) -> int:
 
 
 @pytest.fixture
-def capped(kube: Kube, control_plane: ControlPlane, webhook: MutualWebhook) -> Iterator[tuple[str, TenantKube]]:
+def capped(kube: Kube, control_plane: ControlPlane, webhook: Webhook) -> Iterator[tuple[str, TenantKube]]:
     name, tenant = _tenant_namespace(kube, control_plane, {"gpudra.io/max-gpus": "2"})
     yield name, tenant
     kube.delete("Namespace", name)
@@ -283,7 +199,7 @@ def test_five_pods_of_two_gpus_get_two_gpus_in_all(
 
 
 def test_a_forged_review_creates_and_refreshes_nothing(
-    kube: Kube, webhook: MutualWebhook, capped: tuple[str, TenantKube]
+    kube: Kube, webhook: Webhook, capped: tuple[str, TenantKube]
 ) -> None:
     namespace, tenant = capped
     # Through the API server (which presents its client certificate) a legacy pod is translated as usual.
@@ -296,7 +212,7 @@ def test_a_forged_review_creates_and_refreshes_nothing(
     before = kube.get("ResourceClaimTemplate", template["metadata"]["name"], namespace)
     other = kube.create_namespace("forged")
     try:
-        with webhook.anonymous() as forger:
+        with _anonymous(webhook) as forger:
             for i in range(20):
                 replay = forger.post(
                     "/mutate", content=pod_review(_legacy_pod("real", 1), uid=f"r{i}", namespace=namespace)
@@ -364,7 +280,7 @@ def shipped_policies(control_plane: ControlPlane, kube: Kube) -> Iterator[None]:
     control_plane.kubectl("apply", "--server-side", "--field-manager=gpudra-e2e", "-f", "-",
                           input=yaml.safe_dump_all(docs))  # fmt: skip
     probe = kube.create_namespace("probe")
-    kube.patch("Namespace", probe, {"metadata": {"labels": {**LABEL, "gpudra.io/max-gpus": "1"}}})
+    kube.patch("Namespace", probe, {"metadata": {"labels": {"gpudra-e2e": "tenant-probe", "gpudra.io/max-gpus": "1"}}})
     claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "probe"},
              "spec": _claim_spec(2)}  # fmt: skip
 
@@ -457,7 +373,7 @@ def _swap(kube: Kube, tenant: TenantKube, namespace: str, old: dict[str, Any], s
 
 
 def test_the_claim_swap_is_refused(
-    kube: Kube, control_plane: ControlPlane, webhook: MutualWebhook, shipped_policies: None
+    kube: Kube, control_plane: ControlPlane, webhook: Webhook, shipped_policies: None
 ) -> None:
     namespace, tenant = _tenant_namespace(kube, control_plane, {"gpudra.io/max-gpus": "2"})
     try:
@@ -500,7 +416,7 @@ def _bound(gib: int) -> str:
 
 
 def test_a_vram_cap_holds_on_every_claim(
-    kube: Kube, control_plane: ControlPlane, webhook: MutualWebhook, shipped_policies: None
+    kube: Kube, control_plane: ControlPlane, webhook: Webhook, shipped_policies: None
 ) -> None:
     namespace, tenant = _tenant_namespace(kube, control_plane, {"gpudra.io/max-vram": "40Gi"})
     try:

@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 from dra.errors import InputError
-from dra.sizing import pod_owner
 from gpudra.cli import app
 from recommender import Settings, vram_for
 from simulator.comparison import OBSERVED_RUN, SimulationConfig, simulate
@@ -29,6 +28,7 @@ from simulator.sizing import (
 )
 from simulator.traces import GeneratorConfig, generate
 from simulator.workload import generated_owner, legacy_pod
+from workloads import pod_owner
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DUMP = FIXTURES / "dcgm_fb_used_7d.json"

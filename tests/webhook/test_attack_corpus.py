@@ -7,10 +7,7 @@ pristine GPU pod sent after each input must still be translated.
 
 from __future__ import annotations
 
-import http.client
-import io
 import json
-import select
 import socket
 import ssl
 import time
@@ -21,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.webhook.attack_corpus import Attack, corpus, pristine_review
+from tests.webhook.early_answer import post_reading_early
 from tests.webhook.test_serve_https import Server
 
 BODY_SECONDS = 3.0
@@ -42,71 +40,14 @@ def _tls(server: Server) -> ssl.SSLSocket:
     return ctx.wrap_socket(raw, server_hostname="localhost")
 
 
-class _Received:
-    """What a connection sent back, for http.client to parse as a response."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def makefile(self, mode: str) -> io.BytesIO:
-        return io.BytesIO(self.data)
-
-
-def _response_complete(data: bytes) -> bool:
-    head, sep, rest = data.partition(b"\r\n\r\n")
-    if not sep:
-        return False
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            return len(rest) >= int(value)
-    return False
-
-
-def _early_answer(tls: ssl.SSLSocket) -> bytes:
-    """Application data the server has sent already, without blocking (TLS session tickets are not data)."""
-    if not (select.select([tls], [], [], 0)[0] or tls.pending()):
-        return b""
-    tls.setblocking(False)
-    try:
-        return tls.recv(65536)
-    except ssl.SSLWantReadError:
-        return b""
-    finally:
-        tls.settimeout(HANG_SECONDS)
-
-
 def post(server: Server, body: bytes, path: str = "/mutate") -> tuple[int, Any]:
-    """POST over a fresh HTTPS connection; (status, parsed JSON or None). A timeout raises: that is a hang.
-    It reads while it writes, as kube-apiserver's Go client does: a server that refuses a body early answers and
-    resets the connection rather than read the rest, and the answer is there to read."""
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode()
+    """POST over a fresh HTTPS connection; (status, parsed JSON or None). A timeout raises: that is a hang."""
     with _tls(server) as tls:
-        tls.sendall(head)
-        view, sent, answer = memoryview(body), 0, b""
-        try:
-            while sent < len(body) and not (answer := _early_answer(tls)):
-                sent += tls.send(view[sent : sent + 65536])
-        except OSError:
-            pass  # reset by the server after its answer: read that answer
-        while not _response_complete(answer):
-            try:
-                chunk = tls.recv(65536)
-            except (ConnectionResetError, ssl.SSLEOFError, ssl.SSLZeroReturnError):
-                break
-            if not chunk:
-                break
-            answer += chunk
-    response = http.client.HTTPResponse(_Received(answer))  # type: ignore[arg-type]
-    response.begin()
-    payload = response.read()
+        status, payload = post_reading_early(tls, path, body, HANG_SECONDS)
     try:
-        return response.status, json.loads(payload)
+        return status, json.loads(payload)
     except ValueError:
-        return response.status, None
+        return status, None
 
 
 def send_half(server: Server, body: bytes) -> bytes:

@@ -1,4 +1,4 @@
-"""`policyengine.workloads`: the pod template paths of each known kind, roles, API groups and template-name prefixes."""
+"""`workloads.pod_templates`: the template paths of each known kind, roles, API groups and template-name prefixes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from policyengine.workload_translation import template_prefix
-from policyengine.workloads import (
+from manifest_translation import template_prefix
+from workloads import (
     KNOWN_KINDS,
     UnknownWorkload,
     WorkloadShapeError,

@@ -1,11 +1,12 @@
 """Translating the pod templates of Kubernetes objects ahead of admission (`gpudra translate`, `policy explain`).
 
-Each pod template an object holds (`policyengine.workloads`) is decided as the pod its controller stamps out: the
-template's metadata and spec, in the workload's namespace, with what the controller adds (`policyengine.
-controller_pods`: KubeRay's, LWS's, JobSet's, the Job controller's labels, env and commands), so the decision is the
-webhook's for that pod. An enforced decision rewrites the template (as written, without those additions) in a copy
-of the object and adds the ResourceClaimTemplate it names, called after the workload and the template's role
-(`<workload>[-<role>]-<hash>`, the hash still the claim spec's, so identical requests of one template share it).
+Each pod template an object holds (`workloads.pod_templates`) is decided as the pod its controller stamps out: the
+template's metadata and spec, in the workload's namespace, with what the controller adds (`workloads.controller_pod`:
+the operators' labels, env and commands), so the decision is the webhook's for that pod; what else the kind needs
+when a template changes (its record's `effects`) is applied beside it. An enforced decision rewrites the template
+(as written, without those additions) in a copy of the object and adds the ResourceClaimTemplate it names, called
+after the workload and the template's role (`<workload>[-<role>]-<hash>`, the hash still the claim spec's, so
+identical requests of one template share it).
 Those templates belong to the manifests, not to the webhook: they carry no `app.kubernetes.io/managed-by: gpudra`
 label, so `gpudra gc` never deletes one a Deployment scaled to zero still needs, and they sit in the workload's
 namespace (none when the workload names none, as kustomize and `kubectl apply -n` expect).
@@ -13,21 +14,18 @@ namespace (none when the workload names none, as kustomize and `kubectl apply -n
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dra.documents import Document
-from dra.errors import InputError, QuantityError
-from dra.quantity import Quantity
+from dra.errors import InputError
 from policyengine import Decision, PolicySet
-from policyengine.controller_pods import controller_pod
 from policyengine.denial import AdmissionDenied
 from policyengine.pod_shape import check_pod_shape
 from policyengine.translate import MANAGED_BY, TEMPLATE_PREFIX, Translation, pointer, translate
-from policyengine.workloads import PodTemplate, UnknownWorkload, dotted, pod_templates, workload_kind
+from workloads import PodTemplate, UnknownWorkload, controller_pod, dotted, pod_templates, workload_kind
 
 __all__ = [
     "SOURCE_ANNOTATION",
@@ -76,7 +74,7 @@ class TemplatePod:
     template: PodTemplate
     pod: dict[str, Any]
     added: tuple[str, ...]  # metadata keys the pod has that the template does not
-    # The pod as the workload's controller creates it (`policyengine.controller_pods`): what the policies decide,
+    # The pod as the workload's controller creates it (`workloads.controller_pod`): what the policies decide,
     # so that the webhook, deciding that pod at admission, gives the same claim. `pod` is what is rewritten.
     decided: dict[str, Any] = field(default_factory=dict)
 
@@ -284,11 +282,21 @@ def translate_template(
     translation = translate(pod.pod, decision, pod.prefix)
     templates = tuple(_owned_template(rct, pod, target) for rct in translation.templates)
     patch = _prefixed(_template_ops(pod, translation), pointer(*pod.template.path))
-    changes, notes = _ray_gpus(pod, translation) if translation.changed else ((), ())
-    notes += _runtime_notes(pod) if translation.changed else ()
+    changes, notes = _effects(pod, translation)
     for path, value in changes:
         patch += ({"op": "add", "path": pointer(*path), "value": value},)
     return TemplateTranslation(pod, decision, translation, templates, patch, changes, notes)
+
+
+def _effects(
+    pod: TemplatePod, translation: Translation
+) -> tuple[tuple[tuple[tuple[str | int, ...], Any], ...], tuple[str, ...]]:
+    """What else the object needs when the template changed (its kind's `effects`: KubeRay's `num-gpus`, notes)."""
+    known = workload_kind(pod.obj)
+    if not translation.changed or known is None or known.effects is None:
+        return (), ()
+    effects = known.effects(pod.obj, pod.template, translation.pod)
+    return effects.changes, effects.notes
 
 
 def _template_ops(pod: TemplatePod, translation: Translation) -> tuple[dict[str, Any], ...]:
@@ -301,109 +309,6 @@ def _template_ops(pod: TemplatePod, translation: Translation) -> tuple[dict[str,
     metadata = {k: v for k, v in translation.pod["metadata"].items() if k not in pod.added}
     ops = [op for op in translation.patch if not op["path"].startswith("/metadata")]
     return (*ops, {"op": "add", "path": "/metadata", "value": metadata})
-
-
-def _runtime_notes(pod: TemplatePod) -> tuple[str, ...]:
-    """What a rewritten Kubeflow Trainer v2 runtime template needs from the TrainJobs that use it."""
-    if pod.kind not in ("TrainingRuntime", "ClusterTrainingRuntime"):
-        return ()
-    notes = []
-    job: Any = pod.obj
-    for part in pod.template.path[:-2]:  # the replicated Job's template, which carries the ancestor label
-        job = job[part]
-    labels = (job.get("metadata") or {}).get("labels") if isinstance(job, dict) else None
-    if isinstance(labels, dict) and labels.get("trainer.kubeflow.org/trainjob-ancestor-step") == "trainer":
-        # kubeflow/trainer pkg/runtime/core/trainingruntime.go: resourcesPerNode is merged over the `node`
-        # container's requests and limits, and the container's resources are rebuilt from those two alone.
-        notes.append(
-            "a TrainJob that sets spec.trainer.resourcesPerNode replaces the `node` container's resources and drops "
-            "its DRA claim reference (Kubeflow Trainer rebuilds them from requests and limits): set no "
-            "resourcesPerNode on TrainJobs using this runtime, or leave the runtime to `gpudra serve`"
-        )
-    if pod.kind == "ClusterTrainingRuntime":
-        notes.append(
-            "a ClusterTrainingRuntime serves every namespace: its ResourceClaimTemplate must exist in each namespace "
-            "whose TrainJobs use it (apply it there with -n)"
-        )
-    return tuple(notes)
-
-
-_RAY_KINDS = frozenset({"RayCluster", "RayService", "RayJob", "RayCronJob"})
-_MIG_RESOURCE = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
-
-
-def _ray_gpu_key(key: str) -> bool:
-    """KubeRay's utils.IsGPUResourceKey (ray-operator/controllers/ray/utils/resources.go): a name ending in `gpu`, or
-    an NVIDIA MIG resource `nvidia.com/mig-<g>g.<gb>gb`."""
-    return key.endswith("gpu") or _MIG_RESOURCE.search(key) is not None
-
-
-def _ray_count(resources: Any, part: str, accepts: Callable[[str], bool]) -> tuple[str, int] | None:
-    """The first GPU key (sorted) `accepts` with a non-zero count in `resources[part]`, rounded up as Kubernetes'
-    Value() and Ray's _round_up_k8s_quantity do; None when there is none or it is unreadable."""
-    found = resources.get(part) if isinstance(resources, dict) else None
-    values: dict[str, Any] = found if isinstance(found, dict) else {}
-    for key in sorted(values):
-        if accepts(str(key)):
-            try:
-                count = math.ceil(Quantity.coerce(values[key]).value)
-            except (QuantityError, ValueError, OverflowError, TypeError):
-                return None
-            if count > 0:
-                return str(key), count
-    return None
-
-
-def _ray_gpus(pod: TemplatePod, translation: Translation) -> tuple[tuple[tuple[tuple[str | int, ...], Any], ...],
-                                                                    tuple[str, ...]]:  # fmt: skip
-    """Keep Ray's count of GPUs when a Ray container's GPU resources move to a claim.
-
-    Without `num-gpus` in rayStartParams, two readers count a group's GPUs from the Ray container (containers[0]):
-    KubeRay starts Ray with `--num-gpus` from its limits, the first key in sorted order that `IsGPUResourceKey`
-    accepts (a name ending in `gpu`, or `nvidia.com/mig-<g>g.<gb>gb`) with a non-zero value (ray-operator/controllers/
-    ray/common/pod.go generateRayStartCommand, addWellKnownAcceleratorResources); and the Ray autoscaler plans the
-    group from its limits, then its requests, the first key ending in `gpu` (python/ray/autoscaler/_private/kuberay/
-    autoscaling_config.py _get_num_gpus). A group's `resources` field with a GPU key overrides both
-    (updateRayStartParamsResources). Translation removes those resources, so Ray and its autoscaler would count no
-    GPU: the group's rayStartParams gets `num-gpus` with the count they read (KubeRay's where both do)."""
-    if pod.kind not in _RAY_KINDS or pod.template.role == "submitter" or len(pod.template.path) < 2:
-        return (), ()
-    group_path = pod.template.path[:-1]
-    group: Any = pod.obj
-    for part in group_path:
-        group = group[part]
-    params = group.get("rayStartParams") if isinstance(group, dict) else None
-    resources = group.get("resources") if isinstance(group, dict) else None
-    if isinstance(params, dict) and "num-gpus" in params:
-        return (), ()
-    if isinstance(resources, dict) and any(_ray_gpu_key(str(k).lower()) for k in resources):
-        return (), ()
-    containers = pod.template.template["spec"].get("containers") or []
-    after = translation.pod["spec"].get("containers") or []
-    if not containers or not after or not isinstance(containers[0], dict):
-        return (), ()
-    before, now = containers[0].get("resources"), after[0].get("resources")
-
-    def autoscaler_key(key: str) -> bool:
-        return key.endswith("gpu")
-
-    readers = (("limits", _ray_gpu_key), ("limits", autoscaler_key), ("requests", autoscaler_key))
-    for part, accepts in readers:
-        found = _ray_count(before, part, accepts)
-        if found is None:
-            continue
-        if _ray_count(now, part, accepts) is not None:  # what this reader counts is still there
-            return (), ()
-        count = found[1]
-        break
-    else:
-        return (), ()
-    where = dotted((*group_path, "rayStartParams"))
-    note = (f"{where}: set num-gpus: \"{count}\" (KubeRay's --num-gpus and the Ray autoscaler count a group's GPUs "
-            "from the Ray container's GPU resources, which moved to the DRA claim)")  # fmt: skip
-    if isinstance(params, dict):
-        return (((*group_path, "rayStartParams", "num-gpus"), str(count)),), (note,)
-    return (((*group_path, "rayStartParams"), {"num-gpus": str(count)}),), (note,)
 
 
 def namespaces_of(documents: Iterable[Document]) -> dict[str, dict[str, Any]]:

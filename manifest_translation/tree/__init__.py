@@ -4,14 +4,14 @@ replaced atomically and left byte-identical where nothing changes."""
 
 from __future__ import annotations
 
-from policyengine.manifest_tree.files import ManifestFile, read_manifest, write_atomically
-from policyengine.manifest_tree.kustomization import (
+from .files import ManifestFile, read_manifest, write_atomically
+from .kustomization import (
     KUSTOMIZATION_NAMES,
     add_resource,
     find_kustomization,
     listed_resources,
 )
-from policyengine.manifest_tree.tree import (
+from .rewrite import (
     CLAIMS_SUFFIX,
     EXIT_DENIED,
     EXIT_INPUT,

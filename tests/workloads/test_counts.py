@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from policyengine.workloads import WorkloadShapeError, pod_templates
+from workloads import WorkloadShapeError, pod_templates
 
 _TEMPLATE = {"metadata": {}, "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
 

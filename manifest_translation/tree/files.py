@@ -1,7 +1,9 @@
 """A manifest file as `gpudra translate -R` rewrites it: its documents, each kept as written unless it changed.
 
-The file is read once (`dra.documents.read_documents`: every error names the file and line) and split at its
-`---` markers; a document whose objects changed is edited in place (`edits.edited_text`: only the lines of the keys
+The file's text is split at its `---` markers and read one YAML document at a time (`groups`: the objects parsed
+by `dra.documents.iter_text_documents`, every error naming the file and line), so a long stream costs its text and
+one document's objects, never all of them at once (a JSON file is one document, read whole); a document whose
+objects changed is edited in place (`edits.edited_text`: only the lines of the keys
 and items that changed, comments and layout kept; written out whole, its leading comments kept, where the text
 cannot be edited locally), every other one stays byte for byte, and a file with no change is never written. Files
 are replaced atomically (a temporary file in the same directory, then a rename), so an interrupted run leaves each
@@ -13,16 +15,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dra.documents import Document, dump_documents, read_documents
+from dra.documents import Document, dump_documents, iter_text_documents
 from dra.errors import InputError
-from dra.yamlio import load_yaml
+from dra.yamlio import load_yaml, read_source
 
 from .edits import edited_text
 
@@ -48,18 +51,21 @@ def _lines(text: str) -> list[str]:
     return [m.group(0) for m in _LINE.finditer(text) if m.group(0)]
 
 
-def _chunks(text: str) -> list[_Chunk]:
-    chunks: list[_Chunk] = []
+def _chunks(text: str) -> Iterator[_Chunk]:
+    """The text's YAML documents as written, one at a time."""
     current: list[str] = []
-    first = 1
-    for number, line in enumerate(_lines(text), start=1):
+    first, number = 1, 0
+    for match in _LINE.finditer(text):
+        line = match.group(0)
+        if not line:
+            continue
+        number += 1
         if _MARKER.match(line) and current:
-            chunks.append(_Chunk(first, "".join(current)))
+            yield _Chunk(first, "".join(current))
             current, first = [], number
         current.append(line)
     if current:
-        chunks.append(_Chunk(first, "".join(current)))
-    return chunks
+        yield _Chunk(first, "".join(current))
 
 
 def _is_json(text: str) -> bool:
@@ -74,35 +80,51 @@ def _is_json(text: str) -> bool:
 
 @dataclass(frozen=True)
 class ManifestFile:
-    """A file's text and the objects in it (`List`s expanded), in order."""
+    """A file's text, read in groups: each YAML document as written with the objects in it (`List`s expanded)."""
 
     path: Path
     text: str
-    documents: tuple[Document, ...]
 
-    def rewritten(self, results: Sequence[dict[str, Any]]) -> str:
-        """The file's text with `results[i]` in place of `documents[i]`; unchanged documents keep their text.
+    def documents(self) -> Iterator[Document]:
+        """The file's objects in order, parsed one YAML document at a time."""
+        return iter_text_documents(self.text, str(self.path))
 
-        Raises `InputError` when the file's layout cannot be matched to its objects (it is then left alone).
+    def groups(self) -> Iterator[tuple[_Chunk | None, list[Document]]]:
+        """Each YAML document's text (None for a JSON file, one group) with the objects parsed from it, in order.
+
+        Raises `InputError` naming the file and line when a document cannot be read (after the groups before it).
         """
-        if len(results) != len(self.documents):
-            raise ValueError("one result per document expected")
         if _is_json(self.text):
+            yield None, list(self.documents())
+            return
+        documents = self.documents()
+        waiting = next(documents, None)
+        chunks = _chunks(self.text)
+        chunk = next(chunks, None)
+        while chunk is not None:
+            following = next(chunks, None)
+            owned: list[Document] = []
+            # a document belongs to the last chunk starting at or before its line
+            while waiting is not None and (following is None or waiting.line < following.first_line):
+                owned.append(waiting)
+                waiting = next(documents, None)
+            yield chunk, owned
+            chunk = following
+
+    def rendered(self, chunk: _Chunk | None, documents: Sequence[Document], results: Sequence[dict[str, Any]]) -> str:
+        """The group's text with `results[i]` in place of `documents[i]`: as written when none changed.
+
+        Raises `InputError` when the document's layout cannot be matched to its objects (the file is then left
+        alone).
+        """
+        if len(results) != len(documents):
+            raise ValueError("one result per document expected")
+        if chunk is None:
             raw = json.loads(self.text)
             return json.dumps(self._reshaped(raw, list(results), 1), indent=2) + "\n"
-        chunks = _chunks(self.text)
-        starts = [c.first_line for c in chunks]
-        owned: list[list[int]] = [[] for _ in chunks]
-        for index, document in enumerate(self.documents):
-            owner = max(i for i, start in enumerate(starts) if start <= document.line)
-            owned[owner].append(index)
-        out: list[str] = []
-        for chunk, indexes in zip(chunks, owned, strict=True):
-            if all(results[i] is self.documents[i].data for i in indexes):
-                out.append(chunk.text)
-            else:
-                out.append(self._rendered(chunk, [results[i] for i in indexes]))
-        return "".join(out)
+        if all(result is document.data for result, document in zip(results, documents, strict=True)):
+            return chunk.text
+        return self._rendered(chunk, list(results))
 
     def _rendered(self, chunk: _Chunk, results: list[dict[str, Any]]) -> str:
         try:
@@ -147,18 +169,15 @@ class ManifestFile:
 
 
 def read_manifest(path: Path) -> ManifestFile:
-    """The file's text and objects; `InputError` naming the file and line when it cannot be read."""
-    try:
-        text = path.read_bytes().decode("utf-8")  # line ends as written: unchanged documents keep them
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", source=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text: {exc.reason}", source=str(path)) from None
-    return ManifestFile(path, text, tuple(read_documents(path)))
+    """The file's text (line ends as written: unchanged documents keep them), its size checked as every YAML input's;
+    `InputError` naming the file when it cannot be read. Its objects are parsed when its groups are read."""
+    text, _ = read_source(path)
+    return ManifestFile(path, text)
 
 
-def write_atomically(path: Path, text: str, mode_like: Path | None = None) -> None:
-    """Replace (or create) `path` with `text` via a temporary file in the same directory and a rename.
+def write_atomically(path: Path, text: str | Path, mode_like: Path | None = None) -> None:
+    """Replace (or create) `path` with `text` (or the content of the file at `text`, copied as it is) via a temporary
+    file in the same directory and a rename.
 
     The file keeps its permission bits; a new one takes those of `mode_like` (else 0644).
     """
@@ -166,8 +185,12 @@ def write_atomically(path: Path, text: str, mode_like: Path | None = None) -> No
     mode = stat.S_IMODE(like.stat().st_mode) if like is not None and like.exists() else 0o644
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            if isinstance(text, Path):
+                with text.open("rb") as source:
+                    shutil.copyfileobj(source, handle)
+            else:
+                handle.write(text.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
