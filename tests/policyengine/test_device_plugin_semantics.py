@@ -20,10 +20,10 @@ from dra.documents import read_documents
 from dra.gpus import device_classes, get, node_resource_slices, synthetic_node
 from gpudra.commands.migrate import MigrateOptions, migrate
 from gpudra.commands.policy import explain
+from manifest_translation import translate_documents
 from policyengine import PolicySet, load_policies, load_policy_text, shipped_policies_dir
 from policyengine.device_plugin import migration, read_configs
 from policyengine.translate import translate
-from policyengine.workload_translation import translate_documents
 
 HERE = Path(__file__).resolve().parent / "device_plugin"
 POLICIES = load_policies(shipped_policies_dir())
