@@ -22,7 +22,9 @@ from gpudra.commands.migrate import MigrateOptions, migrate
 from gpudra.commands.policy import explain
 from manifest_translation import translate_documents
 from policyengine import PolicySet, load_policies, load_policy_text, shipped_policies_dir
+from policyengine.denial import AdmissionDenied
 from policyengine.device_plugin import migration, read_configs
+from policyengine.pod_shape import check_pod_shape
 from policyengine.translate import translate
 
 HERE = Path(__file__).resolve().parent / "device_plugin"
@@ -88,6 +90,22 @@ def test_an_init_container_asking_more_than_what_follows_keeps_its_own_request()
     pod["spec"]["initContainers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 4
     decision = POLICIES.evaluate(pod)
     assert {c.container: c.request for c in decision.containers}["warm-cache"] == "warm-cache"
+
+
+def test_the_claim_limit_counts_what_the_claim_asks_not_the_reused_init_devices_twice() -> None:
+    """Init 20 + main 20 GPUs is one request of 20 (the kubelet would give the pod 20), so neither the shape check nor
+    the facts refuse it as 40 over a claim's 32; an init container asking 33 still is refused."""
+    pod = _pod("vllm-init-sidecar-tp2.yaml")
+    del pod["spec"]["initContainers"][1]
+    pod["spec"]["initContainers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 20
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 20
+    check_pod_shape(pod)
+    decision = POLICIES.evaluate(pod)
+    assert decision.allowed and decision.claim is not None, decision.message
+    assert [r["firstAvailable"][0]["count"] for r in decision.claim["devices"]["requests"]] == [20]
+    pod["spec"]["initContainers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 33
+    with pytest.raises(AdmissionDenied):
+        check_pod_shape(pod)
 
 
 def test_requests_other_than_limits_are_refused_naming_the_container() -> None:
