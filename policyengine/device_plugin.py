@@ -187,5 +187,10 @@ def migration(configs: Mapping[str, Mapping[str, Any]]) -> Migration:
                     f"config {name!r}: {replica.resource} is replicated {replica.replicas}x without renaming: its pods "
                     "become whole MIG devices of that profile"
                 )
+    if classes:
+        warnings.append(
+            "the DeviceClasses need DRAExtendedResource (extendedResourceName, KEP-5004) and, for shares, "
+            "DRAConsumableCapacity (allowMultipleAllocations): both beta and on by default from Kubernetes 1.36"
+        )
     params = {"sharedResources": dict(sorted(shared.items())), "sharedNodeConfigs": dict(sorted(pinned.items()))}
     return Migration(tuple(classes[k] for k in sorted(classes)), params, tuple(warnings))

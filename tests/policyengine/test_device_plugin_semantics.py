@@ -268,7 +268,7 @@ def test_migrate_command_prints_one_yaml_stream_and_refuses_what_is_no_config(tm
     out = migrate(MigrateOptions(HERE / "gpu-operator-device-plugin-config.yaml"))
     assert out.code == 0
     assert [d["kind"] for d in yaml.safe_load_all(out.stdout)] == ["DeviceClass", "GPUClaimPolicy"]
-    assert out.stderr.count("warning: ") == 3
+    assert out.stderr.count("warning: ") == 4 and "on by default from Kubernetes 1.36" in out.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: v2\nsharing: {}\n")
     refused = migrate(MigrateOptions(bad))
