@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recommend": ("recommend", "Recommend VRAM per GPU workload from observed use; write GPUSizingRecommendations."),
     "cel": ("cel", "Kubernetes CEL: evaluate expressions as the API server and the DRA allocator do."),
     "policy": ("policy", "Lint, test and explain GPUClaimPolicy files."),
+    "migrate": (
+        "migrate",
+        "Print the DeviceClasses and shared-gpu params that keep the device plugin's resource names working.",
+    ),
 }
 
 

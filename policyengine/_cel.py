@@ -25,7 +25,7 @@ __all__ = [
 
 # k8s.io/apiserver/pkg/apis/cel/config.go: PerCallLimit, "roughly 0.1 s".
 PER_CALL_COST_LIMIT = 1_000_000
-EXTRA_VARIABLES = ("gpu", "container", "legacy")
+EXTRA_VARIABLES = ("gpu", "pod", "container", "legacy")
 # Where an evaluation's `cel.EvaluationBudget` rides in the activation (no CEL identifier can take this name).
 BUDGET_KEY = "@budget"
 

@@ -17,7 +17,7 @@ from typing import Any
 __all__ = ["ROOTS", "ALL_VARIABLES", "reads"]
 
 ROOTS = frozenset(
-    {"object", "oldObject", "request", "namespaceObject", "variables", "params", "gpu", "container", "legacy"}
+    {"object", "oldObject", "request", "namespaceObject", "variables", "params", "gpu", "pod", "container", "legacy"}
 )
 ALL_VARIABLES = "*"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

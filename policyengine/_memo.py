@@ -47,8 +47,11 @@ _MAX_WEIGH_DEPTH = 8  # deeper structure is charged a flat amount: weighing must
 # Inputs whose values the facts token (gpu), the container's legacy counts and the policy itself (params) pin down.
 FACT_ROOTS = frozenset({"gpu", "params"})
 _CLAIM_ROOTS = frozenset({"gpu", "params", "legacy"})
-_KEYABLE = frozenset({"gpu", "params", "legacy", "container", "object", "oldObject", "request", "namespaceObject"})
-ROOT_INPUTS = frozenset({"object", "oldObject", "request", "namespaceObject"})
+_KEYABLE = frozenset(
+    {"gpu", "params", "legacy", "container", "object", "oldObject", "request", "namespaceObject", "pod"}
+)
+# `pod` (the pod facts gpudra adds, such as schedulerName) is keyed by its JSON as the admission inputs are.
+ROOT_INPUTS = frozenset({"object", "oldObject", "request", "namespaceObject", "pod"})
 _UNKNOWN = object()
 
 K = TypeVar("K", bound=Hashable)

@@ -17,7 +17,7 @@ from . import _cel
 if TYPE_CHECKING:
     from dra.model import ResourceClaimSpec
 
-__all__ = ["ContainerRequest", "Decision", "JsonView", "Violation", "canonical_json", "claim_digest"]
+__all__ = ["ContainerRequest", "Decision", "JsonView", "Violation", "canonical_json", "claim_digest", "pod_order"]
 
 
 def canonical_json(data: Any) -> str:
@@ -88,6 +88,8 @@ class ContainerRequest:
     request: str
     replaces: Mapping[str, int]
     variables: Mapping[str, Any]
+    # The claim policy that built the request (decisions are per container; an init container's is its target's).
+    policy: str = ""
 
     def without_variables(self) -> ContainerRequest:
         """The same request without its claim variables (see `Decision.without_variables`)."""
@@ -104,7 +106,13 @@ class ContainerRequest:
             "request": self.request,
             "replaces": dict(self.replaces),
             "variables": dict(self.variables),
+            "policy": self.policy,
         }
+
+
+def pod_order(request: ContainerRequest) -> tuple[int, int]:
+    """Where the request's container is in the pod: init containers first, each list in its order."""
+    return (0 if request.kind == "initContainers" else 1, request.index)
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,10 @@ from ._claim import build_request, claim_expressions, validate_claim
 from ._eval import Failed, check, run
 from ._memo import ClaimEntry, ClaimFacts, Outcome, PodMemo, PolicyMemo, weigh
 from .claim_check import ClaimCheck
-from .decision import ContainerRequest, Decision, JsonView, Violation, claim_digest
+from .decision import ContainerRequest, Decision, JsonView, Violation, claim_digest, pod_order
 from .facts import ContainerFacts, PodFacts, pod_facts
 from .loader import CompiledExpr, CompiledPolicy, CompiledRule
+from .per_container import merge_decisions
 
 __all__ = ["MODE_LABEL", "PolicySet"]
 
@@ -338,6 +339,29 @@ class PolicySet:
             )
         except InputError as exc:
             return Decision(False, f"pod cannot be read: {exc}", "Invalid", namespace=ns_name)
+        if len(facts.claim_containers) < 2:
+            return self._evaluate_facts(pod, namespace, request, facts, ns_name)
+        # Decisions are per container: the policies without a claim see the whole pod, and the claim policies decide
+        # each container in its own view of the facts, so one container's resources (a MIG sidecar) never change
+        # another's decision (the tensor-parallel server beside it).
+        whole = self._evaluate_facts(pod, namespace, request, facts, ns_name, claims=False)
+        parts = [
+            self._evaluate_facts(pod, namespace, request, facts.view(c), ns_name, claims=True)
+            for c in facts.claim_containers
+        ]
+        return merge_decisions(whole, parts)
+
+    def _evaluate_facts(
+        self,
+        pod: Mapping[str, Any],
+        namespace: Mapping[str, Any] | None,
+        request: dict[str, Any],
+        facts: PodFacts,
+        ns_name: str,
+        claims: bool | None = None,
+    ) -> Decision:
+        """`evaluate` with the pod's facts read (the whole pod's, or one container's `PodFacts.view`); `claims`:
+        only the policies with a claim (True), only those without (False), or all (None)."""
         # JSON data already is CEL runtime data (`dra.cel.from_json` is a deep copy that only changes ints beyond
         # int64, which Kubernetes objects do not hold), and CEL never mutates its input: no copies are made.
         token, gpu = self._memo.gpu(facts) if self.memoize else (None, facts.to_cel())
@@ -347,6 +371,7 @@ class PolicySet:
             "request": request,
             "namespaceObject": namespace,
             "gpu": gpu,
+            "pod": {"schedulerName": facts.scheduler_name},
             _cel.BUDGET_KEY: cel.EvaluationBudget(),
         }
         ns_mode = _namespace_mode(namespace)
@@ -354,7 +379,7 @@ class PolicySet:
         pod_memo = None if self.all_variables or token is None else self._memo.for_pod(base, token)
         for policy in self.policies:
             mode = ns_mode or policy.mode
-            if mode == "off":
+            if mode == "off" or (claims is not None and (policy.claim is not None) != claims):
                 continue
             check_deadline()
             try:
@@ -508,7 +533,7 @@ class PolicySet:
         parent: _Variables = activation["variables"]
         weight = 0  # `weigh` of the requests, constraints and config (each built request's, weighed once)
         prepared: list[tuple[ContainerFacts, dict[str, Any], Any, ClaimEntry | None]] = []
-        for container in facts.legacy_containers:
+        for container in facts.claim_containers:
             local = dict(activation)
             local["container"] = pod["spec"][container.kind][container.index]
             local["legacy"] = dict(container.legacy)
@@ -573,8 +598,25 @@ class PolicySet:
                     request=container.name,
                     replaces=dict(container.legacy),
                     variables=JsonView(own),
+                    policy=policy.name,
                 )
             )
+        # An init container shares the request of the container it precedes (`PodFacts.claim_containers`).
+        built_names = {c.name for c in facts.claim_containers}
+        for container in facts.legacy_containers:
+            if container.reuses and container.reuses in built_names:
+                state.containers.append(
+                    ContainerRequest(
+                        container=container.name,
+                        kind=container.kind,
+                        index=container.index,
+                        request=container.reuses,
+                        replaces=dict(container.legacy),
+                        variables=JsonView({}),
+                        policy=policy.name,
+                    )
+                )
+        state.containers.sort(key=pod_order)
         if stage_key is not None and not staged and pod_memo is not None:
             added = parent.weighed_items()[before[0] :]
             charges = (before[1] - budget.left, budget.held - before[2]) if budget is not None else (0, 0)

@@ -6,7 +6,7 @@ so both agree on what counts as a legacy GPU resource (`nvidia.com/gpu`, `nvidia
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
 
@@ -30,11 +30,14 @@ from .pod_shape import MAX_DEVICES_PER_CLAIM, quantity_value
 
 __all__ = [
     "CONTAINER_KINDS",
+    "DEFAULT_SCHEDULER",
     "DERIVED_FIELDS",
     "HAMI_RESOURCES",
     "LEGACY_GPU",
     "MAX_DEVICES_PER_CLAIM",
     "MIG_PREFIX",
+    "SHARED_GPU",
+    "SHARED_SUFFIX",
     "VRAM_ANNOTATION",
     "ContainerFacts",
     "FrozenCounts",
@@ -42,11 +45,16 @@ __all__ = [
     "extended_resource_pairs",
     "is_legacy_resource",
     "pod_facts",
+    "reusing_targets",
     "sizing_cel",
 ]
 
 LEGACY_GPU = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
+# The device plugin's time-slicing and MPS replicas under `renameByDefault: true` (NVIDIA/k8s-device-plugin
+# api/config/v1 `ReplicatedResources.RenameByDefault`: "<resource>.shared"): a share of a GPU, not a whole one.
+SHARED_SUFFIX = ".shared"
+SHARED_GPU = LEGACY_GPU + SHARED_SUFFIX
 # Ephemeral containers cannot declare resources, so these are the only places GPUs can be asked for.
 CONTAINER_KINDS = ("initContainers", "containers")
 # HAMi (Project-HAMi/HAMi) resources beside `nvidia.com/gpu`, with their `gpu.containers[].hami` key and the largest
@@ -59,6 +67,8 @@ HAMI_RESOURCES: dict[str, tuple[str, int | None]] = {
 
 
 VRAM_ANNOTATION = "gpudra.io/vram"
+# What the API server sets spec.schedulerName to when a pod leaves it out (k8s.io/api core/v1 DefaultSchedulerName).
+DEFAULT_SCHEDULER = "default-scheduler"
 _MiB = 2**20
 # A container with no legacy GPU (claims only) is not sized.
 NO_SIZING = SizingDecision(None, "default", reason="no legacy GPU request: not sized")
@@ -93,8 +103,10 @@ def sizing_cel(sizing: SizingDecision) -> dict[str, Any]:
 
 
 def is_legacy_resource(name: str) -> bool:
-    """True for the device plugin's resources that DRA claims replace."""
-    return name == LEGACY_GPU or (name.startswith(MIG_PREFIX) and len(name) > len(MIG_PREFIX))
+    """True for the device plugin's resources that DRA claims replace: whole GPUs, MIG devices and their shared
+    replicas (`<resource>.shared`, time-slicing or MPS with `renameByDefault`)."""
+    base = name.removesuffix(SHARED_SUFFIX)
+    return base == LEGACY_GPU or (base.startswith(MIG_PREFIX) and len(base) > len(MIG_PREFIX))
 
 
 class FrozenCounts(dict[str, int]):
@@ -157,6 +169,8 @@ class ContainerFacts:
     hami: FrozenCounts = _NO_COUNTS
     # Which sizing source won for this container and why (`dra.sizing.resolve_sizing`).
     sizing: SizingDecision = NO_SIZING
+    # An init container's: the container whose claim request it shares (`reusing_target`), "" for its own request.
+    reuses: str = ""
 
     @property
     def pointer(self) -> str:
@@ -183,11 +197,12 @@ class ContainerFacts:
             "claims": list(self.claims),
             "hami": {HAMI_RESOURCES[name][0]: value for name, value in self.hami.items()},
             "sizing": sizing_cel(self.sizing),
+            "reuses": self.reuses,
         }
 
 
 # PodFacts fields computed from the others in `__post_init__`: the only fields its equality leaves out.
-DERIVED_FIELDS = frozenset({"legacy_containers"})
+DERIVED_FIELDS = frozenset({"legacy_containers", "claim_containers"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +220,28 @@ class PodFacts:
     # (legacy resource, DeviceClass) pairs of the cluster's KEP-5004 mapping (DeviceClass.spec.extendedResourceName),
     # sorted; read by the webhook from the DeviceClasses, given to explain by an option, empty elsewhere.
     extended_resources: tuple[tuple[str, str], ...] = ()
-    # The containers with legacy GPU resources, in pod order (read several times per evaluation: computed once).
+    # In one container's view (`view`): the GPU devices of the whole pod's claim, which `gpu.total` shows there.
+    pod_total: int | None = None
+    # The pod's spec.schedulerName, as the API server defaults it (`pod.schedulerName`).
+    scheduler_name: str = DEFAULT_SCHEDULER
+    # The containers with legacy GPU resources, in pod order (read several times per evaluation: computed once),
+    # and those of them with a request of their own (init containers that reuse another's request left out).
     # Derived from `containers`, so left out of the comparison (`DERIVED_FIELDS`).
     legacy_containers: tuple[ContainerFacts, ...] = field(init=False, repr=False, compare=False)
+    claim_containers: tuple[ContainerFacts, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "legacy_containers", tuple(c for c in self.containers if c.legacy))
+        legacy = tuple(c for c in self.containers if c.legacy)
+        object.__setattr__(self, "legacy_containers", legacy)
+        object.__setattr__(self, "claim_containers", tuple(c for c in legacy if not c.reuses))
+
+    def view(self, container: ContainerFacts) -> PodFacts:
+        """What one container's claim policy sees (decisions are per container): this container, the init
+        containers that reuse its request and the containers without legacy GPUs; `gpu.total` stays the pod's."""
+        kept = tuple(c for c in self.containers if not c.legacy or c is container or c.reuses == container.name)
+        return PodFacts(
+            kept, self.pod_claims, self.dra_devices, self.extended_resources, self.total, self.scheduler_name
+        )
 
     @property
     def sizing(self) -> SizingDecision:
@@ -226,7 +257,10 @@ class PodFacts:
 
     @property
     def total(self) -> int:
-        return sum(c.count for c in self.containers)
+        """The GPU devices the pod's claim asks for: init containers that reuse a request are not counted again."""
+        if self.pod_total is not None:
+            return self.pod_total
+        return sum(c.count for c in self.claim_containers)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -236,13 +270,13 @@ class PodFacts:
     def to_cel(self) -> dict[str, Any]:
         """The `gpu` CEL variable (documented in docs/policy-authoring.md)."""
         resources: dict[str, int] = {}
-        for container in self.containers:
+        for container in self.claim_containers:
             for name, count in container.legacy.items():
                 resources[name] = resources.get(name, 0) + count
         return {
             "legacy": bool(resources),
             "dra": self.uses_dra,
-            "total": sum(resources.values()),
+            "total": self.total,
             "max": max((c.count for c in self.containers), default=0),
             "resources": resources,
             "claims": list(self.pod_claims),
@@ -295,6 +329,7 @@ def _whole(value: Any, where: str, what: str) -> int:
 
 
 _EMPTY: dict[str, Any] = {}  # shared, never mutated
+_PLAIN_LEGACY = frozenset({LEGACY_GPU, SHARED_GPU})
 
 
 def _bad(where: str, what: str, value: Any) -> InputError:
@@ -316,8 +351,8 @@ def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
     for part, values in (("requests", requests), ("limits", limits)):
         if type(values) is not dict:
             raise _bad(f"spec.{kind}[{index}].resources.{part}", "a mapping", values)
-    in_requests = [n for n in requests if n == LEGACY_GPU or n.startswith(MIG_PREFIX)]
-    in_limits = [n for n in limits if n == LEGACY_GPU or n.startswith(MIG_PREFIX)]
+    in_requests = [n for n in requests if n in _PLAIN_LEGACY or n.startswith(MIG_PREFIX)]
+    in_limits = [n for n in limits if n in _PLAIN_LEGACY or n.startswith(MIG_PREFIX)]
     if not (in_requests or in_limits or claims):
         return None
     if type(claims) is not list and claims != ():
@@ -329,9 +364,17 @@ def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
         if is_legacy_resource(name):
             legacy[name] = _count(requests[name], f"{where}.requests[{name}]", container=cname)
     for name in in_limits:
-        # Limits win: for extended resources Kubernetes requires requests == limits when both are set.
         if is_legacy_resource(name):
-            legacy[name] = _count(limits[name], f"{where}.limits[{name}]", container=cname)
+            count = _count(limits[name], f"{where}.limits[{name}]", container=cname)
+            if name in legacy and legacy[name] != count:
+                # The API server's own rule for extended resources (pkg/apis/core/validation
+                # validateResourceRequirements): it refuses such a pod, so gpudra never guesses which one was meant.
+                raise InputError(
+                    f"{where}.requests[{name}]: container {cname!r}: Invalid value: {requests[name]!r}: must be "
+                    f"equal to {name} limit of {limits[name]!r} (the API server refuses requests != limits for an "
+                    "extended resource)"
+                )
+            legacy[name] = count
     # A count of 0 asks for nothing: it is left in place and no DRA request is made for it.
     legacy = {name: legacy[name] for name in sorted(legacy) if legacy[name]}
     if not (legacy or claims):
@@ -475,9 +518,10 @@ def pod_facts(
     if not isinstance(pod_claims, list):
         raise InputError(f"spec.resourceClaims: expected a list (got {type(pod_claims).__name__})")
     names = tuple(str(c.get("name", "")) for c in pod_claims if isinstance(c, dict))
-    total = sum(c.count for c in found)
+    found = reusing_targets(found)
+    total = sum(c.count for c in found if not c.reuses)
     if total > MAX_DEVICES_PER_CLAIM:
-        counts = ", ".join(f"{c.name!r} {c.count}" for c in found if c.count)
+        counts = ", ".join(f"{c.name!r} {c.count}" for c in found if c.count and not c.reuses)
         raise InputError(
             f"the pod's containers ask for {total} GPU devices in all ({counts}); they go into one DRA claim, which "
             f"allocates at most {MAX_DEVICES_PER_CLAIM} (resource.k8s.io/v1 AllocationResultsMaxSize)"
@@ -491,4 +535,27 @@ def pod_facts(
         found = [
             replace(c, sizing=_size(spec, c, annotation, sizing, namespace, owner)) if c.legacy else c for c in found
         ]
-    return PodFacts(tuple(found), names, dra_devices, extended_resource_pairs(extended_resources))
+    scheduler = spec.get("schedulerName")
+    scheduler_name = scheduler if isinstance(scheduler, str) and scheduler else DEFAULT_SCHEDULER
+    return PodFacts(tuple(found), names, dra_devices, extended_resource_pairs(extended_resources), None, scheduler_name)
+
+
+def _covers(target: ContainerFacts, init: ContainerFacts) -> bool:
+    """Whether `target`'s request holds every device `init` asks for: the same resources, at least as many."""
+    return all(target.legacy.get(name, 0) >= count for name, count in init.legacy.items())
+
+
+def reusing_targets(found: Sequence[ContainerFacts]) -> list[ContainerFacts]:
+    """`found` (in pod order, init containers first) with each plain init container's `reuses` set: the first
+    container started after it (a later init container or sidecar, then an app container) whose request covers its
+    devices. The kubelet's device manager hands an init container's devices to the containers after it
+    (pkg/kubelet/cm/devicemanager, `reusableDevices`); restartable sidecars keep theirs, so they get their own."""
+    out = list(found)
+    for i, init in enumerate(out):
+        if init.kind != "initContainers" or init.sidecar or not init.legacy:
+            continue
+        for later in out[i + 1 :]:
+            if later.legacy and not (later.kind == "initContainers" and not later.sidecar) and _covers(later, init):
+                out[i] = replace(init, reuses=later.name)
+                break
+    return out

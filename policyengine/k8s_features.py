@@ -46,7 +46,9 @@ def claim_features(spec: Mapping[str, Any]) -> set[str]:
     if any(r.get("firstAvailable") for r in (spec.get("devices") or {}).get("requests") or []):
         used.add("firstAvailable")
     for request in _requests(spec):
-        if (request.get("capacity") or {}).get("requests"):
+        selectors = " ".join(str((s.get("cel") or {}).get("expression", "")) for s in request.get("selectors") or [])
+        # a shareable device is selected by a field of the same feature: the API server rejects it without the gate
+        if (request.get("capacity") or {}).get("requests") or "allowMultipleAllocations" in selectors:
             used.add("capacity")
         if request.get("adminAccess"):
             used.add("adminAccess")

@@ -52,7 +52,7 @@ def _string_map(value: Any, path: str) -> None:
 
 
 def _is_legacy_gpu(resource: str) -> bool:
-    return resource == "nvidia.com/gpu" or resource.startswith("nvidia.com/mig-")
+    return resource in ("nvidia.com/gpu", "nvidia.com/gpu.shared") or resource.startswith("nvidia.com/mig-")
 
 
 def _plain_count(item: object) -> int | None:
@@ -142,7 +142,7 @@ def check_pod_shape(pod: dict[str, Any]) -> None:
     _string_map(metadata.get("labels", _ABSENT), "metadata.labels")
     _string_map(metadata.get("annotations", _ABSENT), "metadata.annotations")
     spec = _object(pod.get("spec", _ABSENT), "spec", optional=False)
-    devices = 0
+    devices = init = 0
     for field in _CONTAINER_LISTS:
         containers = spec.get(field, _ABSENT)
         if containers is _ABSENT:
@@ -150,7 +150,12 @@ def check_pod_shape(pod: dict[str, Any]) -> None:
         if not isinstance(containers, list):
             raise _bad(f"spec.{field}", "a list", containers)
         for i, container in enumerate(containers):
-            devices += _container(container, f"spec.{field}[{i}]")
+            count = _container(container, f"spec.{field}[{i}]")
+            if field == "initContainers" and container.get("restartPolicy") != "Always":
+                init = max(init, count)  # reused by the containers after it (the facts count it exactly)
+            else:
+                devices += count
+    devices = max(devices, init)
     if devices > MAX_DEVICES_PER_CLAIM:
         raise AdmissionDenied(
             f"gpudra: the pod's containers ask for {devices} GPU devices in all; its claim can allocate at most "

@@ -39,10 +39,11 @@ class SchedulerPath:
 
 
 def _policy_setting(policies: PolicySet, name: str | None) -> str:
-    for policy in policies.policies:
-        if policy.name == name:
-            return policy.extended_resource_mapping
-    return LEAVE
+    """The policy's `extendedResourceMapping`; for a pod whose containers several policies decided (their names
+    joined by ','), Translate when any of them says so."""
+    names = set((name or "").split(","))
+    settings = {p.extended_resource_mapping for p in policies.policies if p.name in names}
+    return next((s for s in settings if s != LEAVE), LEAVE)
 
 
 def _plain_request(exactly: Any, device_class: str, count: int) -> bool:

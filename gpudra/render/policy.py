@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from policyengine import Decision, PolicySet, pod_facts
+from policyengine import ContainerRequest, Decision, PolicySet, pod_facts
 from policyengine.testing import PolicyTestResult
 
 from .documents import yaml_stream
@@ -68,8 +69,11 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 
 def _policy_state(name: str, decision: Decision) -> str:
-    if name == decision.policy:
-        return f"builds the claim ({decision.mode})"
+    builders = [c.policy for c in decision.containers if c.policy] or [decision.policy or ""]
+    if name in builders:
+        built = [c.container for c in decision.containers if c.policy == name and c.request == c.container]
+        whose = f" for {', '.join(built)}" if len(built) < len(decision.containers) and built else ""
+        return f"builds the claim{whose} ({decision.mode})"
     if name in decision.matched:
         return "matched"
     if name in decision.shadowed:
@@ -104,10 +108,42 @@ def _variable_lines(decision: Decision) -> list[str]:
     for request in decision.containers:
         if not request.variables:
             continue
-        lines.append(f"claim variables of {decision.policy} for container {request.container} (the claim's values):")
+        policy = request.policy or decision.policy
+        lines.append(f"claim variables of {policy} for container {request.container} (the claim's values):")
         for var, value in request.variables.items():
-            lines.append(f"  {decision.policy}.claim.{var} = {json.dumps(value, sort_keys=True)}")
+            lines.append(f"  {policy}.claim.{var} = {json.dumps(value, sort_keys=True)}")
     return lines
+
+
+_MEMORY_AT_LEAST = re.compile(r"memory\.compareTo\(quantity\('([^']+)'\)\) >= 0")
+_PROFILE = re.compile(r"\.profile == '([^']+)'")
+
+
+def _alternative_size(alternative: dict[str, Any]) -> str:
+    """What one request or subrequest asks of a device's size: memory, a MIG profile, a share; "" for none."""
+    selectors = " ".join(str(_mapping(s.get("cel")).get("expression", "")) for s in alternative.get("selectors") or [])
+    shared = _mapping(_mapping(alternative.get("capacity")).get("requests")).get("memory")
+    if shared:
+        return f"a {shared} share"
+    found = _MEMORY_AT_LEAST.search(selectors) or _PROFILE.search(selectors)
+    if found is None:
+        return ""
+    return f"memory >= {found.group(1)}" if found.re is _MEMORY_AT_LEAST else f"MIG {found.group(1)}"
+
+
+def _size_line(decision: Decision, request: ContainerRequest, sizing: dict[str, Any] | None) -> str:
+    """The size that reached this container's request (per alternative) and why: its sizing source's reason."""
+    if request.request != request.container:
+        return f"shares request {request.request} (an init container reuses the devices of the container it precedes)"
+    requests = _mapping(_mapping(dict(decision.claim or {})).get("devices")).get("requests") or []
+    entry: dict[str, Any] = next((_mapping(r) for r in requests if _mapping(r).get("name") == request.request), {})
+    alternatives = entry.get("firstAvailable") or [{"name": request.request, **_mapping(entry.get("exactly"))}]
+    sizes = [(str(a.get("name")), _alternative_size(a)) for a in alternatives]
+    shown = ", ".join(f"{name}: {size}" for name, size in sizes if size)
+    why = f"; sizing {sizing['source']}: {sizing['reason']}" if sizing else ""
+    if not shown:
+        return f"size in its claim: none (any device of the class, {len(alternatives)} alternative(s)){why}"
+    return f"size in its claim: {shown}{why}"
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -194,11 +230,14 @@ def explanation(
     for violation in decision.violations:
         lines.append(f"  {violation.mode}: {violation.policy}: {violation.message}")
     lines.extend(notes)
+    sizings = {s["container"]: s for s in sizing_json(pod)}
     for request in decision.containers:
         replaced = ", ".join(f"{k}={v}" for k, v in request.replaces.items())
         where = f"{request.kind}[{request.index}]"
-        lines.append(f"container {request.container} ({where}): request {request.request}, replaces {replaced}")
-    for sizing in sizing_json(pod):
+        by = f" by {request.policy}" if request.policy else ""
+        lines.append(f"container {request.container} ({where}): request {request.request}{by}, replaces {replaced}")
+        lines.append("  " + _size_line(decision, request, sizings.get(request.container)))
+    for sizing in sizings.values():
         size = sizing["vram"] or "none"
         lines.append(f"sizing {sizing['container']}: source {sizing['source']}, vram {size}: {sizing['reason']}")
     if decision.claim is not None:

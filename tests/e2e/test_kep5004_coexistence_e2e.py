@@ -103,18 +103,18 @@ def _left_to_scheduler_total(hook: Webhook) -> float:
 
 def test_an_untouched_whole_gpu_pod_takes_the_schedulers_claim(kube: Kube, namespace: str, webhook: Webhook) -> None:
     before = _left_to_scheduler_total(webhook)
-    kube.create(_pod("whole", 2), namespace)
+    kube.create(_pod("whole", 1), namespace)  # 2 GPUs would be multi-gpu's: a topology preference is more
     stored = kube.get("Pod", "whole", namespace)
     # Admitted unchanged: no claim of gpudra's, the legacy request kept, no template written.
     assert "resourceClaims" not in stored["spec"]
-    assert stored["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert stored["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
     assert "gpudra.io/translated" not in (stored["metadata"].get("annotations") or {})
     assert kube.list("ResourceClaimTemplate", namespace) == []
     assert _left_to_scheduler_total(webhook) == before + 1
 
     def scheduler_claim(pod: dict[str, Any]) -> bool:
         status = (pod.get("status") or {}).get("extendedResourceClaimStatus")
-        return isinstance(status, dict) and len(_allocated(kube, namespace, status["resourceClaimName"])) == 2
+        return isinstance(status, dict) and len(_allocated(kube, namespace, status["resourceClaimName"])) == 1
 
     bound = _bound(kube, namespace, "whole", scheduler_claim)
     status = bound["status"]["extendedResourceClaimStatus"]
@@ -122,9 +122,9 @@ def test_an_untouched_whole_gpu_pod_takes_the_schedulers_claim(kube: Kube, names
     claim = kube.get("ResourceClaim", status["resourceClaimName"], namespace)
     assert claim["metadata"]["ownerReferences"][0]["uid"] == bound["metadata"]["uid"]
     results = claim["status"]["allocation"]["devices"]["results"]
-    assert {r["pool"] for r in results} == {NODE} and len({r["device"] for r in results}) == 2
+    assert {r["pool"] for r in results} == {NODE} and len({r["device"] for r in results}) == 1
     (request,) = claim["spec"]["devices"]["requests"]
-    assert request["exactly"]["deviceClassName"] == "gpu.nvidia.com" and request["exactly"]["count"] == 2
+    assert request["exactly"]["deviceClassName"] == "gpu.nvidia.com" and request["exactly"]["count"] == 1
 
 
 def test_a_right_sized_pod_gets_gpudras_claim(kube: Kube, namespace: str) -> None:
@@ -187,9 +187,9 @@ def test_the_webhook_follows_the_device_classes_as_they_change(kube: Kube, names
 def test_the_namespace_cap_counts_pods_left_to_the_scheduler(
     kube: Kube, webhook: Webhook, webhook_namespaces: WebhookNamespaces
 ) -> None:
-    name = webhook_namespaces("kep5004", "kep5004", {"gpudra.io/max-gpus": "2"}, wait_gone=True)
-    kube.create(_pod("two", 2), name)
-    assert "resourceClaims" not in kube.get("Pod", "two", name)["spec"]
+    name = webhook_namespaces("kep5004", "kep5004", {"gpudra.io/max-gpus": "1"}, wait_gone=True)
+    kube.create(_pod("one", 1), name)
+    assert "resourceClaims" not in kube.get("Pod", "one", name)["spec"]
     with pytest.raises(ApiException) as denied:
         kube.create(_pod("three", 3), name)
     body = str(denied.value.body)

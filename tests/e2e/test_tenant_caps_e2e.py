@@ -148,7 +148,9 @@ def _devices_claimed(kube: Kube, namespace: str) -> int:
     total = 0
     for claim in kube.list("ResourceClaim", namespace):
         for request in claim["spec"]["devices"]["requests"]:
-            total += int((request.get("exactly") or {}).get("count", 0))
+            # the quota charges a firstAvailable request its largest alternative (multi-gpu's for 2 GPUs)
+            options = [request["exactly"]] if request.get("exactly") else request.get("firstAvailable") or []
+            total += max((int(o.get("count", 1)) for o in options), default=0)
     return total
 
 

@@ -41,6 +41,7 @@ def test_cli_registers_every_command() -> None:
         "doctor",
         "gc",
         "inventory",
+        "migrate",
         "policy",
         "quota",
         "recommend",

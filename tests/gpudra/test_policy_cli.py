@@ -85,7 +85,7 @@ def test_translate_uses_another_policy_directory(tmp_path: Path) -> None:
 
 def test_lint_passes_on_the_shipped_policies_and_names_errors_otherwise(tmp_path: Path) -> None:
     code, out, _ = _run("policy", "lint")
-    assert code == 0 and out.endswith("4 policies in 4 files, 0 errors\n")
+    assert code == 0 and out.endswith("5 policies in 5 files, 0 errors\n")
     broken = tmp_path / "broken.yaml"
     text = (
         (ROOT / "policies" / "whole-gpu.yaml")
@@ -144,6 +144,7 @@ def test_the_shipped_policies_are_installed_with_the_package(tmp_path: Path) -> 
         "guardrails.yaml",
         "multi-gpu.yaml",
         "right-size.yaml",
+        "shared-gpu.yaml",
         "whole-gpu.yaml",
     ]
     check = (
@@ -155,4 +156,4 @@ def test_the_shipped_policies_are_installed_with_the_package(tmp_path: Path) -> 
         [sys.executable, "-c", check], cwd=tmp_path, env={"PYTHONPATH": str(target)}, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == [str(target / "policyengine" / "__init__.py"), "4", "True"]
+    assert out.stdout.split() == [str(target / "policyengine" / "__init__.py"), "5", "True"]

@@ -378,7 +378,7 @@ def test_explain_names_each_pod_template_by_workload_kind_and_path() -> None:
     data = json.loads(explain(FIXTURES / "pytorchjob.yaml", as_json=True).stdout)
     assert [(t["path"], t["role"], t["decision"]["policy"]) for t in data["templates"]] == [
         ("spec.pytorchReplicaSpecs.Master.template", "Master", "whole-gpu"),
-        ("spec.pytorchReplicaSpecs.Worker.template", "Worker", "whole-gpu"),
+        ("spec.pytorchReplicaSpecs.Worker.template", "Worker", "multi-gpu"),  # 2 GPUs: kept close
     ]
     assert data["errors"] == []
 

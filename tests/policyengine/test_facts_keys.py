@@ -57,12 +57,15 @@ CONTAINER_CHANGES: dict[str, Sequence[Any]] = {
     "claims": [(), ("d",)],
     "hami": [FrozenCounts(), FrozenCounts({"nvidia.com/gpumem": 4001}), FrozenCounts({"nvidia.com/gpucores": 4000})],
     "sizing": [dataclasses.replace(SIZING, **{name: values[0]}) for name, values in SIZING_CHANGES.items()],
+    "reuses": ["app"],
 }
 POD_CHANGES: dict[str, Sequence[Any]] = {
     "containers": [(), (CONTAINER, CONTAINER), (dataclasses.replace(CONTAINER, legacy=FrozenCounts()),)],
     "pod_claims": [(), ("other",)],
     "dra_devices": [0, 2],
     "extended_resources": [(), (("nvidia.com/gpu", "other.example.com"),)],
+    "pod_total": [4],
+    "scheduler_name": ["kai-scheduler"],
 }
 
 

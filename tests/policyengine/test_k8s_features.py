@@ -60,3 +60,12 @@ def test_translate_warns_for_the_target_version() -> None:
     assert new.code == 0 and "KEP-5075" not in new.stderr and new.stdout == old.stdout
     bad = translate_file(EXAMPLES / "pod-legacy-vram.yaml", k8s_version="banana")
     assert bad.code == 2 and "--k8s-version" in bad.stderr
+
+
+def test_a_selector_on_shareable_devices_needs_consumable_capacity_too() -> None:
+    """`device.allowMultipleAllocations` is a field of DRAConsumableCapacity: shared-gpu's share selects on it."""
+    share = {"name": "shared", "deviceClassName": "gpu.nvidia.com", "count": 1,
+             "selectors": [{"cel": {"expression": "device.allowMultipleAllocations"}}]}  # fmt: skip
+    spec = {"devices": {"requests": [{"name": "c", "firstAvailable": [share]}]}}
+    assert claim_features(spec) == {"resource.k8s.io/v1", "firstAvailable", "capacity"}
+    assert unserved_features(spec, 36) == [] and len(unserved_features(spec, 35)) == 1

@@ -29,7 +29,7 @@ def _pod() -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "trainer", "namespace": "team-a"},
-        "spec": {"containers": [{"name": "main", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]},
+        "spec": {"containers": [{"name": "main", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
     }
 
 
@@ -44,7 +44,7 @@ def test_ignore_skips_the_failing_policy_and_the_fallback_builds_the_claim() -> 
     assert decision.allowed and decision.policy == "whole-gpu"
     assert "broken" not in decision.shadowed and "whole-gpu" not in decision.shadowed
     (request,) = decision.claim["devices"]["requests"]
-    assert request["exactly"] == {"deviceClassName": "gpu.nvidia.com", "count": 2}
+    assert request["exactly"] == {"deviceClassName": "gpu.nvidia.com", "count": 1}
     assert any("'broken' could not be evaluated (failurePolicy Ignore)" in w for w in decision.warnings)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from policyengine import PolicySet, load_policies, shipped_policies_dir
+from policyengine import PolicySet, load_policies, load_policy_text, shipped_policies_dir
 from policyengine.scheduler_path import scheduler_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,13 +37,19 @@ def legacy_pod(gpus: int = 1, **resources: Any) -> dict[str, Any]:
 
 
 def test_a_whole_gpu_pod_is_left_to_the_scheduler_where_the_class_maps_its_resource(policies: PolicySet) -> None:
-    pod = legacy_pod(2)
+    pod = legacy_pod(1)
     decision = policies.evaluate(pod, extended_resources=MAPPED)
     native = scheduler_path(pod, decision, MAPPED, policies)
     assert native is not None and decision.policy == "whole-gpu"
-    assert native.device_classes == ("gpu.nvidia.com",) and native.resources == (("nvidia.com/gpu", 2),)
+    assert native.device_classes == ("gpu.nvidia.com",) and native.resources == (("nvidia.com/gpu", 1),)
     assert "DeviceClass gpu.nvidia.com maps nvidia.com/gpu" in native.reason
     assert "extendedResourceMapping: Translate" in native.reason
+
+
+def test_a_multi_gpu_pod_gets_the_topology_preference_the_scheduler_claim_lacks(policies: PolicySet) -> None:
+    pod = legacy_pod(2)  # KEP-5004's claim is any 2 GPUs; the device plugin would have kept them NVLink-close
+    decision = policies.evaluate(pod, extended_resources=MAPPED)
+    assert decision.policy == "multi-gpu" and scheduler_path(pod, decision, MAPPED, policies) is None
 
 
 def test_no_mapping_or_another_class_means_gpudra_translates(policies: PolicySet) -> None:
@@ -127,3 +133,34 @@ def test_the_mapping_is_a_gpu_fact_policies_can_read(tmp_path: Path) -> None:
     mapping = {**MAPPED, "example.com/fpga": "fpga"}
     assert policies.evaluate(pod, extended_resources=mapping).warnings == ("mapped to gpu.nvidia.com",)
     assert policies.evaluate(copy.deepcopy(pod)).warnings == ()
+
+
+KEEP = """\
+apiVersion: gpudra.io/v1alpha1
+kind: GPUClaimPolicy
+metadata: {name: keep}
+spec:
+  priority: 150
+  extendedResourceMapping: Translate
+  matchConditions:
+  - {name: container-b, expression: "gpu.containers.exists(c, c.name == 'b')"}
+  claim:
+    deviceClassName: gpu.nvidia.com
+    count: {expression: "legacy['nvidia.com/gpu']"}
+"""
+
+
+def test_a_pod_decided_by_several_policies_is_kept_when_any_of_them_translates(policies: PolicySet) -> None:
+    """Decisions are per container: container b's policy says Translate, so the pod is not left to the scheduler
+    although both requests are plain whole GPUs of the mapped class."""
+    keep, errors = load_policy_text(KEEP, "keep.yaml")
+    assert errors == []
+    both = PolicySet.of([*policies.policies, *keep])
+    pod = legacy_pod(1)
+    pod["spec"]["containers"].append({"name": "b", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": 1}}})
+    pod["spec"]["containers"][0]["name"] = "a"
+    decision = both.evaluate(pod, extended_resources=MAPPED)
+    assert decision.policy == "whole-gpu,keep"
+    assert scheduler_path(pod, decision, MAPPED, both) is None
+    alone = policies.evaluate(pod, extended_resources=MAPPED)  # whole-gpu decides both: left to the scheduler
+    assert alone.policy == "whole-gpu" and scheduler_path(pod, alone, MAPPED, policies) is not None

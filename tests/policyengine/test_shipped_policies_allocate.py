@@ -88,10 +88,13 @@ def _attributes(slices: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {d["name"]: d["attributes"] for s in slices for d in s["spec"].get("devices", [])}
 
 
-def test_every_shipped_policy_has_a_multi_gpu_case_here() -> None:
-    policies = {_claim(pod)[0] for pod in MULTI_GPU_PODS}
-    claim_policies = {p.name for p in POLICIES.policies if p.claim is not None}
-    assert claim_policies <= policies, f"no multi-GPU pod here reaches {sorted(claim_policies - policies)}"
+def test_every_multi_gpu_container_gets_the_topology_preference() -> None:
+    """The device plugin's preferred allocation keeps any container's GPUs close, so every multi-GPU pod here (a
+    known server or not, sized or not) is multi-gpu's, whose alternatives prefer a shared topology attribute."""
+    decided = {pod["metadata"]["name"]: _claim(pod) for pod in MULTI_GPU_PODS}
+    assert {policy for policy, _ in decided.values()} == {"multi-gpu"}
+    for name, (_, claim) in decided.items():
+        assert claim["spec"]["devices"]["constraints"], name
 
 
 @pytest.mark.parametrize("release", DRIVER_RELEASES)

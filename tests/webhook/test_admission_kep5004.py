@@ -64,7 +64,7 @@ def mutate(admission: Admission, pod: dict[str, Any], uid: str = "u", namespace:
 
 def test_a_whole_gpu_pod_is_admitted_unchanged_with_no_api_write() -> None:
     admission, api, metrics = make(Mapping(MAPPED))
-    out = mutate(admission, legacy_pod(gpus=2))
+    out = mutate(admission, legacy_pod(gpus=1))  # 2 GPUs would be multi-gpu's: a topology preference is more
     assert out["allowed"] and "patch" not in out and api.templates == {}
     assert "DeviceClass gpu.nvidia.com maps nvidia.com/gpu" in out["auditAnnotations"]["left-to-scheduler"]
     value = metrics.registry.get_sample_value
@@ -72,7 +72,7 @@ def test_a_whole_gpu_pod_is_admitted_unchanged_with_no_api_write() -> None:
     assert value("gpudra_admission_left_to_scheduler_total", labels) == 1
     reviews = {"endpoint": "mutate", "operation": "CREATE", "policy": "whole-gpu", "outcome": "left_to_scheduler"}
     assert value("gpudra_admission_reviews_total", reviews) == 1
-    mutate(admission, legacy_pod("again", gpus=2), uid="u2")  # served from the decision cache: counted again
+    mutate(admission, legacy_pod("again", gpus=1), uid="u2")  # served from the decision cache: counted again
     assert value("gpudra_admission_left_to_scheduler_total", labels) == 2
 
 
@@ -95,9 +95,9 @@ def test_the_decision_cache_follows_the_mapping() -> None:
 
 
 def test_guardrails_count_the_devices_of_pods_left_to_the_scheduler() -> None:
-    namespaces = {"capped": {"metadata": {"name": "capped", "labels": {"gpudra.io/max-gpus": "2"}}}}
+    namespaces = {"capped": {"metadata": {"name": "capped", "labels": {"gpudra.io/max-gpus": "1"}}}}
     admission, api, _ = make(Mapping(MAPPED), namespaces)
-    assert "patch" not in mutate(admission, legacy_pod(gpus=2), namespace="capped")
+    assert "patch" not in mutate(admission, legacy_pod(gpus=1), namespace="capped")
     with pytest.raises(AdmissionDenied) as denied:
         mutate(admission, legacy_pod("big", gpus=3), namespace="capped")
     assert "asks for 3 GPU devices" in denied.value.message and "gpudra.io/max-gpus" in denied.value.message

@@ -1,0 +1,111 @@
+"""Issue 40's pods, translated by the shipped policies and bound by the real kube-scheduler: the init + native MIG
+sidecar + TP=2 vLLM pod on 3 H100s published with DynamicMIG (one claim: 2 whole GPUs and a MIG slice), and a
+torchrun x4 Job's pod on 8 L40S (4 GPUs under one PCIe root, through its topology preference).
+
+The manifests are in tests/policyengine/device_plugin/. No kubelet: the pod bound with its claim allocated is the
+observable result.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dra.documents import read_documents
+from dra.gpus import get
+from manifest_translation import translate_documents
+from policyengine import load_policies
+from policyengine.translate import translate
+from tests.controlplane import nvidia
+from tests.controlplane.kube import Kube, wait_for
+
+pytestmark = [pytest.mark.e2e]
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "policyengine" / "device_plugin"
+MANIFEST = MANIFESTS / "vllm-init-sidecar-tp2.yaml"
+
+
+def _bound(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
+    def bound() -> dict[str, Any] | None:
+        found = kube.get("Pod", name, namespace)
+        return found if found["spec"].get("nodeName") else None
+
+    try:
+        return wait_for(bound, timeout=60.0, what=f"pod {namespace}/{name} to be bound")
+    except TimeoutError as e:
+        raise AssertionError(f"{e}; events: {kube.pod_events(namespace, name)}") from e
+
+
+def test_the_init_sidecar_tp2_pod_binds_on_three_h100s_with_two_gpus_and_a_slice(
+    kube: Kube, k8s_namespace: str
+) -> None:
+    node = f"h100-{uuid.uuid4().hex[:6]}"
+    for device_class in nvidia.device_classes():
+        kube.apply(device_class)
+    kube.create_node(node)
+    for resource_slice in nvidia.dynamic_mig_slices(node, gpus=3, model=nvidia.H100):
+        kube.create(resource_slice)
+
+    source = yaml.safe_load(MANIFEST.read_text())
+    source["metadata"]["namespace"] = k8s_namespace
+    for container in [*source["spec"]["initContainers"], *source["spec"]["containers"]]:
+        container["image"] = "registry.k8s.io/pause:3.10"
+    source["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    source["spec"]["terminationGracePeriodSeconds"] = 0
+    decision = load_policies().evaluate(source)
+    assert decision.allowed, decision.message
+    translation = translate(source, decision)
+    (template,) = translation.templates
+    kube.create(template, k8s_namespace)
+    kube.create(translation.pod, k8s_namespace)
+
+    bound = _bound(kube, k8s_namespace, "vllm-tp2")
+    (status,) = bound["status"]["resourceClaimStatuses"]
+    claim = kube.get("ResourceClaim", status["resourceClaimName"], k8s_namespace)
+    results = claim["status"]["allocation"]["devices"]["results"]
+    by_request: dict[str, list[str]] = {}
+    for result in results:
+        by_request.setdefault(result["request"].split("/")[0], []).append(result["device"])
+    assert sorted(by_request) == ["embed", "vllm"], results  # warm-cache shares vllm's request
+    assert len(by_request["vllm"]) == 2 and all("-mig-" not in d for d in by_request["vllm"])
+    (slice_,) = by_request["embed"]
+    assert "-mig-1g10gb-" in slice_ and slice_.split("-mig-")[0] not in by_request["vllm"]
+
+
+def test_a_torchrun_x4_jobs_pod_binds_four_gpus_under_one_pcie_root(kube: Kube, k8s_namespace: str) -> None:
+    node = f"l40s-{uuid.uuid4().hex[:6]}"
+    for device_class in nvidia.device_classes():
+        kube.apply(device_class)
+    kube.create_node(node)
+    resource_slice = nvidia.full_gpu_slice(node, get("L40S"), 8)
+    kube.create(resource_slice)
+    roots = {
+        d["name"]: d["attributes"]["resource.kubernetes.io/pcieRoot"]["string"]
+        for d in resource_slice["spec"]["devices"]
+    }
+    assert len(set(roots.values())) > 1  # a choice to get wrong
+
+    ((job_translation,), errors) = translate_documents(read_documents(MANIFESTS / "torchrun-job.yaml"), load_policies())
+    assert errors == []
+    (template,) = job_translation.claim_templates
+    template["metadata"]["namespace"] = k8s_namespace
+    kube.create(template, k8s_namespace)
+    pod_spec = copy.deepcopy(job_translation.result["spec"]["template"]["spec"])
+    pod_spec["containers"][0]["image"] = "registry.k8s.io/pause:3.10"
+    pod_spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    pod_spec["terminationGracePeriodSeconds"] = 0
+    kube.create(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ddp-train-0"}, "spec": pod_spec}, k8s_namespace
+    )
+
+    bound = _bound(kube, k8s_namespace, "ddp-train-0")
+    (status,) = bound["status"]["resourceClaimStatuses"]
+    claim = kube.get("ResourceClaim", status["resourceClaimName"], k8s_namespace)
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert {r["request"] for r in results} == {"trainer/same-pcieroot"} and len(results) == 4
+    assert len({roots[r["device"]] for r in results}) == 1
