@@ -35,9 +35,11 @@ from hypothesis import strategies as st
 from dra.allocator import Allocator, FeatureSet, Unsatisfiable
 from dra.gpus import (
     DEFAULT_DRIVER_RELEASE,
+    DRIVER_RELEASES,
     MigMode,
     all_models,
     device_classes,
+    driver_shape,
     get,
     node_resource_slices,
     parse_driver_gates,
@@ -51,6 +53,7 @@ from policyengine.translate import translate
 
 MODELS = {m.key: m for m in all_models()}
 MIB = 2**20
+GPU = "nvidia.com/gpu"
 NAMESPACE: dict[str, Any] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
 # vLLM models the sizing catalog knows, small to large (the estimate decides which fit a node).
 VLLM_MODELS = (
@@ -80,6 +83,8 @@ class NodeSpec:
     shares: str = ""  # ConsumableShares mode ("" off)
     fabric: bool = False  # FabricManagerPartitioning
     gpudra_attributes: bool = False
+    release: str = DEFAULT_DRIVER_RELEASE
+    strategy: str = "mixed"  # the device plugin's migStrategy on a static MIG node: mixed or single
 
     @property
     def name(self) -> str:
@@ -92,8 +97,14 @@ class Node:
     slices: list[dict[str, Any]]
     shapes: DeviceShapes
     allocator: Allocator
-    gpus: int  # nvidia.com/gpu under the device plugin (mixed strategy: the GPUs with MIG off)
-    memory: int  # bytes the driver publishes for each whole GPU (the least of them)
+    # What the device plugin (MIG strategy mixed) advertises: nvidia.com/gpu (the GPUs with MIG off) and
+    # nvidia.com/mig-<profile> (static MIG devices), each with the least memory the driver publishes for one of them.
+    resources: dict[str, int]
+    memories: dict[str, int]
+
+    @property
+    def gpus(self) -> int:
+        return self.resources.get(GPU, 0)
 
 
 @functools.cache
@@ -103,22 +114,41 @@ def _layouts(model: str) -> tuple[Any, ...]:
     return tuple(mig.enumerate_layouts(maximal_only=True))
 
 
+@functools.cache
+def _uniform_layouts(model: str) -> tuple[int, ...]:
+    """Indices of the maximal layouts of one profile only (what migStrategy single can advertise)."""
+    return tuple(i for i, layout in enumerate(_layouts(model)) if len({p.profile_name for p in layout}) == 1)
+
+
 @st.composite
 def node_specs(draw: st.DrawFn) -> NodeSpec:
     mig_models = sorted(k for k, m in MODELS.items() if m.mig is not None)
     model = MODELS[draw(st.sampled_from(mig_models if draw(st.booleans()) else sorted(MODELS)))]
     count = draw(st.sampled_from(sorted({c for c in (1, 2, 4, 8) if c <= model.gpus_per_node})))
+    release = draw(st.sampled_from(DRIVER_RELEASES))
     modes: list[MigMode] = ["none", "static", "dynamic"] if model.mig is not None else ["none"]
-    # static: some GPUs partitioned, at least one left whole (a node of MIG devices only has no nvidia.com/gpu
-    # under the mixed strategy: no legacy pod fits it)
-    mig = draw(st.sampled_from(modes if count > 1 else [m for m in modes if m != "static"]))
+    if not driver_shape(release).dynamic_mig:
+        modes = [m for m in modes if m != "dynamic"]
+    # static, migStrategy mixed: some GPUs partitioned, at least one left whole (a node of MIG devices only has no
+    # nvidia.com/gpu under mixed; the single strategy covers it)
+    mig = draw(st.sampled_from(modes))
     partitioned = layout = 0
-    if mig == "static":
+    strategy = "mixed"
+    if mig == "static" and (count == 1 or draw(st.booleans())):
+        # migStrategy single: every GPU in one layout of one profile, each MIG device an nvidia.com/gpu
+        strategy, partitioned = "single", count
+        layout = draw(st.sampled_from(_uniform_layouts(model.key)))
+    elif mig == "static":
         partitioned = draw(st.integers(1, count - 1))
         layout = draw(st.integers(0, len(_layouts(model.key)) - 1))
-    shares = draw(st.sampled_from(["", "", "memory", "unlimited", "4"]))
-    fabric = draw(st.booleans())
-    return NodeSpec(model.key, count, mig, partitioned, layout, shares, fabric, draw(st.booleans()))
+    shares = fabric = None
+    if release == "0.5":  # the driver release with ConsumableShares and FabricManagerPartitioning
+        shares = draw(st.sampled_from(["", "", "memory", "unlimited", "4"]))
+        fabric = draw(st.booleans())
+    attributes = draw(st.booleans())
+    return NodeSpec(
+        model.key, count, mig, partitioned, layout, shares or "", bool(fabric), attributes, release, strategy
+    )
 
 
 @functools.cache
@@ -127,17 +157,33 @@ def build_node(spec: NodeSpec) -> Node:
     layouts = {i: _layouts(spec.model)[spec.layout] for i in range(spec.partitioned)}
     gpus = synthetic_node(model, spec.name, spec.count, mig_layouts=layouts or None)
     names = (["ConsumableShares"] if spec.shares else []) + (["FabricManagerPartitioning"] if spec.fabric else [])
-    gates = parse_driver_gates(names, DEFAULT_DRIVER_RELEASE, spec.shares or "memory")
-    slices = node_resource_slices(gpus, mig_mode=spec.mig, gpudra_attributes=spec.gpudra_attributes, driver_gates=gates)
-    whole = [
-        d
-        for s in slices
-        for d in s["spec"].get("devices", [])
-        if d["attributes"].get("type", {}).get("string") == "gpu"
-    ]
-    memory = min((int(Quantity.parse(d["capacity"]["memory"]["value"]).value) for d in whole), default=0)
+    gates = parse_driver_gates(names, spec.release, spec.shares or "memory")
+    slices = node_resource_slices(
+        gpus,
+        mig_mode=spec.mig,
+        driver_release=spec.release,
+        gpudra_attributes=spec.gpudra_attributes,
+        driver_gates=gates,
+    )
+    resources: dict[str, int] = {GPU: spec.count - spec.partitioned} if spec.count > spec.partitioned else {}
+    memories: dict[str, int] = {}
+    for device in (d for s in slices for d in s["spec"].get("devices", [])):
+        attributes = device["attributes"]
+        kind = attributes.get("type", {}).get("string")
+        if kind == "gpu":
+            name = GPU
+        elif kind == "mig" and spec.strategy == "single":
+            name = GPU
+            resources[name] = resources.get(name, 0) + 1
+        elif kind == "mig" and spec.mig == "static":
+            name = f"nvidia.com/mig-{attributes['profile']['string']}"
+            resources[name] = resources.get(name, 0) + 1
+        else:
+            continue
+        memory = int(Quantity.parse(device["capacity"]["memory"]["value"]).value)
+        memories[name] = min(memories.get(name, memory), memory)
     allocator = Allocator(slices=slices, classes=device_classes(), features=FeatureSet.latest())
-    return Node(spec, slices, fold_shapes(slices, device_classes()), allocator, spec.count - spec.partitioned, memory)
+    return Node(spec, slices, fold_shapes(slices, device_classes()), allocator, resources, memories)
 
 
 # --- pods --------------------------------------------------------------------------------------------------------
@@ -155,27 +201,39 @@ def vllm_commands(draw: st.DrawFn, gpus: int) -> list[str]:
     return words
 
 
-def _container(name: str, gpus: int, command: list[str] | None = None) -> dict[str, Any]:
+def _container(name: str, count: int, command: list[str] | None = None, resource: str = GPU) -> dict[str, Any]:
     container: dict[str, Any] = {"name": name, "image": "img"}
-    if gpus:
-        container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+    if count:
+        container["resources"] = {"limits": {resource: count}}
     if command:
         container["command"] = command
     return container
 
 
 @st.composite
-def pods(draw: st.DrawFn, gpus: int = 8, memory: int = 190_000 * MIB) -> dict[str, Any]:
-    """A legacy pod for a node of `gpus` GPUs of `memory` bytes: mostly within them (the premise filters the rest)."""
-    top = max(gpus, 1)
-    main = draw(st.integers(1, top))
-    containers = [_container("main", main, draw(st.none() | vllm_commands(main)))]
+def pods(draw: st.DrawFn, resources: dict[str, int], memory: int) -> dict[str, Any]:
+    """A legacy pod for a node that advertises `resources` (whole GPUs of `memory` bytes, MIG devices): mostly within
+    them (the premise sorts out the rest). Each container asks for one kind, as guardrails wants."""
+    kinds = sorted(resources) or [GPU]
+
+    def counted(top: int) -> st.SearchStrategy[tuple[str, int]]:
+        return st.sampled_from(kinds).flatmap(
+            lambda r: st.tuples(st.just(r), st.integers(0, max(resources.get(r, 1), 1)))
+        )
+
+    top = max(resources.get(GPU, 0), 1)
+    resource = draw(st.sampled_from(kinds)) if GPU not in resources or draw(st.booleans()) else GPU
+    main = draw(st.integers(1, max(resources.get(resource, 1), 1)))
+    command = draw(st.none() | vllm_commands(main)) if resource == GPU else None
+    containers = [_container("main", main, command, resource)]
     if draw(st.booleans()):
-        containers.append(_container("helper", draw(st.integers(0, min(2, max(top - main, 1))))))
+        other, count = draw(counted(top))
+        containers.append(_container("helper", min(count, 2), resource=other))
     spec: dict[str, Any] = {"containers": containers}
     inits = []
     for i in range(draw(st.integers(0, 2))):
-        init = _container(f"init-{i}", draw(st.integers(0, top)))
+        other, count = draw(counted(top))
+        init = _container(f"init-{i}", count, resource=other)
         if draw(st.booleans()):
             init["restartPolicy"] = "Always"  # a native sidecar: its devices add
         inits.append(init)
@@ -202,25 +260,45 @@ def cases(draw: st.DrawFn) -> tuple[dict[str, Any], NodeSpec]:
     """A node, and a pod drawn for it."""
     spec = draw(node_specs())
     node = build_node(spec)
-    return draw(pods(node.gpus, node.memory)), spec
+    return draw(pods(node.resources, node.memories.get(GPU, 0))), spec
 
 
-def _gpus(container: dict[str, Any]) -> int:
-    return int(((container.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0))
+def _limits(container: dict[str, Any]) -> dict[str, int]:
+    limits = (container.get("resources") or {}).get("limits") or {}
+    return {name: int(count) for name, count in limits.items() if name.startswith("nvidia.com/")}
 
 
-def device_plugin_gpus(pod: dict[str, Any]) -> int:
-    """The pod's effective `nvidia.com/gpu` (kubelet device manager, NodeResourcesFit): init containers run one after
-    another, each beside the restartable sidecars started before it; then the app containers beside all sidecars."""
-    sidecars = 0
-    peak = 0
+def device_plugin_requests(pod: dict[str, Any]) -> dict[str, int]:
+    """The pod's effective request per legacy resource (kubelet device manager, NodeResourcesFit): init containers run
+    one after another, each beside the restartable sidecars started before it; then the app containers beside all
+    sidecars."""
+    sidecars: dict[str, int] = {}
+    peak: dict[str, int] = {}
     for init in pod["spec"].get("initContainers", []):
-        if init.get("restartPolicy") == "Always":
-            sidecars += _gpus(init)
-            peak = max(peak, sidecars)
-        else:
-            peak = max(peak, sidecars + _gpus(init))
-    return max(peak, sidecars + sum(_gpus(c) for c in pod["spec"]["containers"]))
+        for name, count in _limits(init).items():
+            if init.get("restartPolicy") == "Always":
+                sidecars[name] = sidecars.get(name, 0) + count
+                peak[name] = max(peak.get(name, 0), sidecars[name])
+            else:
+                peak[name] = max(peak.get(name, 0), sidecars.get(name, 0) + count)
+    app = dict(sidecars)
+    for container in pod["spec"]["containers"]:
+        for name, count in _limits(container).items():
+            app[name] = app.get(name, 0) + count
+    return {
+        name: max(peak.get(name, 0), app.get(name, 0))
+        for name in {*peak, *app}
+        if max(peak.get(name, 0), app.get(name, 0))
+    }
+
+
+def summed_requests(pod: dict[str, Any]) -> dict[str, int]:
+    """Every container's devices added up, init containers' too (what gpudra's one request per container asks)."""
+    out: dict[str, int] = {}
+    for container in [*pod["spec"].get("initContainers", []), *pod["spec"]["containers"]]:
+        for name, count in _limits(container).items():
+            out[name] = out.get(name, 0) + count
+    return out
 
 
 def evidence_bytes(pod: dict[str, Any]) -> int:
@@ -231,15 +309,11 @@ def evidence_bytes(pod: dict[str, Any]) -> int:
         return int(Quantity.parse(vram).value)
     need = 0
     for container in [*pod["spec"].get("initContainers", []), *pod["spec"]["containers"]]:
-        server = parse_container(container) if _gpus(container) else None
+        server = parse_container(container) if _limits(container).get(GPU) else None
         estimate = estimate_memory(server) if server is not None else None
         if estimate is not None and estimate.known:
             need = max(need, estimate.min_device_bytes or 0, estimate.bytes_per_device or 0)
     return need
-
-
-def summed_gpus(pod: dict[str, Any]) -> int:
-    return sum(_gpus(c) for c in [*pod["spec"].get("initContainers", []), *pod["spec"]["containers"]])
 
 
 # --- the property ------------------------------------------------------------------------------------------------
@@ -262,8 +336,10 @@ CHECKED = POLICIES.with_claim_check(ClaimCheck(CURRENT))
 
 def fits(pod: dict[str, Any], node: Node) -> bool:
     """The premise: the device plugin would run `pod` on `node`, and its evidence fits the node's GPUs."""
-    wanted = device_plugin_gpus(pod)
-    return 0 < wanted <= node.gpus and evidence_bytes(pod) <= node.memory
+    wanted = device_plugin_requests(pod)
+    if not wanted or any(count > node.resources.get(name, 0) for name, count in wanted.items()):
+        return False
+    return evidence_bytes(pod) <= min(node.memories[name] for name in wanted)
 
 
 def outcome(policies: PolicySet, pod: dict[str, Any], node: Node) -> str:
@@ -294,7 +370,12 @@ def known(pod: dict[str, Any], node: Node) -> bool:
     """Cases another issue owns (the lead fixes them after merging; drop each filter with its fix)."""
     # known: issue 40 point 1: gpudra adds a plain init container's GPUs to the app containers' (one request per
     # container), where the kubelet's device manager reuses them; a pod whose sum exceeds the node is stranded.
-    return summed_gpus(pod) > node.gpus
+    if any(count > node.resources.get(name, 0) for name, count in summed_requests(pod).items()):
+        return True
+    # known: issue 40 point 4 (the device plugin's config vocabulary): under migStrategy single every MIG device is
+    # an nvidia.com/gpu, and gpudra asks the gpu.nvidia.com class (whole GPUs) for it; a node whose GPUs are all
+    # partitioned has none, so the check refuses the pod (minimal: 1 nvidia.com/gpu, one A100-PCIE-40GB as 7 1g.5gb).
+    return node.spec.strategy == "single"
 
 
 def holds(pod: dict[str, Any], node: Node, result: str) -> bool:
@@ -317,14 +398,16 @@ def test_a_pod_the_device_plugin_runs_gets_a_claim_that_allocates_there(case: tu
     pod, spec = case
     node = build_node(spec)
     result = outcome(CHECKED, pod, node)
-    if device_plugin_gpus(pod) > node.gpus:
-        event("the device plugin would not run it: more GPUs than the node has")
-    elif evidence_bytes(pod) > node.memory:
+    wanted = device_plugin_requests(pod)
+    if any(count > node.resources.get(name, 0) for name, count in wanted.items()):
+        event("the device plugin would not run it: more devices than the node has")
+    elif wanted and evidence_bytes(pod) > min(node.memories[name] for name in wanted):
         event("the device plugin would not run it: evidence larger than the node's GPUs")
     elif known(pod, node):
-        event("known: issue 40 point 1")
+        event(f"known: issue 40 point {4 if spec.strategy == 'single' else 1}")
     else:
-        event(f"the device plugin runs it ({spec.mig} MIG): {result.partition(':')[0]}")
+        mig = "MIG resources" if any(name != GPU for name in wanted) else "nvidia.com/gpu"
+        event(f"the device plugin runs it ({spec.mig} MIG, {mig}): {result.partition(':')[0]}")
     assert holds(pod, node, result), f"{spec}\n{pod}\n{result}"
 
 
