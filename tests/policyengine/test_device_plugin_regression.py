@@ -5,20 +5,22 @@ semantics and its size evidence fits that node's GPUs, the claim gpudra builds f
 against that node's device shapes with `ClaimCheck`, translated by `policyengine.translate`) allocates on that node's
 driver-shaped ResourceSlices with `dra.allocator` (upstream mode).
 
-- Nodes: every catalog model (`dra.gpus`), 1 GPU up to its usual count, MIG mode none, static (the first GPUs
-  partitioned in one of the model's maximal layouts; the device plugin's `mixed` strategy: only the GPUs with MIG off
-  are `nvidia.com/gpu`) or dynamic where the model has MIG; driver gates ConsumableShares (memory, unlimited, N
-  shares) and FabricManagerPartitioning as driver 0.5 allows them, and gpudra's NVLink attribute or not.
-- Fits under device-plugin semantics: the pod's effective `nvidia.com/gpu` count as the kubelet's device manager (and
+- Nodes: every catalog model (`dra.gpus`), 1 GPU up to its usual count, every driver release; MIG none, dynamic
+  (where the release and model have it) or static: the first GPUs in one of the model's maximal layouts, under the
+  device plugin's migStrategy mixed (the GPUs with MIG off are `nvidia.com/gpu`, each MIG device an
+  `nvidia.com/mig-<profile>`) or single (every GPU in one profile, each MIG device an `nvidia.com/gpu`); on driver
+  0.5 the gates ConsumableShares (memory, unlimited, N shares) and FabricManagerPartitioning; gpudra's NVLink
+  attribute or not.
+- Fits under device-plugin semantics: per resource, the pod's effective request as the kubelet's device manager (and
   the scheduler's NodeResourcesFit) counts it: app containers and restartable sidecars add, a plain init container's
-  devices are reused by the containers after it; at most the node's `nvidia.com/gpu`.
-- Size evidence that fits: a `gpudra.io/vram` annotation at most the memory the driver publishes for the node's whole
-  GPUs, a vLLM command line whose model estimate (`dra.sizing`, with `--gpu-memory-utilization`) fits it, or none.
-
+  devices are reused by the containers after it; at most what the node advertises.
+- Size evidence that fits: a `gpudra.io/vram` annotation, or else a vLLM command line's model estimate (`dra.sizing`,
+  `--gpu-memory-utilization` included), at most the memory the driver publishes for the devices the pod asks for; or
+  no evidence at all.
 - The namespace carries no guardrail label: a cap is gpudra's own refusal, which the device plugin has no word for.
 
-Every other generated pod (the device plugin would not run it there, or a `# known:` case another issue owns) is
-refused naming the evidence or allocates: never admitted with a claim that cannot allocate (the check's own
+Every other generated pod (the device plugin would not run it there, or a `# known:` case another issue owns, see
+`known`) is refused with a reason or allocates: never admitted with a claim that cannot allocate (the check's own
 invariant). Without the claim check the property fails (`test_without_the_claim_check_pods_are_stranded`): the
 policies alone, as on main before cd6a283, admit claims that stay Pending, a pod the device plugin runs among them.
 """
@@ -37,6 +39,7 @@ from dra.gpus import (
     DEFAULT_DRIVER_RELEASE,
     DRIVER_RELEASES,
     MigMode,
+    Placement,
     all_models,
     device_classes,
     driver_shape,
@@ -97,8 +100,8 @@ class Node:
     slices: list[dict[str, Any]]
     shapes: DeviceShapes
     allocator: Allocator
-    # What the device plugin (MIG strategy mixed) advertises: nvidia.com/gpu (the GPUs with MIG off) and
-    # nvidia.com/mig-<profile> (static MIG devices), each with the least memory the driver publishes for one of them.
+    # What the device plugin advertises (see `NodeSpec.strategy`), each resource with the least memory the driver
+    # publishes for one of its devices.
     resources: dict[str, int]
     memories: dict[str, int]
 
@@ -108,7 +111,7 @@ class Node:
 
 
 @functools.cache
-def _layouts(model: str) -> tuple[Any, ...]:
+def _layouts(model: str) -> tuple[tuple[Placement, ...], ...]:
     mig = MODELS[model].mig
     assert mig is not None
     return tuple(mig.enumerate_layouts(maximal_only=True))
@@ -415,7 +418,7 @@ def test_a_pod_the_device_plugin_runs_gets_a_claim_that_allocates_there(case: tu
     assert holds(pod, node, result), f"{spec}\n{pod}\n{result}"
 
 
-def test_without_the_claim_check_a_pod_is_stranded() -> None:
+def test_without_the_claim_check_pods_are_stranded() -> None:
     """The property fails on the policies alone (main before cd6a283): a claim no device of the node satisfies is
     admitted; the check refuses it naming the evidence."""
 
