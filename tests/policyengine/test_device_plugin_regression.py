@@ -248,7 +248,7 @@ def pods(draw: st.DrawFn, resources: dict[str, int], memory: int) -> dict[str, A
         mib = draw(st.integers(1, max(1, memory * 9 // 8 // MIB)))  # a little past the GPU, now and then
         annotations["gpudra.io/vram"] = draw(st.sampled_from([f"{mib}Mi", f"{max(1, mib // 1024)}Gi"]))
     if draw(st.booleans()):
-        annotations["gpudra.io/share"] = draw(st.sampled_from(["true", "false"]))
+        annotations["gpudra.io/share"] = draw(st.sampled_from(["true", "false", "mps", "time-slicing"]))
     if draw(st.booleans()):
         annotations["gpudra.io/topology"] = draw(st.sampled_from(["nvlink", "pcie"]))
     if annotations:
@@ -346,8 +346,8 @@ def fits(pod: dict[str, Any], node: Node) -> bool:
 
 
 def outcome(policies: PolicySet, pod: dict[str, Any], node: Node) -> str:
-    """What becomes of `pod` on `node`: "allocates", "refused: <why>", or "stranded: <why>" (admitted with a claim
-    that does not allocate there)."""
+    """What becomes of `pod` on `node`: "allocates: <policy> <alternatives chosen>", "refused: <why>", or
+    "stranded: <why>" (admitted with a claim that does not allocate there)."""
     CURRENT.shapes = node.shapes
     decision = policies.evaluate(pod, NAMESPACE)
     if not decision.allowed:
@@ -363,10 +363,11 @@ def outcome(policies: PolicySet, pod: dict[str, Any], node: Node) -> str:
         "spec": template["spec"]["spec"],
     }
     try:
-        node.allocator.allocate([claim], node={"metadata": {"name": node.spec.name}}, mode="upstream")
+        (allocation,) = node.allocator.allocate([claim], node={"metadata": {"name": node.spec.name}}, mode="upstream")
     except Unsatisfiable as exc:
         return f"stranded: {decision.policy}: {exc}"
-    return "allocates"
+    chosen = sorted({r["request"].partition("/")[2] or "exactly" for r in allocation["devices"]["results"]})
+    return f"allocates: {decision.policy} {', '.join(chosen)}"
 
 
 def known(pod: dict[str, Any], node: Node) -> bool:
@@ -386,8 +387,8 @@ def holds(pod: dict[str, Any], node: Node, result: str) -> bool:
     refused with a reason (the check's names the evidence; the API's 32-device limit is another) or allocates, never
     admitted with a claim that cannot (the check's own invariant)."""
     if fits(pod, node) and not known(pod, node):
-        return result == "allocates"
-    return result == "allocates" or result.startswith("refused: ") and len(result) > len("refused: ")
+        return result.startswith("allocates: ")
+    return result.startswith("allocates: ") or result.startswith("refused: ") and len(result) > len("refused: ")
 
 
 @settings(
@@ -412,6 +413,7 @@ def test_a_pod_the_device_plugin_runs_gets_a_claim_that_allocates_there(case: tu
     else:
         mig = "MIG resources" if any(name != GPU for name in wanted) else "nvidia.com/gpu"
         event(f"the device plugin runs it ({spec.mig} MIG, {mig}): {result.partition(':')[0]}")
+        event(f"the device plugin runs it, {result}")
         annotations = pod["metadata"].get("annotations") or {}
         source = "annotation" if "gpudra.io/vram" in annotations else "model" if evidence_bytes(pod) else "none"
         event(f"the device plugin runs it, evidence: {source}")
