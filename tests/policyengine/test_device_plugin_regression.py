@@ -373,7 +373,8 @@ def outcome(policies: PolicySet, pod: dict[str, Any], node: Node) -> str:
 def known(pod: dict[str, Any], node: Node) -> bool:
     """Cases another issue owns (the lead fixes them after merging; drop each filter with its fix)."""
     # known: issue 40 point 1: gpudra adds a plain init container's GPUs to the app containers' (one request per
-    # container), where the kubelet's device manager reuses them; a pod whose sum exceeds the node is stranded.
+    # container), where the kubelet's device manager reuses them; a pod whose sum exceeds the node is refused by the
+    # check (stranded silently without it; minimal: init 1 + main 1 nvidia.com/gpu on one A10).
     if any(count > node.resources.get(name, 0) for name, count in summed_requests(pod).items()):
         return True
     # known: issue 40 point 4 (the device plugin's config vocabulary): under migStrategy single every MIG device is
