@@ -349,7 +349,9 @@ class PolicySet:
             self._evaluate_facts(pod, namespace, request, facts.view(c), ns_name, claims=True)
             for c in facts.claim_containers
         ]
-        return merge_decisions(whole, parts)
+        # Each container's request was checked alone; the joined claim is checked again, as the scheduler sees it:
+        # requests that each fit may not fit together (a 1-GPU and a 2-GPU container on a node of 2).
+        return self._checked(merge_decisions(whole, parts), namespace)
 
     def _evaluate_facts(
         self,
@@ -390,10 +392,16 @@ class PolicySet:
         # enforced claim sized from a partial read is never silent.
         state.warnings.extend(facts.warnings)
         decision = self._decide(state, ns_name, sizing=_sizing_notes(facts), sizing_source=facts.sizing.source)
-        if self.claim_check is not None and decision.claim is not None:
-            action = next((p.on_unsatisfiable for p in self.policies if p.name == decision.policy), "Deny")
-            decision = self.claim_check.apply(decision, action, namespace)
-        return decision
+        return self._checked(decision, namespace)
+
+    def _checked(self, decision: Decision, namespace: Mapping[str, Any] | None) -> Decision:
+        """`decision` with its claim checked against device shapes (`with_claim_check`), as its policy's
+        onUnsatisfiable says; a joined claim (`multi-gpu,whole-gpu`) follows the first of its policies found."""
+        if self.claim_check is None or decision.claim is None:
+            return decision
+        names = decision.policy.split(",") if decision.policy else []
+        action = next((p.on_unsatisfiable for name in names for p in self.policies if p.name == name), "Deny")
+        return self.claim_check.apply(decision, action, namespace)
 
     def _apply(
         self,

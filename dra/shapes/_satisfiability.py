@@ -106,9 +106,10 @@ class Verdict:
 
 
 def prune(claim_spec_devices: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
-    """`spec.devices` without the `firstAvailable` alternatives the verdict dropped (and constraint references to
-    them; a constraint left naming nothing goes too, since an empty list would mean every request). Requests whose
-    every alternative was dropped are kept as they are: the claim is refused, not rewritten."""
+    """`spec.devices` without the `firstAvailable` alternatives the verdict dropped (and constraint and config
+    references to them; a constraint or config left naming nothing goes too, since an empty list would mean every
+    request). Requests whose every alternative was dropped are kept as they are: the claim is refused, not
+    rewritten."""
     dropped = set(verdict.dropped())
     requests = []
     gone: set[str] = set()
@@ -122,21 +123,27 @@ def prune(claim_spec_devices: Mapping[str, Any], verdict: Verdict) -> dict[str, 
                 gone.update(ref for ref in refs if ref in dropped)
                 raw = {**raw, "firstAvailable": kept}
         requests.append(raw)
-    constraints = []
-    for c in claim_spec_devices.get("constraints") or []:
-        names = c.get("requests")
+    out = dict(claim_spec_devices)
+    out["requests"] = requests
+    for key in ("constraints", "config"):
+        if key in out:
+            out[key] = _without(out[key] or [], gone)
+    return out
+
+
+def _without(entries: list[dict[str, Any]], gone: set[str]) -> list[dict[str, Any]]:
+    """Constraints or config entries with the dropped alternatives' names taken out of their `requests`."""
+    kept = []
+    for entry in entries:
+        names = entry.get("requests")
         if names:
             left = [n for n in names if n not in gone]
             if not left:
                 continue
             if len(left) != len(names):
-                c = {**c, "requests": left}
-        constraints.append(c)
-    out = dict(claim_spec_devices)
-    out["requests"] = requests
-    if "constraints" in out or constraints:
-        out["constraints"] = constraints
-    return out
+                entry = {**entry, "requests": left}
+        kept.append(entry)
+    return kept
 
 
 def _binding(constraints: list[dict[str, Any]], request: str, sub: str | None) -> list[dict[str, Any]]:

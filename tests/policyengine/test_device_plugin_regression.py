@@ -370,12 +370,27 @@ def outcome(policies: PolicySet, pod: dict[str, Any], node: Node) -> str:
     return f"allocates: {decision.policy} {', '.join(chosen)}"
 
 
+def _init_outgrows_the_rest(pod: dict[str, Any]) -> bool:
+    spec = pod["spec"]
+    inits = spec.get("initContainers") or []
+    for i, init in enumerate(inits):
+        if init.get("restartPolicy") == "Always":
+            continue
+        own = (init.get("resources") or {}).get("limits") or {}
+        later = [*inits[i + 1 :], *spec.get("containers", [])]
+        for name, count in own.items():
+            if all(int(((c.get("resources") or {}).get("limits") or {}).get(name, 0)) < int(count) for c in later):
+                return True
+    return False
+
+
 def known(pod: dict[str, Any], node: Node) -> bool:
     """Cases another issue owns (the lead fixes them after merging; drop each filter with its fix)."""
-    # known: issue 40 point 1: gpudra adds a plain init container's GPUs to the app containers' (one request per
-    # container), where the kubelet's device manager reuses them; a pod whose sum exceeds the node is refused by the
-    # check (stranded silently without it; minimal: init 1 + main 1 nvidia.com/gpu on one A10).
-    if any(count > node.resources.get(name, 0) for name, count in summed_requests(pod).items()):
+    # known: issue 40 point 1, its remaining case: a plain init container asking for more devices than every
+    # container after it keeps a request of its own, so the claim asks for init + app where the kubelet needs
+    # max(init, app) (minimal: init 2 + main 1 nvidia.com/gpu on 2 A100s). The exact translation has the init
+    # container reference the later container's request plus a request of the difference.
+    if _init_outgrows_the_rest(pod):
         return True
     # known: issue 40 point 4 (the device plugin's config vocabulary): under migStrategy single every MIG device is
     # an nvidia.com/gpu, and gpudra asks the gpu.nvidia.com class (whole GPUs) for it; a node whose GPUs are all

@@ -119,6 +119,29 @@ def test_the_same_pod_without_a_cap_keeps_only_the_alternatives_this_cluster_has
     assert devices == claim_devices(template)  # prune copies, never edits
 
 
+def test_pruning_takes_dropped_alternatives_out_of_config_too() -> None:
+    """An MPS config naming the share alternative (gpudra.io/share: mps) goes with it, or the claim is invalid."""
+    devices = {
+        "requests": [{"name": "main", "firstAvailable": [
+            {"name": "shared", "deviceClassName": "gpu.nvidia.com"},
+            {"name": "whole", "deviceClassName": "gpu.nvidia.com"},
+        ]}],
+        "config": [
+            {"requests": ["main/shared"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {"kind": "MPS"}}},
+            {"requests": ["main/shared", "main/whole"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {}}},
+        ],
+    }  # fmt: skip
+
+    class _Dropped:
+        def dropped(self) -> tuple[str, ...]:
+            return ("main/shared",)
+
+    pruned = prune(devices, _Dropped())  # type: ignore[arg-type]
+    assert [s["name"] for s in pruned["requests"][0]["firstAvailable"]] == ["whole"]
+    assert pruned["config"] == [{"requests": ["main/whole"], "opaque": devices["config"][1]["opaque"]}]
+    assert validate(ResourceClaimSpec.from_k8s({"devices": pruned})) == []
+
+
 def test_a_70b_model_on_one_gpu_fits_a_b200_only(policies: Any) -> None:
     template, _ = _translated(policies, _vllm(["--max-model-len", "8192"], 1, "default"), None)
     (low,) = {memory_bounds(a).low for a in claim_devices(template)["requests"][0]["firstAvailable"]}
