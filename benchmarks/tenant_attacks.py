@@ -252,7 +252,8 @@ def h2_control_flood(target: Target, control: Control, connections: int = 8) -> 
                     counts[f"frames_received_type_{kind}"] += 1
                 if kind == HEADERS and int.from_bytes(stream, "big") > 1:
                     with contextlib.suppress(Exception):
-                        status = dict(decoder.decode(payload)).get(":status")
+                        fields: list[tuple[Any, Any]] = list(decoder.decode(payload))
+                        status = next((str(v) for k, v in fields if k in (":status", b":status")), None)
                         with lock:
                             counts[f"healthz_answered_{status}"] += 1
 
@@ -495,7 +496,17 @@ def bytes_after_refusal(
     if target.client_ca:
         ways.insert(1, "http1_no_client_certificate")
     control.armed()
-    return {way: _refused_way(target, way, connections, seconds) for way in ways}
+    out: dict[str, Any] = {way: _refused_way(target, way, connections, seconds) for way in ways}
+    out["kernel_buffer_bytes_per_connection"] = kernel_buffer_bytes()
+    return out
+
+
+def kernel_buffer_bytes() -> int:
+    """What the kernels may hold of one loopback connection whose server reads nothing: the client's send buffer and
+    the server's receive buffer at their largest (net.ipv4.tcp_wmem, tcp_rmem), and a MiB of TLS records in flight.
+    A refused connection that is aborted takes no more than this; one that is drained takes without end."""
+    largest = [int(Path(f"/proc/sys/net/ipv4/{name}").read_text().split()[2]) for name in ("tcp_wmem", "tcp_rmem")]
+    return sum(largest) + 2**20
 
 
 _HUGE_POST = b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 6442450944\r\n\r\n"
@@ -625,12 +636,13 @@ def half_sent_bodies(
 
 def log_flood(target: Target, control: Control, clients: int = 32) -> dict[str, Any]:
     """Row 10: `clients` threads sending bad requests back to back, five kinds in turn: bytes that are not TLS, TLS
-    then bytes that are not HTTP, a body that is not JSON, a body cut off by a hang-up, and 200 HTTP/2 streams
-    opened and abandoned (where the server speaks HTTP/2)."""
+    then bytes that are not HTTP, a body that is not JSON, a body cut off by a hang-up, and 200 reviews on as many
+    HTTP/2 streams at once, the connection closed before their answers (where the server speaks HTTP/2)."""
     counts: Counter[str] = Counter()
     lock = threading.Lock()
     kinds = ["not_tls", "not_http", "not_json", "cut_off", "h2_streams"]
     post = b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    review = pod_review(legacy_pod("flood", "flood"), uid="flood")
     control.armed()
 
     def bad(kind: str, source: str) -> None:
@@ -643,11 +655,10 @@ def log_flood(target: Target, control: Control, clients: int = 32) -> dict[str, 
             h2 = open_h2(target, source, settings(enable_push=0), counts)
             if h2 is None:
                 return
-            with h2:
+            with h2:  # 200 complete reviews at once (past the 128 streams it allows), then gone before the answers
                 block = header_block("POST", "/mutate")
-                h2.sendall(b"".join(frame(HEADERS, END_HEADERS, 1 + 2 * s, block) + frame(DATA, 0, 1 + 2 * s, b"{")
-                                    for s in range(200)))  # fmt: skip
-                _drain(h2, 0.2)
+                h2.sendall(b"".join(frame(HEADERS, END_HEADERS, 1 + 2 * s, block)
+                                    + frame(DATA, END_STREAM, 1 + 2 * s, review) for s in range(200)))  # fmt: skip
             return
         with target.tls(source) as sock:
             if kind == "not_http":
@@ -706,7 +717,7 @@ def attack_process(spec: dict[str, Any]) -> None:
     `stop` (or closes, or `limit_s` passes), then prints its counts as one JSON line."""
     target = Target(
         port=spec["port"], ca=spec["ca"], sources=tuple(spec["sources"]), client_ca=spec["client_ca"],
-        legit_cert=tuple(spec["legit_cert"]) if spec.get("legit_cert") else None,  # type: ignore[arg-type]
+        legit_cert=tuple(spec["legit_cert"]) if spec.get("legit_cert") else None,
     )  # fmt: skip
     stop, armed = threading.Event(), threading.Event()
     control = Control(stop, time.monotonic() + spec["limit_s"], armed)
@@ -864,17 +875,19 @@ def run_attack(
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     log_before, cpu_before, t0 = webhook.log_bytes(), webhook.cpu_seconds(), time.monotonic()
+    log_offset = log_before
     with attacking({**spec, "attack": name, "limit_s": sizes.limit_s}) as finish:
         under = ordinary.run(sizes.pods, sizes.concurrency, sizes.rate, f"{prefix}-under")
         counts = finish()
     seconds = time.monotonic() - t0
     log_rate = (webhook.log_bytes() - log_before) / seconds
+    tracebacks = webhook.log_since(log_offset).count(b"Traceback (most recent call last)")
     cpu = webhook.cpu_seconds() - cpu_before
     sampling.set()
     sampler.join()
     alive = webhook.proc.poll() is None and webhook.healthy()
     rss_after, back_s = _rss_back(webhook, rss_before, sizes.settle_s)
-    row = {
+    row: dict[str, Any] = {
         "row": ROWS[name],
         "ordinary_pods": sizes.pods,
         "admitted": under.created,
@@ -896,6 +909,7 @@ def run_attack(
         "server_cpu_s_under_attack": round(cpu, 2),
         "log_bytes_per_s_baseline": round(baseline_log_rate),
         "log_bytes_per_s_under_attack": round(log_rate),
+        "log_tracebacks_under_attack": tracebacks,
         "client_ca": webhook.client_ca,
         "attack": counts,
     }

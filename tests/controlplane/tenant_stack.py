@@ -207,6 +207,11 @@ class Webhook:
     def log_bytes(self) -> int:
         return self.log_path.stat().st_size
 
+    def log_since(self, offset: int) -> bytes:
+        with self.log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read()
+
     def log_tail(self, size: int = 4000) -> str:
         return self.log_path.read_bytes()[-size:].decode(errors="replace")
 
