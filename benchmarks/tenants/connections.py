@@ -89,8 +89,8 @@ def idle_connections(
 
 
 def _push(sock: ssl.SSLSocket, chunk: bytes, seconds: float) -> dict[str, Any]:
-    """Send `chunk` again and again for `seconds`; note when the server answered (refused) and what the socket
-    still took after that, and how it ended."""
+    """Send `chunk` again and again for `seconds`; note when the server refused (an answer, or a reset) and what the
+    socket still took after the answer, and how it ended."""
     sent, refused_at, answer, ending = 0, None, "", "time limit"
     end = time.monotonic() + seconds
     sock.settimeout(2.0)
@@ -101,17 +101,17 @@ def _push(sock: ssl.SSLSocket, chunk: bytes, seconds: float) -> dict[str, Any]:
                 try:
                     data = sock.recv(4096)
                 except (OSError, ssl.SSLError) as e:
-                    ending = f"reset: {type(e).__name__}"
+                    refused_at, ending = sent, f"reset: {type(e).__name__}"
                     break
                 refused_at = sent
-                answer = data.split(b"\r\n", 1)[0][:60].decode(errors="replace") or "closed"
+                answer = _first_line(data)
         try:
             sent += sock.send(chunk)
         except TimeoutError:
             ending = "stalled (server stopped reading, connection held)"
             break
         except (OSError, ssl.SSLError) as e:
-            ending = f"reset: {type(e).__name__}"
+            refused_at, ending = sent if refused_at is None else refused_at, f"reset: {type(e).__name__}"
             break
     return {
         "sent": sent,
@@ -120,6 +120,14 @@ def _push(sock: ssl.SSLSocket, chunk: bytes, seconds: float) -> dict[str, Any]:
         "answer": answer,
         "ending": ending,
     }
+
+
+def _first_line(data: bytes) -> str:
+    if not data:
+        return "closed"
+    if data.startswith(b"HTTP/"):
+        return data.split(b"\r\n", 1)[0][:60].decode(errors="replace")
+    return f"{len(data)} bytes of HTTP/2 frames" if len(data) >= 9 and data[3] == 0x4 else f"{len(data)} other bytes"
 
 
 def bytes_after_refusal(

@@ -35,9 +35,8 @@ def h2_control_flood(target: Target, control: Control, connections: int = 8) -> 
     healthz = header_block("GET", "/healthz")
 
     def reader(sock: ssl.SSLSocket) -> None:
-        import hpack
-
-        decoder, buffer = hpack.Decoder(), b""
+        """Reads what the server sends, counting frames by type; a HEADERS frame past stream 1 answers a /healthz."""
+        buffer = b""
         while True:
             try:
                 sock.settimeout(1.0)
@@ -53,15 +52,11 @@ def h2_control_flood(target: Target, control: Control, connections: int = 8) -> 
             buffer += chunk
             while len(buffer) >= 9 and len(buffer) >= 9 + int.from_bytes(buffer[:3], "big"):
                 length, kind, stream = int.from_bytes(buffer[:3], "big"), buffer[3], buffer[5:9]
-                payload, buffer = buffer[9 : 9 + length], buffer[9 + length :]
+                buffer = buffer[9 + length :]
                 with lock:
                     counts[f"frames_received_type_{kind}"] += 1
-                if kind == HEADERS and int.from_bytes(stream, "big") > 1:
-                    with contextlib.suppress(Exception):
-                        fields: list[tuple[Any, Any]] = list(decoder.decode(payload))
-                        status = next((str(v) for k, v in fields if k in (":status", b":status")), None)
-                        with lock:
-                            counts[f"healthz_answered_{status}"] += 1
+                    if kind == HEADERS and int.from_bytes(stream, "big") > 1:
+                        counts["healthz_answered"] += 1
 
     def one(i: int) -> None:
         source = target.sources[i % len(target.sources)]

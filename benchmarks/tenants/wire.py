@@ -31,12 +31,22 @@ def settings(**values: int) -> bytes:
 
 
 def header_block(method: str, path: str) -> bytes:
-    import hpack
-
+    """A request's header block in HPACK (RFC 7541): each field a literal without indexing, no Huffman coding."""
     fields = [(":method", method), (":scheme", "https"), (":path", path), (":authority", "127.0.0.1")]
     if method == "POST":
         fields.append(("content-type", "application/json"))
-    return bytes(hpack.Encoder().encode(fields))
+    return b"".join(b"\x00" + _hpack_string(name) + _hpack_string(value) for name, value in fields)
+
+
+def _hpack_string(text: str) -> bytes:
+    data, length, prefix = text.encode(), len(text.encode()), b""
+    if length < 127:
+        return bytes([length]) + data
+    length -= 127
+    while length >= 128:
+        prefix += bytes([length % 128 + 128])
+        length //= 128
+    return b"\x7f" + prefix + bytes([length]) + data
 
 
 _CONTEXTS: dict[tuple[object, tuple[str, ...], bool], ssl.SSLContext] = {}
