@@ -68,7 +68,7 @@ def recommendation(i: int, namespace: str = "bench") -> dict[str, Any]:
 
 
 class StaticSource:
-    """A `RecommendationSource` that lists `count` objects once and then watches an idle server."""
+    """A `kubeapi.ListWatchSource` that lists `count` objects once and then watches an idle server."""
 
     def __init__(self, count: int) -> None:
         self.items = [recommendation(i) for i in range(count)]

@@ -5,7 +5,8 @@ timeout, with one idea of what a failed call is (`errors`), one paging loop (`pa
 - `templates`: the webhook's side effects (ResourceClaimTemplates, Namespace and claim reads) and gc's store;
 - `namespaces`: the admission path's bounded Namespace cache;
 - `quotas`: `gpudra quota`'s store;
-- `listwatch`: one cluster-wide list and watch of a resource, for the caches kept by list+watch;
+- `listwatch`: the one list+watch loop of every cache kept by list+watch (a cache says what it does with events);
+- `clusterlistwatch`: its source for one resource of an API group, every namespace;
 - `deviceclasses`: the DeviceClasses' KEP-5004 extended-resource mapping, kept by a list+watch cache;
 - `version`: the API server's minor version (`/version`).
 """
@@ -14,8 +15,18 @@ from __future__ import annotations
 
 from .backoff import Backoff
 from .client import api_client, one_attempt_per_call, parse_timestamp
+from .clusterlistwatch import ClusterListWatch
 from .errors import ApiServerError, api_errors, status_of
-from .listwatch import ClusterListWatch, ListWatchError, ListWatchThread
+from .listwatch import (
+    ListWatch,
+    ListWatchCache,
+    ListWatched,
+    ListWatchError,
+    ListWatchOptions,
+    ListWatchSource,
+    ListWatchStatus,
+    LoopEvent,
+)
 from .namespaces import NamespaceCache
 from .paging import PAGE, all_pages
 from .quotas import KubeQuotaStore
@@ -42,8 +53,14 @@ __all__ = [
     "KubeQuotaStore",
     "KubeSideEffects",
     "KubeTemplateStore",
+    "ListWatch",
+    "ListWatchCache",
     "ListWatchError",
-    "ListWatchThread",
+    "ListWatchOptions",
+    "ListWatchSource",
+    "ListWatchStatus",
+    "ListWatched",
+    "LoopEvent",
     "NamespaceCache",
     "SharedTemplates",
     "TemplateResult",

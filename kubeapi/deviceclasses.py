@@ -12,56 +12,35 @@ it is added or changed. Folding the current classes instead would, after such a 
 that no longer maps their resource: they would stay Pending. The asymmetry left is safe: a scheduler restarted
 since maps the resource again while gpudra, not told, translates those pods itself.
 
-The loop lists every DeviceClass (paged), watches from the list's resourceVersion, and keeps one small record per
-class (its name, extendedResourceName and creation time), never the objects. Failure behaviour: the last good
-mapping keeps serving; a failed list or a broken watch relists with exponential backoff (jittered); a watch that
-expires (410 Gone) relists at once; a cache that never listed serves no mapping (the webhook then translates as it
-always did). At most `max_classes` records are kept (a cluster has a handful; beyond the bound new classes are
-ignored with a log line, so a flood of objects cannot grow the process).
+The cache keeps one small record per class (its name, extendedResourceName and creation time), never the objects,
+and is kept by the one list+watch loop (`kubeapi.listwatch`: relists, 410 Gone, backoff). The last good mapping keeps
+serving through failures; a cache that never listed, or a cluster that serves no DeviceClasses, maps nothing (the
+webhook then translates as it always did). At most `max_classes` records are kept (a cluster has a handful; beyond
+the bound new classes are ignored with a log line, so a flood of objects cannot grow the process).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Unpack
 
-from .backoff import Backoff
-from .listwatch import ClusterListWatch, ListWatchError, ListWatchThread
+from .clusterlistwatch import ClusterListWatch
+from .listwatch import ListWatch, ListWatched, ListWatchOptions, ListWatchSource, LoopEvent
 from .paging import PAGE
 
-__all__ = [
-    "DeviceClassCache",
-    "DeviceClassCacheStatus",
-    "DeviceClassSource",
-    "DeviceClassSourceError",
-    "KubeDeviceClassSource",
-    "extended_resource_mapping",
-]
+__all__ = ["DeviceClassCache", "KubeDeviceClassSource", "extended_resource_mapping"]
 
 log = logging.getLogger("gpudra.kubeapi.deviceclasses")
 
 GROUP, VERSION, PLURAL = "resource.k8s.io", "v1", "deviceclasses"
 
 
-DeviceClassSourceError = ListWatchError  # the API server could not list or watch DeviceClasses
-
-
-class DeviceClassSource(Protocol):
-    """A paged list (items, resourceVersion) and a watch from a resourceVersion; both raise
-    `DeviceClassSourceError`. `watch` yields (type, object) and returns when the server ends it."""
-
-    def list(self) -> tuple[list[dict[str, Any]], str]: ...
-
-    def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]: ...
-
-
 class KubeDeviceClassSource(ClusterListWatch):
-    """`DeviceClassSource` over a `kubernetes.client.ApiClient` (`kubeapi.listwatch`)."""
+    """The DeviceClasses of a `kubernetes.client.ApiClient` (`kubeapi.clusterlistwatch`)."""
 
     def __init__(
         self, api_client: Any, *, timeout: float = 10.0, page: int = PAGE, watch_seconds: tuple[int, int] = (240, 360)
@@ -136,56 +115,32 @@ def extended_resource_mapping(classes: Iterable[Mapping[str, Any]]) -> dict[str,
     return _mapping(r for r in (_record(c) for c in classes) if r is not None)
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceClassCacheStatus:
-    synced: bool  # a list has succeeded at least once
-    classes: int
-    mapping: Mapping[str, str]
-    last_sync: float | None  # wall-clock time of the last successful list or watch event
-    failing: bool  # the last list or watch failed and nothing succeeded since
-    restarts: int
-    errors: int
-    last_error: str
-
-
-class DeviceClassCache(ListWatchThread):
-    """The extended-resource mapping of the cluster's DeviceClasses, and the list+watch loop that keeps it.
+class DeviceClassCache(ListWatched):
+    """The extended-resource mapping of the cluster's DeviceClasses, kept by a `ListWatch` (`loop`).
 
     `mapping()` is safe from any thread and never blocks on I/O: writers swap an immutable mapping, readers read one
-    attribute. `on_event(kind)` is told of each list ("list"), change of the mapping ("change"), failure ("error")
-    and watch restart ("restart")."""
-
-    thread_name = "gpudra-deviceclass-cache"
+    attribute. `on_event(kind)` is told of each `LoopEvent` and of each change of the mapping ("change")."""
 
     def __init__(
         self,
-        source: DeviceClassSource,
+        source: ListWatchSource,
         *,
         max_classes: int = 10_000,
-        backoff: tuple[float, float] = (1.0, 60.0),
         on_event: Callable[[str], None] | None = None,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[threading.Event, float], bool] = lambda stop, s: stop.wait(s),
+        **options: Unpack[ListWatchOptions],
     ) -> None:
         if max_classes < 1:
             raise ValueError(f"max_classes must be above 0 (got {max_classes})")
-        self.source = source
         self.max_classes = max_classes
-        self.backoff = backoff
         self._on_event = on_event
-        self._clock = clock
-        self._sleep = sleep
         self._lock = threading.Lock()
         self._records: dict[str, _Record] = {}
         self._holders: dict[str, _Record] = {}  # extended resource -> the class holding it, as the scheduler's
         self._mapping: Mapping[str, str] = MappingProxyType({})
-        self._synced = False
-        self._last_sync: float | None = None
-        self._failing = False
-        self._restarts = 0
-        self._errors = 0
-        self._last_error = ""
-        super().__init__()
+        self._listed = False  # a list was applied since the start (or since the API went away)
+        options.setdefault("not_served_seconds", 60.0)  # a cluster before resource.k8s.io/v1 (1.34) has none
+        self.loop = ListWatch(source, self, "DeviceClasses", name="gpudra-deviceclass-cache", on_event=self._told,
+                              **options)  # fmt: skip
 
     # -- the admission side ------------------------------------------------------------------------------------
 
@@ -193,7 +148,14 @@ class DeviceClassCache(ListWatchThread):
         """Extended resource name -> DeviceClass name (empty until a list succeeded)."""
         return self._mapping
 
+    def __len__(self) -> int:
+        """The DeviceClasses kept."""
+        return len(self._records)
+
     # -- the writer side ---------------------------------------------------------------------------------------
+
+    def _told(self, event: LoopEvent, _: str) -> None:
+        self._event(event)
 
     def _event(self, kind: str) -> None:
         if self._on_event is not None:
@@ -212,7 +174,6 @@ class DeviceClassCache(ListWatchThread):
             self._records = records
             self._holders = holders
             self._mapping = mapping
-            self._last_sync = self._clock()
         if changed:
             log.info("DeviceClass extended resources: %s", dict(mapping) or "none mapped")
             self._event("change")
@@ -227,8 +188,9 @@ class DeviceClassCache(ListWatchThread):
             if record is not None and self._bounded(records, record):
                 records[record.name] = record
         with self._lock:
-            before, holders, synced = self._records, dict(self._holders), self._synced
-        if not synced:
+            before, holders, listed = self._records, dict(self._holders), self._listed
+            self._listed = True
+        if not listed:
             holders = {}
             for record in records.values():
                 _added(holders, record, None)
@@ -241,17 +203,9 @@ class DeviceClassCache(ListWatchThread):
                 if old is None or old.version != record.version or not record.version:
                     _added(holders, record, old)
         self._publish(records, holders)
-        with self._lock:
-            self._synced = True
-            self._failing = False
-        self._event("list")
 
     def apply(self, event: str, obj: dict[str, Any]) -> None:
-        """One watch event (ADDED, MODIFIED, DELETED; BOOKMARK only proves the watch is alive)."""
-        if event == "BOOKMARK":
-            with self._lock:
-                self._last_sync = self._clock()
-            return
+        """One watch event: ADDED, MODIFIED or DELETED."""
         record = _record(obj)
         if event not in ("ADDED", "MODIFIED", "DELETED") or record is None:
             log.warning("ignoring a DeviceClass watch event %r without a name", event)
@@ -266,80 +220,25 @@ class DeviceClassCache(ListWatchThread):
             records[record.name] = record
         self._publish(records, holders)
 
-    def _error(self, exc: Exception) -> None:
+    def absent(self) -> None:
+        """No DeviceClasses are served: nothing is mapped, and the next list maps as a starting scheduler does."""
         with self._lock:
-            self._errors += 1
-            self._failing = True
-            self._last_error = str(exc)
-        self._event("error")
-
-    def _restart(self) -> None:
-        with self._lock:
-            self._restarts += 1
-        self._event("restart")
-
-    # -- the loop ----------------------------------------------------------------------------------------------
-
-    def run(self, stop: threading.Event | None = None, *, passes: int | None = None) -> None:
-        """List, then watch until the watch ends or breaks; relist. Failures back off (jittered) and keep the last
-        good mapping. Returns when `stop` is set (or after `passes` lists, for tests)."""
-        stop = stop or self._stop
-        backoff = Backoff(*self.backoff, jitter=0.2)
-        done = 0
-        while not stop.is_set() and (passes is None or done < passes):
-            done += 1
-            try:
-                items, rv = self.source.list()
-            except DeviceClassSourceError as exc:
-                self._error(exc)
-                delay = backoff.next()
-                log.warning("listing DeviceClasses failed (keeping the last mapping, retry in %.0fs): %s", delay, exc)
-                self._sleep(stop, delay)
-                continue
-            self.replace(items)
-            try:
-                for event, obj in self.source.watch(rv):
-                    if stop.is_set():
-                        return
-                    meta = obj.get("metadata") if isinstance(obj, dict) else None
-                    new_rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
-                    rv = new_rv if isinstance(new_rv, str) and new_rv else rv
-                    self.apply(event, obj)
-                self._restart()  # the server's watch timeout: relist and watch again
-                backoff.reset()
-            except DeviceClassSourceError as exc:
-                self._restart()
-                if exc.status == 410:  # too old a resourceVersion: relist now
-                    backoff.reset()
-                    continue
-                self._error(exc)
-                delay = backoff.next()
-                log.warning("the DeviceClass watch broke (keeping the last mapping, relisting in %.0fs): %s",
-                            delay, exc)  # fmt: skip
-                self._sleep(stop, delay)
-            except Exception as exc:  # never let the loop die: log, count, relist
-                log.exception("the DeviceClass watch failed unexpectedly")
-                self._error(exc)
-                self._restart()
-                self._sleep(stop, backoff.next())
+            self._listed = False
+        self._publish({}, {})
 
     # -- health ------------------------------------------------------------------------------------------------
 
-    def status(self) -> DeviceClassCacheStatus:
-        with self._lock:
-            return DeviceClassCacheStatus(
-                synced=self._synced, classes=len(self._records), mapping=self._mapping, last_sync=self._last_sync,
-                failing=self._failing, restarts=self._restarts, errors=self._errors, last_error=self._last_error,
-            )  # fmt: skip
-
     def readiness(self) -> tuple[bool, str]:
         """Always ready: without the mapping gpudra translates every GPU pod, as it did before KEP-5004."""
-        s = self.status()
+        s = self.loop.status()
+        if s.served is False:
+            return True, f"the API server does not serve {PLURAL}.{GROUP}/{VERSION}: every GPU pod is translated"
         if not s.synced:
             why = f": {s.last_error}" if s.last_error else ""
             return True, f"warning: DeviceClasses not listed yet (every GPU pod is translated){why}"
-        shown = ", ".join(f"{r} -> {c}" for r, c in s.mapping.items()) or "no extended resource mapped"
-        detail = f"{s.classes} DeviceClasses; {shown}"
+        mapping = self._mapping
+        shown = ", ".join(f"{r} -> {c}" for r, c in mapping.items()) or "no extended resource mapped"
+        detail = f"{len(self)} DeviceClasses; {shown}"
         if s.failing:
             detail = f"warning: serving the last good mapping; {detail}; last error: {s.last_error}"
         return True, detail

@@ -128,7 +128,7 @@ class _Cached:
 
 
 class Admission:
-    """`AdmissionHandler` for the FastAPI app; holds the serving policy set and the side-effect client."""
+    """`AdmissionHandler` for the review app (webhook.app); holds the serving policy set and the side-effect client."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""The FastAPI application: decode the body, call the admission core, encode its answer.
+"""The ASGI application: decode the body, call the admission core, encode its answer.
 
 `/mutate` and `/validate` speak AdmissionReview v1; `/healthz` says the process is alive; `/readyz` says whether it
 should receive traffic (policies loaded, certificate valid, API server reachable when side effects are on), with
@@ -8,8 +8,8 @@ read within bounds (webhook.body); decisions run on a small thread pool with a d
 on a lane of their own, so neither a slow review nor a flood of huge ones stalls the others or the health checks.
 
 The review endpoints are answered straight from ASGI (`WebhookApp`): a burst of pod creations is what they serve,
-and FastAPI's per-request stack (a dozen middleware layers, routing, dependency solving) cost more than the decision
-(benchmarks/admission.py, docs/admission-performance.md). The probes and `/metrics` go through FastAPI as before.
+and a framework's per-request stack cost more than the decision (benchmarks/admission.py,
+docs/admission-performance.md). The probes and `/metrics` are Starlette routes.
 """
 
 from __future__ import annotations
@@ -18,12 +18,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from webhook.body import DEFAULT_BODY_SECONDS, DEFAULT_LARGE_BODY_BYTES, BodyBudget, BodyLimits, BodyRefused, read_body
 from webhook.collector import ByteBudgetCollector
@@ -57,8 +60,8 @@ log = logging.getLogger("gpudra.webhook")
 # timeout, so that what the pod's creator reads is gpudra's reason.
 DEFAULT_DEADLINE_SECONDS = 4.0
 DEFAULT_DECISION_THREADS = 4
-# A stalled body's connection is closed (and aborted, webhook.connections). One refused for its size or for load
-# stays open: uvicorn reads and drops the rest of the body, so the client that is still sending reads the answer.
+# A refused body's connection is closed, and aborted when its body was not read whole (webhook.connections): a
+# refusal is never followed by reading on.
 _CLOSE = {"Connection": "close"}
 
 
@@ -79,14 +82,11 @@ class BackgroundService(Protocol):
     def stop(self, timeout: float = ...) -> None: ...
 
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ReviewEndpoint = Callable[[Request], Awaitable[Response]]
 
 
-class WebhookApp(FastAPI):
-    """FastAPI, with `POST` to the review paths answered before its middleware stack and router."""
+class WebhookApp(Starlette):
+    """Starlette, with `POST` to the review paths answered before its middleware stack and router."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -130,12 +130,14 @@ def create_app(
     body_seconds: float = DEFAULT_BODY_SECONDS,
     large_body_bytes: int = DEFAULT_LARGE_BODY_BYTES,
     body_budget: BodyBudget | None = None,
+    lifespan_state: Mapping[str, object] | None = None,
 ) -> WebhookApp:
     """Build the app. `periodic` callables (policy and certificate reloads) run every `period_seconds`; each
     review's decision runs off the event loop and is answered within `deadline_seconds` (webhook.deadline);
     bodies must arrive within `body_seconds`, and all bodies in flight fit `body_budget` (webhook.body); those
     above `large_body_bytes` are parsed and decided one at a time on a lane of their own; `services` are started
-    with the server and stopped with it."""
+    with the server and stopped with it; `lifespan_state` is handed to the server's connections (webhook.connections
+    reads its gate and TLS from there)."""
     checks = dict(readiness or {})
     pool = DecisionPool(decision_threads)
     # One thread: huge reviews (thousands of containers, megabytes of env) wait for each other, never for or
@@ -146,8 +148,10 @@ def create_app(
     tasks = list(periodic or [])
     background = list(services or [])
 
+    state = dict(lifespan_state or {})
+
     @contextlib.asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_: Starlette) -> AsyncIterator[dict[str, object]]:
         poller: asyncio.Task[None] | None = None
         for service in background:
             service.start()
@@ -164,7 +168,7 @@ def create_app(
 
             poller = asyncio.create_task(poll())
         try:
-            yield
+            yield state
         finally:
             if poller is not None:
                 poller.cancel()
@@ -173,14 +177,16 @@ def create_app(
             for service in background:
                 await asyncio.to_thread(service.stop)
 
-    app = WebhookApp(title="gpudra admission webhook", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = WebhookApp(lifespan=lifespan)
     collector = ByteBudgetCollector()  # large reviews would otherwise outpace the cyclic collector (collector.py)
     latency: dict[str, Any] = {}  # the latency histogram's child per endpoint, looked up once
 
     async def answer(endpoint: str, request: Request, decide: Callable[[ReviewRequest], dict[str, Any]]) -> Response:
         started = time.perf_counter()
         try:
-            async with read_body(request, limits, budget) as body:
+            # A body that finds the byte budget spent waits for room, leaving the decision a share of the deadline.
+            wait = left(started) - min(1.0, deadline_seconds / 4)
+            async with read_body(request, limits, budget, wait_seconds=wait) as body:
                 return await answer_body(endpoint, body, decide, started)
         except BodyRefused as refused:
             if refused.status is None:  # the API server gave up (its timeout) or went away: nobody to answer
@@ -189,8 +195,7 @@ def create_app(
                 return Response(status_code=499)
             log.warning("%s review refused (%d): %s", endpoint, refused.status, refused.reason)
             metrics.bad_requests.labels(str(refused.status)).inc()
-            headers = _CLOSE if refused.status == 408 else None
-            return JSONResponse({"error": refused.reason}, status_code=refused.status, headers=headers)
+            return JSONResponse({"error": refused.reason}, status_code=refused.status, headers=_CLOSE)
 
     def left(started: float) -> float:
         return max(0.0, deadline_seconds - (time.perf_counter() - started))
@@ -270,16 +275,11 @@ def create_app(
 
         app.reviews["/echo"] = echo
         app.reviews["/echo-patch"] = echo_patch
-    for path, endpoint in app.reviews.items():
-        # Also routed, so that other methods on these paths get FastAPI's 405 and the app lists them.
-        app.add_api_route(path, endpoint, methods=["POST"])
 
-    @app.get("/healthz")
-    async def healthz() -> Response:
+    async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
-    @app.get("/readyz")
-    async def readyz() -> Response:
+    async def readyz(_: Request) -> Response:
         details: dict[str, dict[str, Any]] = {}
         ready = True
         for name, check in checks.items():
@@ -291,8 +291,13 @@ def create_app(
             ready = ready and ok
         return JSONResponse({"ready": ready, "checks": details}, status_code=200 if ready else 503)
 
-    @app.get("/metrics")
-    async def prometheus() -> Response:
+    async def prometheus(_: Request) -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    # The review paths are routed too, so that other methods on them get a 405.
+    for path, endpoint in app.reviews.items():
+        app.router.routes.append(Route(path, endpoint, methods=["POST"]))
+    app.router.routes.append(Route("/healthz", healthz, methods=["GET"]))
+    app.router.routes.append(Route("/readyz", readyz, methods=["GET"]))
+    app.router.routes.append(Route("/metrics", prometheus, methods=["GET"]))
     return app

@@ -3,13 +3,16 @@
 A body is read chunk by chunk: a `Content-Length` or a running total above the limit is refused (413) before the
 rest is read, a body not complete within its deadline is refused (408), and every body holds a reservation in a
 shared `BodyBudget` (its declared length up front, else each chunk as it comes) until its review is answered. When
-the budget is spent the request is shed at once (503) instead of the process growing with every slow client.
+the budget is spent a request waits, first come first served and without reading its body, for what it needs, as
+long as its review's deadline allows; only then is it refused (503). The process never grows with slow clients:
+a waiting request's body stays in the kernel and uvicorn's flow-controlled buffer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -44,7 +47,7 @@ class BodyLimits:
 
 
 class _Share:
-    """A byte counter with a ceiling; the event loop is its only user, so it needs no lock."""
+    """A byte counter with a ceiling and a queue of those waiting for room; the event loop is its only user."""
 
     def __init__(self, name: str, capacity: int) -> None:
         if capacity <= 0:
@@ -52,15 +55,66 @@ class _Share:
         self.name = name
         self.capacity = capacity
         self.held = 0
+        self._waiting: deque[tuple[int, asyncio.Future[None]]] = deque()
 
-    def take(self, size: int) -> None:
-        if self.held + size > self.capacity:
-            raise BodyRefused(
-                f"gpudra webhook is busy: {self.held} bytes of {self.name} request bodies are in flight and "
-                f"{size} more would pass the limit of {self.capacity}; retry shortly",
-                503,
-            )
-        self.held += size
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def _busy(self, size: int, waited: float) -> BodyRefused:
+        return BodyRefused(
+            f"gpudra webhook is busy: {self.held} bytes of {self.name} request bodies are in flight and {size} more "
+            f"would pass the limit of {self.capacity} (waited {waited:g} s); retry shortly",
+            503,
+        )
+
+    async def take(self, size: int, wait_seconds: float) -> None:
+        """Hold `size` more bytes, waiting up to `wait_seconds` behind earlier takers; BodyRefused (503) if not."""
+        if size > self.capacity:
+            raise self._busy(size, 0)
+        if not self._waiting and self.held + size <= self.capacity:
+            self.held += size
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ticket = (size, granted)
+        self._waiting.append(ticket)
+        try:
+            async with asyncio.timeout(max(0.0, wait_seconds)):
+                await asyncio.shield(granted)  # the timeout must not cancel the grant itself: see _withdraw
+        except TimeoutError:
+            if self._withdraw(ticket):
+                raise self._busy(size, wait_seconds) from None
+        except BaseException:  # the request went away while it waited
+            if not self._withdraw(ticket):
+                self.give(size)
+            raise
+
+    def _withdraw(self, ticket: tuple[int, asyncio.Future[None]]) -> bool:
+        """Leave the queue; False when the bytes were granted already (the taker then holds them)."""
+        granted = ticket[1]
+        if granted.done() and not granted.cancelled():
+            return False
+        granted.cancel()
+        with contextlib.suppress(ValueError):
+            self._waiting.remove(ticket)
+        self._grant()  # a large taker leaving the head of the queue may let smaller ones through
+        return True
+
+    def give(self, size: int) -> None:
+        self.held -= size
+        self._grant()
+
+    def _grant(self) -> None:
+        while self._waiting:
+            size, granted = self._waiting[0]
+            if granted.cancelled():
+                self._waiting.popleft()
+                continue
+            if self.held + size > self.capacity:
+                return
+            self._waiting.popleft()
+            self.held += size
+            granted.set_result(None)
 
 
 class BodyBudget:
@@ -88,22 +142,22 @@ class _Reservation:
         self._share: _Share | None = None
         self.bytes = 0
 
-    def cover(self, size: int) -> None:
-        """Hold at least `size` bytes; raises BodyRefused (503) when the share cannot."""
+    async def cover(self, size: int, wait_seconds: float) -> None:
+        """Hold at least `size` bytes, waiting up to `wait_seconds`; raises BodyRefused (503) when the share cannot."""
         if size <= self.bytes:
             return
         share = self._budget.large if size > self._threshold else self._budget.small
         if share is self._share:
-            share.take(size - self.bytes)
+            await share.take(size - self.bytes, wait_seconds)
         else:
-            share.take(size)
+            await share.take(size, wait_seconds)
             self.release()
             self._share = share
         self.bytes = size
 
     def release(self) -> None:
         if self._share is not None:
-            self._share.held -= self.bytes
+            self._share.give(self.bytes)
         self._share = None
         self.bytes = 0
 
@@ -121,13 +175,18 @@ def _declared_length(request: Request, max_bytes: int) -> int | None:
 
 
 @contextlib.asynccontextmanager
-async def read_body(request: Request, limits: BodyLimits, budget: BodyBudget) -> AsyncIterator[bytes]:
-    """Yield the whole body; its bytes stay charged to `budget` until the block ends. Raises BodyRefused."""
+async def read_body(
+    request: Request, limits: BodyLimits, budget: BodyBudget, *, wait_seconds: float = 0.0
+) -> AsyncIterator[bytes]:
+    """Yield the whole body; its bytes stay charged to `budget` until the block ends. A body that does not fit the
+    budget waits up to `wait_seconds` for room (its review's deadline) before it is read. Raises BodyRefused."""
     reservation = _Reservation(budget, limits.large_body_bytes)
+    loop = asyncio.get_running_loop()
+    wait_until = loop.time() + wait_seconds
     try:
         declared = _declared_length(request, limits.max_bytes)
         if declared is not None:
-            reservation.cover(declared)
+            await reservation.cover(declared, wait_seconds)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -138,7 +197,7 @@ async def read_body(request: Request, limits: BodyLimits, budget: BodyBudget) ->
                         raise BodyRefused(
                             f"request body passed the limit of {limits.max_bytes} bytes while being read", 413
                         )
-                    reservation.cover(size)
+                    await reservation.cover(size, wait_until - loop.time())
                     chunks.append(chunk)
         except TimeoutError:
             raise BodyRefused(

@@ -9,16 +9,12 @@ review thus never reaches admission, so it creates and refreshes nothing.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import ssl
-from typing import Any
 
-from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, Scope
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from webhook.connections import IdleBoundedProtocol
-
-__all__ = ["PROBE_PATHS", "ClientCertificateProtocol", "RequireClientCertificate", "require_client_certificates"]
+__all__ = ["PROBE_PATHS", "RequireClientCertificate", "require_client_certificates"]
 
 PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 _REFUSAL = json.dumps(
@@ -35,24 +31,14 @@ def require_client_certificates(context: ssl.SSLContext, client_ca: str) -> None
 class RequireClientCertificate:
     """ASGI wrapper for one connection: without a verified client certificate only `PROBE_PATHS` are served."""
 
-    def __init__(self, app: ASGI3Application, *, verified: bool) -> None:
+    def __init__(self, app: ASGIApp, *, verified: bool) -> None:
         self.app = app
         self.verified = verified
 
-    async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.verified or (scope["method"] == "GET" and scope["path"] in PROBE_PATHS):
             await self.app(scope, receive, send)
             return
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(_REFUSAL)).encode())]
         await send({"type": "http.response.start", "status": 403, "headers": headers})
         await send({"type": "http.response.body", "body": _REFUSAL, "more_body": False})
-
-
-class ClientCertificateProtocol(IdleBoundedProtocol):
-    """The server's HTTP protocol, with each connection's app wrapped by `RequireClientCertificate`."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        peer: Any = transport.get_extra_info("peercert")  # a dict only for a certificate the CA verified
-        # Wrapped before the connection is set up: an HTTP/2 connection (webhook.http2) takes the app from here.
-        self.app = RequireClientCertificate(self.app, verified=bool(peer))
-        super().connection_made(transport)

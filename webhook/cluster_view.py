@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeapi.deviceclasses import DeviceClassCache, DeviceClassSource, KubeDeviceClassSource
+from kubeapi import ListWatchSource
+from kubeapi.deviceclasses import DeviceClassCache, KubeDeviceClassSource
 from kubeapi.version import server_minor
 from policyengine import extended_resource_pairs
 from webhook.metrics import WebhookMetrics
@@ -16,7 +17,7 @@ __all__ = ["DeviceClassCache", "device_class_cache", "server_minor"]
 
 
 def device_class_cache(
-    api_client: Any, metrics: WebhookMetrics, *, timeout: float = 10.0, source: DeviceClassSource | None = None
+    api_client: Any, metrics: WebhookMetrics, *, timeout: float = 10.0, source: ListWatchSource | None = None
 ) -> DeviceClassCache:
     """The DeviceClass cache over `api_client` (its own client: the watch holds a connection for minutes), or over
     `source` when given; its events and mapping counted in `metrics` (gpudra_deviceclass_cache_events,

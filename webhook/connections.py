@@ -1,36 +1,166 @@
-"""HTTP connections that cannot sit idle: each request's headers must arrive within the idle timeout.
+"""Each connection from its accept to its close: the gate first, then TLS with a deadline, then bounded HTTP/1.1.
 
-uvicorn closes a keep-alive connection idle for `timeout_keep_alive` seconds after a response, but arms nothing when a
-connection opens, and any byte cancels its timer: a client that completes the TLS handshake and sends nothing, or
-sends its headers a byte at a time, holds a connection (and its TLS buffers) for ever. Here a timer started when
-the connection opens and again after each response closes it unless a request's headers are complete by then.
-A connection whose TLS handshake chose HTTP/2 (ALPN `h2`, offered when `gpudra serve` enables it) is handed to
-webhook.http2, which keeps the same bounds per stream.
-A connection closed before its request's body was read whole (a stalled body, or this deadline while uvicorn drops
-the rest of a refused one) is aborted, not shut down: a graceful TLS shutdown reads on for the peer's close_notify
-and buffers whatever body still arrives (measured: 100 clients refused mid-way through 4 MB bodies held 72 MB,
-aborted 1 MB; benchmarks/webhook_reliability.py --only half-sent).
+uvicorn accepts plain TCP; this protocol asks the gate (webhook.gate) whether the source may hold one more
+connection before any TLS work, starts TLS itself with a handshake deadline, and only then serves HTTP/1.1 through
+uvicorn's httptools protocol. Whatever is refused is aborted, never drained:
+
+- a source over its budget, or a table that is full, gets its TCP connection reset at accept;
+- a handshake not done within the deadline is aborted (asyncio would wait 60 s);
+- a request's headers must arrive within the idle timeout of the connection's TLS set-up or of its previous
+  response, and any byte does not restart the clock;
+- a connection closed before its request's body was read whole (a refusal, a stalled body) is aborted, since a
+  graceful TLS shutdown reads on for the peer's close_notify and buffers whatever still arrives (measured: 100
+  clients refused mid-way through 4 MB bodies held 72 MB, aborted 1 MB; benchmarks/webhook_reliability.py);
+- a request that is not HTTP/1.1 (an HTTP/2 preface: the server offers only `http/1.1` in ALPN) gets a 400 and is
+  aborted.
+A source becomes trusted (webhook.gate) by a verified client certificate or by a review answered 200.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import ssl
+from asyncio.sslproto import SSLProtocol
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-from uvicorn.protocols.utils import get_local_addr, get_remote_addr
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from webhook.http2 import Http2Protocol, negotiated_h2, scope_base
+from webhook._uvicorn import HttpToolsProtocol
+from webhook.client_auth import RequireClientCertificate
+from webhook.gate import ConnectionGate, Entry, State
 
-__all__ = ["IdleBoundedProtocol"]
+__all__ = ["ALPN_PROTOCOLS", "SETUP_KEY", "ConnectionSetup", "GatedProtocol"]
+
+# Offered in the TLS handshake: kube-apiserver takes HTTP/2 only for a loopback URL and speaks HTTP/1.1 to a Service.
+ALPN_PROTOCOLS = ["http/1.1"]
+# The key under which the app's lifespan state carries the ConnectionSetup to every connection of its process.
+SETUP_KEY = "gpudra.connections"
+log = logging.getLogger("gpudra.webhook.connections")
+DEFAULT_HANDSHAKE_SECONDS = 5.0
 
 
-class IdleBoundedProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a header deadline of `config.timeout_keep_alive` seconds."""
+@dataclass(frozen=True)
+class ConnectionSetup:
+    """What every connection of a server process shares: the gate, and TLS (None: plain HTTP, tests only)."""
+
+    gate: ConnectionGate
+    tls: Callable[[], ssl.SSLContext] | None
+    handshake_seconds: float = DEFAULT_HANDSHAKE_SECONDS
+    client_ca: bool = False
+
+
+class _TrustOnAnswer:
+    """ASGI wrapper for one untrusted connection: a POST answered 200 (a review) makes its source trusted."""
+
+    def __init__(self, app: ASGIApp, gate: ConnectionGate, source: str) -> None:
+        self.app = app
+        self.gate = gate
+        self.source = source
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or self.gate.trusted(self.source):
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 200:
+                self.gate.trust(self.source)
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+
+class GatedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol behind the gate, with TLS started here and a header deadline."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_deadline: asyncio.TimerHandle | None = None
+        self._tcp: asyncio.Transport | None = None
+        self._entry: Entry | None = None
+        self._serving = False
+        setup = self.app_state.get(SETUP_KEY)
+        self._setup: ConnectionSetup | None = setup if isinstance(setup, ConnectionSetup) else None
+
+    # The connection's life: accept, the gate, TLS, HTTP/1.1.
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if self._tcp is not None:  # the second call, from TLS, with the connection's decrypted transport
+            self._tls_established(transport)
+            return
+        setup = self._setup
+        if setup is None:  # an app without a gate (in-process tests): plain HTTP/1.1 with the header deadline
+            self._serve_http(transport)
+            return
+        self._tcp = transport
+        peer = transport.get_extra_info("peername")
+        source = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
+        entry = setup.gate.open(source, self._abort)
+        if entry is None:
+            transport.abort()
+            return
+        self._entry = entry
+        if setup.tls is None:
+            setup.gate.set_state(entry, State.IDLE)
+            self._serve_http(transport)
+            return
+        # TLS takes the transport over here, before the loop reads from it again, so the ClientHello goes to it (a
+        # task calling loop.start_tls would race uvloop, which starts reading as soon as this method returns). It
+        # calls connection_made again once the handshake is done, or fails `handshake` and never calls it.
+        handshake = self.loop.create_future()
+        seconds: Any = setup.handshake_seconds  # typeshed says int; asyncio takes any number of seconds
+        tls = SSLProtocol(self.loop, self, setup.tls(), handshake, server_side=True, ssl_handshake_timeout=seconds)
+        transport.set_protocol(tls)
+        tls.connection_made(transport)
+        handshake.add_done_callback(self._handshake_ended)
+
+    def _handshake_ended(self, handshake: asyncio.Future[None]) -> None:
+        error = None if handshake.cancelled() else handshake.exception()
+        if handshake.cancelled() or error is not None:  # failed, overdue, or the peer left: nothing to answer
+            log.debug("TLS handshake with %s not completed: %r", self._entry.source if self._entry else "?", error)
+            self._abort()
+
+    def _tls_established(self, tls: asyncio.Transport) -> None:
+        entry, setup = self._entry, self._setup
+        if entry is None or setup is None or entry.closed:
+            tls.abort()
+            return
+        if tls.get_extra_info("peercert"):  # a dict only for a certificate the --client-ca verified
+            setup.gate.verify(entry)
+        if setup.client_ca:
+            self.app = RequireClientCertificate(self.app, verified=entry.verified)
+        if not setup.gate.trusted(entry.source):
+            self.app = _TrustOnAnswer(self.app, setup.gate, entry.source)
+        setup.gate.set_state(entry, State.IDLE)
+        self._serve_http(tls)
+
+    def _serve_http(self, transport: asyncio.Transport) -> None:
+        super().connection_made(transport)
+        self._serving = True
+        self._arm_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_deadline()
+        self._release()
+        if self._serving:
+            super().connection_lost(exc)
+
+    def _release(self) -> None:
+        if self._entry is not None and self._setup is not None:
+            self._setup.gate.close(self._entry)
+
+    def _abort(self) -> None:
+        """Reset the connection now: nothing more is read from it or written to it."""
+        self._release()
+        self._cancel_header_deadline()
+        transport = self._tcp if self._tcp is not None else (self.transport if self._serving else None)
+        if transport is not None:
+            transport.abort()
+
+    # HTTP/1.1 requests.
 
     def _arm_header_deadline(self) -> None:
         self._cancel_header_deadline()
@@ -43,39 +173,15 @@ class IdleBoundedProtocol(HttpToolsProtocol):
 
     def _headers_overdue(self) -> None:
         self._header_deadline = None
-        if self.cycle is not None and self.cycle.more_body:
-            self.transport.abort()
+        if self._tcp is not None or (self.cycle is not None and self.cycle.more_body):
+            self._abort()  # behind TLS a close would read on for the peer's close_notify: reset instead
         elif not self.transport.is_closing():
             self.transport.close()
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        if negotiated_h2(transport):  # the TLS handshake chose HTTP/2: webhook.http2 serves this connection
-            self._serve_http2(transport)
-            return
-        super().connection_made(transport)
-        self._arm_header_deadline()
-
-    def _serve_http2(self, transport: asyncio.Transport) -> None:
-        protocol = Http2Protocol(
-            app=self.app,
-            server_state=self.server_state,
-            app_state=self.app_state,
-            scope_base=scope_base(
-                self.root_path, get_local_addr(transport), get_remote_addr(transport), asgi_version=self.asgi_version
-            ),
-            timeout_keep_alive=self.timeout_keep_alive,
-            limit_concurrency=self.limit_concurrency,
-            loop=self.loop,
-        )
-        transport.set_protocol(protocol)
-        protocol.connection_made(transport)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_header_deadline()
-        super().connection_lost(exc)
-
     def on_headers_complete(self) -> None:
         self._cancel_header_deadline()  # from here the app's body deadline (webhook.body) bounds the request
+        if self._entry is not None and self._setup is not None:
+            self._setup.gate.set_state(self._entry, State.BUSY)
         super().on_headers_complete()
 
     def on_response_complete(self) -> None:
@@ -83,6 +189,16 @@ class IdleBoundedProtocol(HttpToolsProtocol):
         unread = self.cycle is not None and self.cycle.more_body and self.transport.is_closing()
         super().on_response_complete()
         if unread:
-            self.transport.abort()
-        if not self.transport.is_closing() and not self.pipeline:  # a pipelined request already has its headers
+            self._abort()
+            return
+        if self.transport.is_closing():
+            return
+        if self._entry is not None and self._setup is not None and not self.pipeline:
+            self._setup.gate.set_state(self._entry, State.IDLE)
+        if not self.pipeline:  # a pipelined request already has its headers
             self._arm_header_deadline()
+
+    def send_400_response(self, msg: str) -> None:
+        """Not HTTP/1.1 (garbage, an HTTP/2 preface): answer 400 and reset, rather than read on for a TLS close."""
+        super().send_400_response(msg)
+        self._abort()

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from webhook.gate import ConnectionGate
 
 __all__ = ["WebhookMetrics"]
 
@@ -104,7 +109,39 @@ class WebhookMetrics:
         )
         self.deviceclass_cache_events = Counter(
             "gpudra_deviceclass_cache_events",
-            "DeviceClass cache lists, mapping changes, failures and watch restarts, by event.",
+            "DeviceClass cache lists, mapping changes, failures, watch restarts and lists not served, by event "
+            "(list|change|error|restart|absent).",
             ["event"],
             registry=r,
         )
+
+    def watch_gate(self, gate: ConnectionGate) -> None:
+        """Expose the connection gate's table and its refusals (read at scrape time: nothing on the hot path)."""
+        self.registry.register(_GateCollector(gate))
+
+
+class _GateCollector(Collector):
+    def __init__(self, gate: ConnectionGate) -> None:
+        self._gate = gate
+
+    def collect(self) -> Iterator[Metric]:
+        gate, stats = self._gate, self._gate.stats
+        yield GaugeMetricFamily("gpudra_connections_open", "Connections open in this process.", value=len(gate))
+        refused = CounterMetricFamily(
+            "gpudra_connections_refused",
+            "Connections reset at accept, by reason (per-source: an untrusted source's cap; open-rate: its rate of "
+            "new connections; full: no room and nothing to evict).",
+            labels=["reason"],
+        )
+        refused.add_metric(["per-source"], stats.refused_per_source)
+        refused.add_metric(["open-rate"], stats.refused_open_rate)
+        refused.add_metric(["full"], stats.refused_full)
+        yield refused
+        evicted = CounterMetricFamily(
+            "gpudra_connections_evicted",
+            "Connections reset to make room for a new one, by kind (untrusted-idle, untrusted-busy, trusted-idle).",
+            labels=["kind"],
+        )
+        for kind in ("untrusted-idle", "untrusted-busy", "trusted-idle"):
+            evicted.add_metric([kind], stats.evicted.get(kind, 0))
+        yield evicted

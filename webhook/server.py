@@ -1,13 +1,13 @@
-"""Running the webhook: settings, the app wired from them, and uvicorn over HTTPS with reloading certificates.
+"""Running the webhook: settings, the app wired from them, and uvicorn behind the connection gate.
 
 With `workers > 1` uvicorn starts processes that import `app_factory` by name, so the settings travel through the
-environment (`GPUDRA_SERVE_SETTINGS`, JSON). In each process the SSL context factory and the app share one
+environment (`GPUDRA_SERVE_SETTINGS`, JSON). uvicorn accepts plain TCP; in each process the app's lifespan hands
+every connection the gate and the TLS context (webhook.connections), and the app and the handshakes share one
 `ReloadingCertificate`, so the certificate the poller reloads is the one new handshakes use.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import ssl
@@ -17,21 +17,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
-
-from kubeapi import KubeSideEffects, NamespaceCache, SharedTemplates, TemplateWriter, api_client
+from kubeapi import KubeSideEffects, ListWatchSource, NamespaceCache, SharedTemplates, TemplateWriter, api_client
 from policyengine import PolicySet, load_policies
+from webhook._uvicorn import logging_config
 from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
-from webhook.app import DEFAULT_DEADLINE_SECONDS, BackgroundService, create_app
+from webhook.app import DEFAULT_DEADLINE_SECONDS, BackgroundService, WebhookApp, create_app
 from webhook.body import DEFAULT_BODY_SECONDS, DEFAULT_LARGE_BODY_BYTES
 from webhook.client_auth import require_client_certificates
 from webhook.cluster_view import DeviceClassCache, device_class_cache, server_minor
-from webhook.http2 import ALPN_PROTOCOLS
+from webhook.connections import ALPN_PROTOCOLS, DEFAULT_HANDSHAKE_SECONDS, SETUP_KEY, ConnectionSetup
+from webhook.gate import DEFAULT_MAX_CONNECTIONS, DEFAULT_PER_SOURCE, ConnectionGate, GateLimits
+from webhook.log_throttle import ThrottleFilter
 from webhook.metrics import WebhookMetrics
 from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
 from webhook.settled_heap import SettledHeap
-from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache, RecommendationSource
+from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache
 from webhook.tls import ReloadingCertificate
 from webhook.warm_up import DecisionWarmUp
 
@@ -70,16 +71,16 @@ class ServeSettings:
     # With a CA file (PEM), /mutate and /validate answer only clients with a certificate it signed
     # (webhook.client_auth).
     client_ca: str | None = None
-    # Connections: a request's headers must arrive within idle_seconds of the connection opening or the previous
-    # response (webhook.connections); its body within body_seconds (webhook.body); beyond max_connections open
-    # connections, requests are answered 503.
+    # Connections (webhook.gate, webhook.connections): a TLS handshake must end within handshake_seconds; a
+    # request's headers must arrive within idle_seconds of the handshake or the previous response; its body within
+    # body_seconds (webhook.body). Per process, at most max_connections are open, and a source that never had a
+    # review answered nor showed a client certificate the --client-ca signed holds at most per_source_connections.
     idle_seconds: int = 15
     body_seconds: float = DEFAULT_BODY_SECONDS
-    max_connections: int = 512
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    per_source_connections: int = DEFAULT_PER_SOURCE
+    handshake_seconds: float = DEFAULT_HANDSHAKE_SECONDS
     large_body_bytes: int = DEFAULT_LARGE_BODY_BYTES
-    # Offer HTTP/2 in the TLS handshake (webhook.http2): kube-apiserver takes it only for a webhook at a loopback URL,
-    # where every review of a burst then shares one connection; for a Service it always speaks HTTP/1.1.
-    http2: bool = True
 
     @property
     def side_effects(self) -> bool:
@@ -93,21 +94,20 @@ class ServeSettings:
         return cls(**json.loads(os.environ[_ENV]))
 
 
-_certificates: dict[tuple[str, str, str, str], ReloadingCertificate] = {}
+_certificates: dict[tuple[str, str, str], ReloadingCertificate] = {}
 
 
 def _certificate(settings: ServeSettings) -> ReloadingCertificate | None:
     if not settings.cert or not settings.key:
         return None
-    client_ca, http2 = settings.client_ca, settings.http2
-    key = (settings.cert, settings.key, client_ca or "", str(http2))  # the context's settings are part of it
+    client_ca = settings.client_ca
+    key = (settings.cert, settings.key, client_ca or "")  # the context's settings are part of it
     if key not in _certificates:
 
         def configure(ctx: ssl.SSLContext) -> None:
             if client_ca:
                 require_client_certificates(ctx, client_ca)
-            if http2:
-                ctx.set_alpn_protocols(ALPN_PROTOCOLS)
+            ctx.set_alpn_protocols(ALPN_PROTOCOLS)
 
         _certificates[key] = ReloadingCertificate(Path(settings.cert), Path(settings.key), configure=configure)
     return _certificates[key]
@@ -124,9 +124,9 @@ def build_app(
     settings: ServeSettings,
     *,
     writer: TemplateWriter | None = None,
-    recommendations: RecommendationSource | None = None,
-) -> FastAPI:
-    """Wire policies, certificate, side effects, the recommendation cache and metrics into the FastAPI app."""
+    recommendations: ListWatchSource | None = None,
+) -> WebhookApp:
+    """Wire policies, certificate, side effects, the recommendation cache, metrics and the gate into the app."""
     reads_cluster = writer is None and settings.side_effects  # DeviceClasses and /version (webhook.cluster_view)
     metrics = WebhookMetrics()
     store = PolicyStore(
@@ -217,6 +217,17 @@ def build_app(
         readiness["deviceClasses"] = device_classes.readiness  # never unready: see kubeapi.deviceclasses
         services.append(device_classes)
     services.append(heap)  # last: what the others loaded at start is set aside too (webhook.settled_heap)
+    gate = ConnectionGate(
+        GateLimits(max_connections=settings.max_connections, per_source=settings.per_source_connections)
+    )
+    metrics.watch_gate(gate)
+    tls_context: Callable[[], ssl.SSLContext] | None = None
+    if certificate is not None:
+        serving = certificate
+        tls_context = lambda: serving.context  # noqa: E731 (read per handshake: the certificate's own context)
+    setup = ConnectionSetup(
+        gate, tls_context, handshake_seconds=settings.handshake_seconds, client_ca=settings.client_ca is not None
+    )
     return create_app(
         admission,
         metrics=metrics,
@@ -229,33 +240,30 @@ def build_app(
         services=services,
         body_seconds=settings.body_seconds,
         large_body_bytes=settings.large_body_bytes,
+        lifespan_state={SETUP_KEY: setup},
     )
 
 
-def app_factory() -> FastAPI:
+def app_factory() -> WebhookApp:
     """Entry point for uvicorn worker processes (settings from the environment)."""
     sys.setswitchinterval(_GIL_SWITCH_SECONDS)
     return build_app(ServeSettings.from_env())
 
 
-def _ssl_context(_config: object, _default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
-    certificate = _certificate(ServeSettings.from_env())
-    if certificate is None:
-        raise RuntimeError("TLS requested without --cert and --key")
-    return certificate.context
-
-
 def _log_config() -> dict[str, Any]:
-    """uvicorn's logging, plus gpudra's own loggers at INFO through the same handler (reloads, refusals)."""
-    from uvicorn.config import LOGGING_CONFIG
-
-    config = copy.deepcopy(LOGGING_CONFIG)
+    """uvicorn's logging, plus gpudra's own loggers at INFO through the same handler (reloads, refusals); a flood of
+    bad requests writes a bounded number of lines (webhook.log_throttle)."""
+    config = logging_config()
+    config["filters"] = {"throttle": {"()": ThrottleFilter}}
+    for handler in config["handlers"].values():
+        handler.setdefault("filters", []).append("throttle")
     config["loggers"]["gpudra"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
     return config
 
 
 def serve(settings: ServeSettings) -> None:
-    """Run uvicorn until interrupted. Without a certificate it serves plain HTTP (for local experiments only)."""
+    """Run uvicorn until interrupted. Without a certificate it serves plain HTTP (for local experiments only).
+    uvicorn itself is given no TLS settings: each connection starts TLS behind the gate (webhook.connections)."""
     import uvicorn
 
     os.environ[_ENV] = settings.to_env()
@@ -270,13 +278,8 @@ def serve(settings: ServeSettings) -> None:
         host=settings.host,
         port=settings.port,
         workers=settings.workers,
-        ssl_context_factory=_ssl_context if tls else None,
-        ssl_certfile=settings.cert if tls else None,
-        http="webhook.client_auth:ClientCertificateProtocol"
-        if settings.client_ca
-        else "webhook.connections:IdleBoundedProtocol",
+        http="webhook.connections:GatedProtocol",
         timeout_keep_alive=settings.idle_seconds,
-        limit_concurrency=settings.max_connections,
         log_config=_log_config(),
         log_level="info",
         access_log=False,

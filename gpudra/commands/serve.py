@@ -1,4 +1,4 @@
-"""`gpudra serve`: the admission webhook over HTTPS (FastAPI on uvicorn)."""
+"""`gpudra serve`: the admission webhook over HTTPS (Starlette on uvicorn, behind the connection gate)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,21 @@ def register(app: typer.Typer) -> None:
             10.0, "--body-seconds", min=0.1, help="Answer 408 to a request whose body is not in by then."
         ),
         max_connections: int = typer.Option(
-            512, "--max-connections", min=1, help="Answer 503 to requests beyond this many open connections."
+            512,
+            "--max-connections",
+            min=1,
+            help="Connections per worker process; near it, idle connections from sources that never had a review "
+            "answered are reset first, and at it a new connection is refused.",
+        ),
+        per_source_connections: int = typer.Option(
+            256,
+            "--per-source-connections",
+            min=1,
+            help="Connections a source may hold until it has a review answered or shows a certificate the "
+            "--client-ca signed (kube-apiserver opens up to --max-mutating-requests-inflight, 200 by default).",
+        ),
+        handshake_seconds: float = typer.Option(
+            5.0, "--tls-handshake-seconds", min=0.1, help="Reset a connection whose TLS handshake is not done by then."
         ),
         sizing_recommendations: str = typer.Option(
             "auto",
@@ -41,12 +55,6 @@ def register(app: typer.Typer) -> None:
             envvar="GPUDRA_SIZING_RECOMMENDATIONS",
             help="Watch GPUSizingRecommendation objects and size unannotated pods from them: auto (when the API "
             "server serves the CRD), on, or off. Needs --kubeconfig or --in-cluster.",
-        ),
-        http2: bool = typer.Option(
-            True,
-            "--http2/--no-http2",
-            help="Offer HTTP/2 in the TLS handshake (kube-apiserver uses it for a loopback webhook URL only; behind "
-            "a Service it speaks HTTP/1.1 either way).",
         ),
         extended_resource_mapping: str = typer.Option(
             "auto",
@@ -89,6 +97,7 @@ def register(app: typer.Typer) -> None:
                 max_connections=max_connections,
                 sizing_recommendations=sizing_recommendations,
                 extended_resource_mapping=extended_resource_mapping,
-                http2=http2,
+                per_source_connections=per_source_connections,
+                handshake_seconds=handshake_seconds,
             )
         )

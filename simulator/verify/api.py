@@ -1,23 +1,24 @@
 """JSON REST and watches against the verification's own API server, as its admin (client certificate).
 
-Objects stay plain dicts, so fields newer than any generated client survive. Watches run on threads that put
-`WatchEvent`s on one queue; the replay waits on that queue for the state it needs instead of polling.
+Objects stay plain dicts, so fields newer than any generated client survive. A watched collection is a
+`Collection` kept by the one list+watch loop (`kubeapi.ListWatch`) over a `PathListWatch`; every change notifies
+one condition, on which the replay waits for the state it needs instead of polling.
 """
 
 from __future__ import annotations
 
 import json
-import queue
 import threading
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import urllib3
 
 from dra.errors import GpudraError
+from kubeapi import ListWatchError
 
-__all__ = ["Api", "ApiError", "WatchEvent", "Watcher"]
+__all__ = ["Api", "ApiError", "Collection", "PathListWatch"]
 
 REQUEST_TIMEOUT = 60.0
 # The API server ends a watch after --min-request-timeout (30-60 min); the watcher resumes from the last version.
@@ -31,15 +32,6 @@ class ApiError(GpudraError):
         self.status = status
         self.body = body
         super().__init__(f"{method} {path}: HTTP {status}: {body[:500]}")
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    """One watch event: `kind` is the watched resource's plural (`pods`), `type` ADDED | MODIFIED | DELETED."""
-
-    kind: str
-    type: str
-    object: dict[str, Any]
 
 
 class Api:
@@ -97,69 +89,86 @@ class Api:
         self.pool.clear()
 
 
-class Watcher:
-    """Watches some collections from given resource versions and puts their events on `events`.
+class PathListWatch:
+    """The `kubeapi.ListWatchSource` of the collection at `path` (`/api/v1/namespaces/default/pods`) through `api`:
+    failures raise `ListWatchError` with the HTTP status when the server answered."""
 
-    A watch the server ends is resumed from the last version seen; an ERROR event (e.g. 410 Gone) is put on the
-    queue as a `WatchEvent` of type ERROR, for the consumer to fail on with the server's message."""
-
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, path: str) -> None:
         self.api = api
-        self.events: queue.Queue[WatchEvent] = queue.Queue()
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._responses: list[Any] = []
-        self._lock = threading.Lock()
+        self.path = path
+        self._response: Any = None
 
-    def watch(self, kind: str, path: str, resource_version: str) -> None:
-        thread = threading.Thread(
-            target=self._run, args=(kind, path, resource_version), name=f"watch-{kind}", daemon=True
+    def list(self) -> tuple[list[dict[str, Any]], str]:
+        try:
+            return self.api.list(self.path)
+        except ApiError as exc:
+            raise ListWatchError(str(exc), exc.status) from exc
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, KeyError) as exc:
+            raise ListWatchError(f"GET {self.path}: {type(exc).__name__}: {exc}") from exc
+
+    def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        url = (
+            f"{self.api.server}{self.path}?watch=1&resourceVersion={resource_version}&allowWatchBookmarks=true"
+            f"&timeoutSeconds={WATCH_SECONDS}"
         )
-        self._threads.append(thread)
-        thread.start()
-
-    def _run(self, kind: str, path: str, version: str) -> None:
-        while not self._stop.is_set():
-            url = (
-                f"{self.api.server}{path}?watch=1&resourceVersion={version}&allowWatchBookmarks=true"
-                f"&timeoutSeconds={WATCH_SECONDS}"
+        try:
+            response = self.api.pool.request(
+                "GET", url, preload_content=False, timeout=urllib3.Timeout(connect=10, read=WATCH_SECONDS + 30)
             )
-            try:
-                response = self.api.pool.request(
-                    "GET", url, preload_content=False, timeout=urllib3.Timeout(connect=10, read=WATCH_SECONDS + 30)
-                )
-                with self._lock:
-                    self._responses.append(response)
-                if response.status != 200:
-                    body = response.read().decode(errors="replace")
-                    self.events.put(WatchEvent(kind, "ERROR", {"message": f"watch {path}: HTTP {response.status}: "
-                                                               f"{body[:300]}"}))  # fmt: skip
-                    return
-                for line in response:
-                    if not line.strip():
-                        continue
+            self._response = response
+            if response.status != 200:
+                body = response.read().decode(errors="replace")
+                raise ListWatchError(f"watch {self.path}: HTTP {response.status}: {body[:300]}", response.status)
+            for line in response:
+                if line.strip():
                     event = json.loads(line)
-                    obj = event.get("object") or {}
-                    if event.get("type") == "ERROR":
-                        self.events.put(WatchEvent(kind, "ERROR", obj))
-                        return
-                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                    if event.get("type") != "BOOKMARK":
-                        self.events.put(WatchEvent(kind, str(event["type"]), obj))
-                response.release_conn()
-            except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
-                if self._stop.is_set():
-                    return
-                self.events.put(WatchEvent(kind, "ERROR", {"message": f"watch {path}: {exc}"}))
-                return
+                    yield str(event.get("type")), event.get("object") or {}
+            response.release_conn()
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            raise ListWatchError(f"watch {self.path}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            self._response = None
 
-    def stop(self) -> None:
-        self._stop.set()
-        with self._lock:
-            for response in self._responses:
-                try:
-                    response.shutdown()
-                except (AttributeError, OSError):
-                    response.close()
-        for thread in self._threads:
-            thread.join(timeout=5)
+    def interrupt(self) -> None:
+        """End a running watch (used when the loop stops)."""
+        response = self._response
+        if response is not None:
+            try:
+                response.shutdown()
+            except (AttributeError, OSError):
+                response.close()
+
+
+class Collection(Mapping[str, dict[str, Any]]):
+    """The objects of one watched collection by name: the `kubeapi.ListWatchCache` of a `PathListWatch`. Every
+    change is made holding `changed` and notifies it, so that a reader waiting on it sees each state."""
+
+    def __init__(self, changed: threading.Condition) -> None:
+        self.changed = changed
+        self._objects: dict[str, dict[str, Any]] = {}
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        return self._objects[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._objects)
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def replace(self, items: list[dict[str, Any]]) -> None:
+        with self.changed:
+            self._objects = {str(i["metadata"]["name"]): i for i in items}
+            self.changed.notify_all()
+
+    def apply(self, event: str, obj: dict[str, Any]) -> None:
+        name = str(obj["metadata"]["name"])
+        with self.changed:
+            if event == "DELETED":
+                self._objects.pop(name, None)
+            else:
+                self._objects[name] = obj
+            self.changed.notify_all()
+
+    def absent(self) -> None:
+        self.replace([])

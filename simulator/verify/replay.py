@@ -12,18 +12,19 @@ the same state: the Nodes, slices and bound pods with their allocated claims.
 from __future__ import annotations
 
 import heapq
-import queue
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from dra.errors import GpudraError
+from kubeapi import ListWatch, ListWatchSource, LoopEvent
 
 from ..cluster import ClusterSpec, NodeSpec
 from ..workload import SimPod
-from .api import Api, ApiError, Watcher
+from .api import Api, ApiError, Collection, PathListWatch
 from .controlplane import ControlPlane
 from .objects import RESOURCE_API, Admitted, admit, device_class_objects, node_object
 
@@ -117,19 +118,32 @@ class LiveCluster:
     """The replay's handle on the control plane: creates objects, and keeps the namespace's pods and claims current
     from watches so that it can wait for a state without polling."""
 
-    def __init__(self, cp: ControlPlane, namespace: str = NAMESPACE, timeout: float = SETTLE_TIMEOUT) -> None:
+    def __init__(
+        self,
+        cp: ControlPlane,
+        namespace: str = NAMESPACE,
+        timeout: float = SETTLE_TIMEOUT,
+        source: Callable[[str], ListWatchSource] | None = None,
+    ) -> None:
+        """`source(path)` lists and watches a collection (by default a `PathListWatch` on the control plane)."""
         self.cp = cp
         self.namespace = namespace
         self.timeout = timeout
         self.api = Api(cp.server, ca=cp.ca_bundle, cert=cp.client_cert, key=cp.client_key)
-        self.watcher = Watcher(self.api)
-        self.pods: dict[str, dict[str, Any]] = {}
-        self.claims: dict[str, dict[str, Any]] = {}
+        self.changed = threading.Condition()  # notified at each change of `pods` or `claims` and each failure
+        self.pods = Collection(self.changed)
+        self.claims = Collection(self.changed)
         self.nodes: list[dict[str, Any]] = []
         self.slices: list[dict[str, Any]] = []
         self.templates: set[str] = set()
         self._pods_path = f"/api/v1/namespaces/{namespace}/pods"
         self._claims_path = f"/apis/{RESOURCE_API}/namespaces/{namespace}/resourceclaims"
+        source = source or (lambda path: PathListWatch(self.api, path))
+        watched = (("pods", self._pods_path, self.pods), ("resourceclaims", self._claims_path, self.claims))
+        self._loops = {
+            kind: ListWatch(source(path), store, kind, name=f"watch-{kind}", on_event=self._told)
+            for kind, path, store in watched
+        }
 
     # -- set-up -----------------------------------------------------------------------------------------
     def install(self, spec: ClusterSpec, slices_of: Callable[[NodeSpec], list[dict[str, Any]]]) -> None:
@@ -148,40 +162,41 @@ class LiveCluster:
             if node_spec.gpu_count:
                 for item in slices_of(node_spec):
                     self.slices.append(self.api.create(f"/apis/{RESOURCE_API}/resourceslices", item))
-        for path, kind in ((self._pods_path, "pods"), (self._claims_path, "resourceclaims")):
-            items, version = self.api.list(path)
-            store = self.pods if kind == "pods" else self.claims
-            store.update({i["metadata"]["name"]: i for i in items})
-            self.watcher.watch(kind, path, version)
+        self.follow()
+
+    def follow(self) -> None:
+        """Start the watches on pods and claims; return once both are listed."""
+        for loop in self._loops.values():
+            loop.start()
+        self.wait(lambda: all(loop.status().synced for loop in self._loops.values()) or None, "pods and claims listed")
 
     def close(self) -> None:
-        self.watcher.stop()
+        for loop in self._loops.values():
+            loop.stop()
         self.api.close()
 
     # -- waiting ----------------------------------------------------------------------------------------
+    def _told(self, event: LoopEvent, detail: str) -> None:
+        with self.changed:
+            self.changed.notify_all()
+
     def wait(self, check: Callable[[], T | None], what: str) -> T:
-        """Applies watch events until `check()` returns something (not None) and returns it; `ReplayError` naming
-        `what` after `timeout` seconds."""
+        """Waits for watch events until `check()` returns something (not None) and returns it; `ReplayError` when a
+        list or watch fails (a watch too old relists and goes on), or naming `what` after `timeout` seconds."""
         deadline = time.monotonic() + self.timeout
-        while True:
-            found = check()
-            if found is not None:
-                return found
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise ReplayError(f"timed out after {self.timeout:.0f}s waiting for {what}\n{self.cp.logs(20)}")
-            try:
-                event = self.watcher.events.get(timeout=left)
-            except queue.Empty:
-                continue
-            if event.type == "ERROR":
-                raise ReplayError(f"watch on {event.kind} failed: {event.object.get('message')}")
-            store = self.pods if event.kind == "pods" else self.claims
-            name = event.object["metadata"]["name"]
-            if event.type == "DELETED":
-                store.pop(name, None)
-            else:
-                store[name] = event.object
+        with self.changed:
+            while True:
+                found = check()
+                if found is not None:
+                    return found
+                for kind, loop in self._loops.items():
+                    status = loop.status()
+                    if status.failing:
+                        raise ReplayError(f"watch on {kind} failed: {status.last_error}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ReplayError(f"timed out after {self.timeout:.0f}s waiting for {what}\n{self.cp.logs(20)}")
+                self.changed.wait(left)
 
     # -- one pod ----------------------------------------------------------------------------------------
     def submit(self, admitted: Admitted) -> None:

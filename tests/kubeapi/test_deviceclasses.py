@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import copy
-import threading
-from collections.abc import Iterator
 from typing import Any
 
-from kubeapi.deviceclasses import (
-    DeviceClassCache,
-    DeviceClassSourceError,
-    extended_resource_mapping,
-)
+from kubeapi import ListWatchError
+from kubeapi.deviceclasses import DeviceClassCache, extended_resource_mapping
 from webhook.cluster_view import device_class_cache
 from webhook.metrics import WebhookMetrics
+
+from .fake_listwatch import FakeListWatch, recording_sleep
 
 
 def device_class(name: str, resource: str | None = None, created: str = "2026-12-01T00:00:00Z") -> dict[str, Any]:
@@ -53,55 +50,22 @@ def test_of_two_classes_for_one_resource_the_newer_wins_then_the_lower_name() ->
     assert extended_resource_mapping([tie, new]) == {"nvidia.com/gpu": "a-gpu"}
 
 
-class Source:
-    """Scripted API server: each list() pops the next answer (items or an exception); watch() replays events."""
-
-    def __init__(self) -> None:
-        self.lists: list[list[dict[str, Any]] | DeviceClassSourceError] = []
-        self.watches: list[list[tuple[str, Any]] | DeviceClassSourceError] = []
-        self.calls: list[str] = []
-        self.rv = 10
-
-    def list(self) -> tuple[list[dict[str, Any]], str]:
-        self.calls.append("list")
-        answer = self.lists.pop(0) if self.lists else DeviceClassSourceError("no more answers", 503)
-        if isinstance(answer, DeviceClassSourceError):
-            raise answer
-        self.rv += 1
-        return copy.deepcopy(answer), str(self.rv)
-
-    def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        self.calls.append(f"watch@{resource_version}")
-        script = self.watches.pop(0) if self.watches else []
-        if isinstance(script, DeviceClassSourceError):
-            raise script
-        for kind, obj in script:
-            if isinstance(obj, Exception):  # an error mid-watch
-                raise obj
-            yield kind, obj
-
-
-def make(source: Source, **options: Any) -> tuple[DeviceClassCache, list[str], list[float]]:
+def make(source: FakeListWatch, **options: Any) -> tuple[DeviceClassCache, list[str], list[float]]:
     events: list[str] = []
-    slept: list[float] = []
-
-    def sleep(stop: threading.Event, seconds: float) -> bool:
-        slept.append(seconds)
-        return False
-
+    sleep, slept = recording_sleep()
     cache = DeviceClassCache(source, on_event=events.append, sleep=sleep, clock=lambda: 1000.0, **options)
     return cache, events, slept
 
 
 def test_never_listed_means_no_mapping_and_still_ready() -> None:
-    cache, _, _ = make(Source())
+    cache, _, _ = make(FakeListWatch())
     assert dict(cache.mapping()) == {}
     ok, detail = cache.readiness()
     assert ok and detail.startswith("warning: DeviceClasses not listed yet")
 
 
 def test_list_then_watch_events_change_the_mapping() -> None:
-    source = Source()
+    source = FakeListWatch()
     source.lists = [[device_class("gpu.nvidia.com"), device_class("mig.nvidia.com")]]
     source.watches = [
         [
@@ -121,85 +85,63 @@ def test_list_then_watch_events_change_the_mapping() -> None:
         seen.append(dict(cache.mapping()))
 
     cache.apply = recording  # type: ignore[method-assign]
-    cache.run(passes=1)
+    cache.loop.run(passes=1)
     assert source.calls == ["list", "watch@11"]
     assert seen[0] == {"nvidia.com/gpu": "gpu.nvidia.com"}
     assert seen[1] == {"nvidia.com/gpu": "gpu.nvidia.com", "nvidia.com/mig-1g.10gb": "mig-1g10gb"}
-    assert seen[3] == {"nvidia.com/gpu": "gpu.nvidia.com"}
+    assert seen[2] == {"nvidia.com/gpu": "gpu.nvidia.com"} and len(seen) == 4  # a bookmark is not an event
     assert dict(cache.mapping()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
     assert events == ["list", "change", "change", "change", "restart"]
     assert cache.readiness() == (True, "2 DeviceClasses; nvidia.com/gpu -> gpu.nvidia.com")
 
 
-def test_api_server_down_keeps_the_last_good_mapping_and_backs_off() -> None:
-    source = Source()
-    down = DeviceClassSourceError("connection refused")
+def test_api_server_down_keeps_the_last_good_mapping() -> None:
+    source = FakeListWatch()
+    down = ListWatchError("connection refused")
     source.lists = [[device_class("gpu.nvidia.com", "nvidia.com/gpu")], down, down, down, [device_class("x")]]
-    source.watches = [DeviceClassSourceError("watch broke: connection reset")]
-    cache, events, slept = make(source, backoff=(1.0, 4.0))
-    cache.run(passes=4)
+    source.watches = [ListWatchError("watch broke: connection reset")]
+    cache, events, _ = make(source, backoff=(1.0, 4.0))
+    cache.loop.run(passes=4)
     assert dict(cache.mapping()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
-    assert all(0.8 * b <= s <= 1.2 * b for s, b in zip(slept, [1, 2, 4, 4], strict=True))
     assert events.count("error") == 4
     ok, detail = cache.readiness()
     assert ok and detail.startswith("warning: serving the last good mapping") and "connection refused" in detail
-    cache.run(passes=1)  # back: a whole list replaces the mapping (the class lost its extendedResourceName)
+    cache.loop.run(passes=1)  # back: a whole list replaces the mapping (the class lost its extendedResourceName)
     assert dict(cache.mapping()) == {}
     assert cache.readiness() == (True, "1 DeviceClasses; no extended resource mapped")
 
 
-def test_an_expired_watch_relists_at_once() -> None:
-    source = Source()
-    source.lists = [[device_class("gpu.nvidia.com", "nvidia.com/gpu")]] * 2
-    source.watches = [DeviceClassSourceError("too old resource version", 410)]
+def test_a_cluster_without_deviceclasses_maps_nothing_and_says_so() -> None:
+    source = FakeListWatch()
+    gpu = device_class("gpu.nvidia.com", "nvidia.com/gpu")
+    source.lists = [[gpu], ListWatchError("404 Not Found", 404), [gpu]]
+    source.watches = [ListWatchError("the resource went away")]
     cache, events, slept = make(source)
-    cache.run(passes=2)
-    assert slept == [] and source.calls[:3] == ["list", "watch@11", "list"]
-    assert "error" not in events
-
-
-def test_an_unexpected_error_in_the_watch_never_ends_the_loop() -> None:
-    source = Source()
-    source.lists = [[device_class("gpu.nvidia.com", "nvidia.com/gpu")]] * 2
-    source.watches = [[("ADDED", RuntimeError("bug"))]]
-    cache, events, slept = make(source)
-    cache.run(passes=2)
-    assert source.calls == ["list", "watch@11", "list", "watch@12"] and len(slept) == 1
+    cache.loop.run(passes=2)
+    assert dict(cache.mapping()) == {} and events[-2:] == ["change", "absent"] and slept[-1] == 60.0
+    ok, detail = cache.readiness()
+    assert (
+        ok and detail == "the API server does not serve deviceclasses.resource.k8s.io/v1: every GPU pod is translated"
+    )
+    cache.loop.run(passes=1)  # served again: mapped as a starting scheduler maps
     assert dict(cache.mapping()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
 
 
 def test_the_number_of_classes_kept_is_bounded() -> None:
-    source = Source()
+    source = FakeListWatch()
     source.lists = [[device_class(f"c{i:03}", f"example.com/r{i}") for i in range(50)]]
     source.watches = [[("ADDED", device_class("late", "nvidia.com/gpu"))]]
     cache, _, _ = make(source, max_classes=10)
-    cache.run(passes=1)
-    assert cache.status().classes == 10 and "nvidia.com/gpu" not in cache.mapping()
-
-
-def test_the_loop_thread_starts_and_stops() -> None:
-    listed = threading.Event()
-
-    class Blocking(Source):
-        def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]:
-            listed.set()
-            yield from ()
-
-    source = Blocking()
-    source.lists = [[device_class("gpu.nvidia.com", "nvidia.com/gpu")]] * 1000
-    cache = DeviceClassCache(source, sleep=lambda stop, s: stop.wait(s))
-    cache.start()
-    assert listed.wait(10)
-    cache.stop()
-    assert dict(cache.mapping()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
+    cache.loop.run(passes=1)
+    assert len(cache) == 10 and "nvidia.com/gpu" not in cache.mapping()
 
 
 def test_the_webhook_counts_events_and_mapped_legacy_resources() -> None:
     metrics = WebhookMetrics()
-    source = Source()
+    source = FakeListWatch()
     source.lists = [[device_class("gpu.nvidia.com", "nvidia.com/gpu"), device_class("o", "example.com/fpga")]]
     cache = device_class_cache(None, metrics, source=source)
-    cache.run(passes=1)
+    cache.loop.run(passes=1)
     value = metrics.registry.get_sample_value
     mapped = {"resource": "nvidia.com/gpu", "device_class": "gpu.nvidia.com"}
     assert value("gpudra_extended_resource_mapping", mapped) == 1
@@ -224,7 +166,7 @@ NEW = device_class("whole-gpus-v2", "nvidia.com/gpu", created="2026-12-02T00:00:
 def test_deleting_the_class_holding_a_resource_unmaps_it_as_the_scheduler_does() -> None:
     """extendedresourcecache.go removeResourceName2class: the scheduler forgets nvidia.com/gpu when the newer class
     goes, though gpu.nvidia.com still names it; gpudra must not leave pods to it then (they would stay Pending)."""
-    cache, _, _ = make(Source())
+    cache, _, _ = make(FakeListWatch())
     cache.replace([OLD])
     cache.apply("ADDED", NEW)
     assert dict(cache.mapping()) == {"nvidia.com/gpu": "whole-gpus-v2"}
@@ -239,7 +181,7 @@ def test_deleting_the_class_holding_a_resource_unmaps_it_as_the_scheduler_does()
 
 
 def test_deleting_an_older_class_naming_the_same_resource_unmaps_it_too() -> None:
-    cache, _, _ = make(Source())
+    cache, _, _ = make(FakeListWatch())
     cache.replace([OLD, NEW])
     assert dict(cache.mapping()) == {"nvidia.com/gpu": "whole-gpus-v2"}
     cache.apply("DELETED", OLD)  # upstream deletes the resource's entry whoever holds it
@@ -247,7 +189,7 @@ def test_deleting_an_older_class_naming_the_same_resource_unmaps_it_too() -> Non
 
 
 def test_an_older_class_changing_changes_nothing_and_a_relist_applies_what_changed() -> None:
-    cache, _, _ = make(Source())
+    cache, _, _ = make(FakeListWatch())
     cache.replace([OLD, NEW])
     cache.apply("MODIFIED", _versioned(OLD, "9"))  # older than the holder: returns before touching anything
     assert dict(cache.mapping()) == {"nvidia.com/gpu": "whole-gpus-v2"}
@@ -260,6 +202,6 @@ def test_an_older_class_changing_changes_nothing_and_a_relist_applies_what_chang
 
 def test_a_first_list_maps_as_a_starting_scheduler_whatever_the_order() -> None:
     for items in ([OLD, NEW], [NEW, OLD]):
-        cache, _, _ = make(Source())
+        cache, _, _ = make(FakeListWatch())
         cache.replace(items)
         assert dict(cache.mapping()) == {"nvidia.com/gpu": "whole-gpus-v2"}

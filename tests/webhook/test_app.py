@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonpatch
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from policyengine import shipped_policies_dir
 from tests.webhook.test_admission import RecordingApiServer, example, review_body

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
+from starlette.applications import Starlette as FastAPI
 
 from policyengine import load_policies, shipped_policies_dir
 from tests.webhook.test_admission import example, review_body
@@ -119,18 +119,27 @@ def test_a_declared_length_above_the_limit_is_413_before_the_body_is_read(admiss
     assert resp.status_code == 413 and "5000000 bytes exceeds the limit of 1000" in resp.json()["error"]
 
 
-def test_bodies_beyond_the_budget_are_shed_with_503_and_the_budget_comes_back(admission: Admission) -> None:
+def test_bodies_beyond_the_budget_wait_their_turn_and_the_budget_comes_back(admission: Admission) -> None:
     huge = _huge_review()
     budget = BodyBudget(small_bytes=1 << 20, large_bytes=len(huge) * 3 // 2)
-    app = create_app(admission, metrics=WebhookMetrics(), body_budget=budget)
-    statuses = sorted(r.status_code for r in _post_all(app, [huge, huge]))
-    # Both bodies are in flight at once (the transport sends each whole before either is decided): one fits.
-    assert statuses == [200, 503]
-    (shed,) = [r for r in _post_all(app, [huge, huge]) if r.status_code == 503]
-    assert "bytes of large request bodies are in flight" in shed.json()["error"]
-    assert budget.held == 0
+    app = create_app(admission, metrics=WebhookMetrics(), body_budget=budget, deadline_seconds=60)
+    # Both are in flight at once and only one fits: the second waits for the first's bytes instead of a 503.
+    responses = _post_all(app, [huge, huge, huge])
+    assert [r.status_code for r in responses] == [200, 200, 200]
+    assert all(r.json()["response"]["uid"] == "huge" for r in responses)
+    assert budget.held == 0 and budget.large.waiting == 0
     ordinary = _post_all(app, [review_body(example("pod-legacy-vram.yaml"))])[0]
     assert ordinary.status_code == 200 and ordinary.json()["response"]["patch"]
+
+
+def test_a_body_larger_than_its_whole_share_is_503_at_once(admission: Admission) -> None:
+    huge = _huge_review()
+    budget = BodyBudget(small_bytes=1 << 20, large_bytes=len(huge) // 2)
+    app = create_app(admission, metrics=WebhookMetrics(), body_budget=budget, deadline_seconds=60)
+    (shed,) = _post_all(app, [huge])
+    assert shed.status_code == 503 and "bytes of large request bodies are in flight" in shed.json()["error"]
+    assert shed.headers["connection"] == "close"
+    assert budget.held == 0
 
 
 def test_malformed_length_is_400(admission: Admission) -> None:

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from policyengine import shipped_policies_dir
 from tests.webhook.test_admission import RecordingApiServer, example, review_body

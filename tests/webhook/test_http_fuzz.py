@@ -9,9 +9,9 @@ import json
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from starlette.testclient import TestClient
 
 from policyengine import shipped_policies_dir
 from tests.webhook.test_admission import RecordingApiServer, example, review_body

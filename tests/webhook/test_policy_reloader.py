@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from policyengine import PolicySet, load_policies, shipped_policies_dir
 from tests.dra.test_yamlio import BOMB

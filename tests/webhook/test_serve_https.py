@@ -327,20 +327,3 @@ def test_a_half_sent_body_is_408_and_a_declared_oversize_is_413(tmp_path: Path) 
         assert "Traceback" not in (tmp_path / "serve.log").read_text()
     finally:
         srv.stop()
-
-
-def test_requests_beyond_the_connection_cap_are_503_until_connections_close(tmp_path: Path) -> None:
-    srv = Server(tmp_path, "--max-connections", "4", "--idle-seconds", "3")
-    try:
-        srv.wait_ready()
-        held = [_tls(srv.port, srv.certs / "ca.crt") for _ in range(4)]
-        try:
-            with srv.client() as c:
-                assert c.get("/healthz").status_code == 503
-        finally:
-            for tls in held:
-                tls.close()
-        with srv.client() as c:
-            wait_for(lambda: c.get("/healthz").status_code == 200)
-    finally:
-        srv.stop()

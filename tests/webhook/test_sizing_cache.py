@@ -3,25 +3,20 @@ failure behaviour (last good cache kept, relists, backoff), metrics, readiness a
 
 from __future__ import annotations
 
-import copy
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
 
+from kubeapi import ListWatchError
 from policyengine import PolicySet, load_policies, shipped_policies_dir
 from webhook.admission import Admission
 from webhook.metrics import WebhookMetrics
 from webhook.policy_store import PolicyStore
 from webhook.review import parse_review, pod_review
-from webhook.sizing_cache import (
-    RecommendationCache,
-    SourceError,
-    parse_go_duration,
-    parse_recommendation,
-)
+from webhook.sizing_cache import RecommendationCache, parse_go_duration, parse_recommendation
+
+from ..kubeapi.fake_listwatch import FakeListWatch, recording_sleep
 
 GiB = 2**30
 
@@ -157,49 +152,18 @@ def test_no_status_yet_means_no_containers() -> None:
 # -- the map ---------------------------------------------------------------------------------------------------
 
 
-class Source:
-    """Scripted API server: each list() pops the next answer (items or an exception); watch() replays events."""
-
-    def __init__(self) -> None:
-        self.lists: list[list[dict[str, Any]] | SourceError] = []
-        self.watches: list[list[tuple[str, dict[str, Any]]] | SourceError] = []
-        self.calls: list[str] = []
-        self.rv = 10
-
-    def list(self) -> tuple[list[dict[str, Any]], str]:
-        self.calls.append("list")
-        answer = self.lists.pop(0) if self.lists else SourceError("no more answers", 503)
-        if isinstance(answer, SourceError):
-            raise answer
-        self.rv += 1
-        return copy.deepcopy(answer), str(self.rv)
-
-    def watch(self, resource_version: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        self.calls.append(f"watch@{resource_version}")
-        script = self.watches.pop(0) if self.watches else []
-        if isinstance(script, SourceError):
-            raise script
-        for event in script:
-            if isinstance(event[1], SourceError):  # an error mid-watch
-                raise event[1]
-            yield event
-
-
-def make(source: Source, **options: Any) -> tuple[RecommendationCache, WebhookMetrics, list[float]]:
+def make(source: FakeListWatch, **options: Any) -> tuple[RecommendationCache, WebhookMetrics, list[float]]:
     metrics = WebhookMetrics()
-    slept: list[float] = []
-
-    def sleep(stop: threading.Event, seconds: float) -> bool:
-        slept.append(seconds)
-        return False
-
+    sleep, slept = recording_sleep()
     cache = RecommendationCache(source, metrics, sleep=sleep, clock=lambda: 1000.0, **options)
     return cache, metrics, slept
 
 
 def test_lookup_answers_by_namespace_kind_owner_and_container() -> None:
-    cache, metrics, _ = make(Source())
-    cache.replace([rec(), rec("train", kind="StatefulSet"), rec(namespace="team-b")])
+    source = FakeListWatch()
+    source.lists = [[rec(), rec("train", kind="StatefulSet"), rec(namespace="team-b")]]
+    cache, metrics, _ = make(source)
+    cache.loop.run(passes=1)
     assert len(cache) == 3
     found = cache.observed("team-a", "Deployment", "embed", "main")
     assert found is not None and found.vram_bytes == 6 * GiB
@@ -215,7 +179,7 @@ def test_lookup_answers_by_namespace_kind_owner_and_container() -> None:
 
 
 def test_version_follows_the_pods_owner() -> None:
-    cache, _, _ = make(Source())
+    cache, _, _ = make(FakeListWatch())
     cache.replace([rec(rv="41")])
     pod = {
         "metadata": {
@@ -229,7 +193,7 @@ def test_version_follows_the_pods_owner() -> None:
 
 
 def test_two_objects_for_one_owner_keep_the_canonical_one() -> None:
-    cache, metrics, _ = make(Source())
+    cache, metrics, _ = make(FakeListWatch())
     stray = rec(object_name="aaa-embed", containers=[{"name": "main", "vram": "70Gi", "peak": "60Gi",
                                                        "samples": 1, "window": "1h"}])  # fmt: skip
     cache.replace([stray, rec()])
@@ -239,7 +203,7 @@ def test_two_objects_for_one_owner_keep_the_canonical_one() -> None:
 
 
 def test_watch_events_add_modify_and_delete() -> None:
-    cache, metrics, _ = make(Source())
+    cache, metrics, _ = make(FakeListWatch())
     cache.replace([])
     cache.apply("ADDED", rec(rv="2"))
     assert cache.observed("team-a", "Deployment", "embed", "main") is not None
@@ -263,25 +227,30 @@ def test_watch_events_add_modify_and_delete() -> None:
 # -- the loop ----------------------------------------------------------------------------------------------------
 
 
-def test_list_then_watch_from_the_lists_version() -> None:
-    source = Source()
+def test_a_watch_resumes_after_its_end_and_an_expired_one_relists() -> None:
+    source = FakeListWatch()
     source.lists = [[rec()], [rec(), rec("other")]]
-    source.watches = [[("ADDED", rec("late", rv="12")), ("BOOKMARK", {"metadata": {"resourceVersion": "13"}})]]
-    cache, metrics, _ = make(source)
-    cache.run(passes=2)
-    assert source.calls == ["list", "watch@11", "list", "watch@12"]
+    bookmark = {"metadata": {"resourceVersion": "13"}}
+    source.watches = [[("ADDED", rec("late", rv="12")), ("BOOKMARK", bookmark)], ListWatchError("too old", 410)]
+    cache, metrics, slept = make(source)
+    cache.loop.run(passes=2)
+    assert source.calls == ["list", "watch@11", "watch@13"] and len(cache) == 2 and slept == []
+    cache.loop.run(passes=1)
+    assert source.calls[3:] == ["list", "watch@12"]
     assert len(cache) == 2  # the second list replaced the map: "late" is gone, "other" is there
     assert cache.observed("team-a", "Deployment", "other", "main") is not None
     assert metric(metrics, "gpudra_sizing_cache_watch_restarts_total", {"reason": "closed"}) == 2
+    assert metric(metrics, "gpudra_sizing_cache_watch_restarts_total", {"reason": "expired"}) == 1
+    assert metric(metrics, "gpudra_sizing_cache_errors_total", {"operation": "watch"}) == 0
 
 
 def test_api_server_down_keeps_the_last_good_cache_and_backs_off() -> None:
-    source = Source()
-    down = SourceError("connection refused")
+    source = FakeListWatch()
+    down = ListWatchError("connection refused")
     source.lists = [[rec()], down, down, down, down, [rec(), rec("other")]]
-    source.watches = [SourceError("watch broke: connection reset")]
+    source.watches = [ListWatchError("watch broke: connection reset")]
     cache, metrics, slept = make(source, backoff=(1.0, 4.0))
-    cache.run(passes=5)
+    cache.loop.run(passes=5)
     # the watch broke, then four failed lists: the map is the one listed first, all along
     found = cache.observed("team-a", "Deployment", "embed", "main")
     assert found is not None and found.vram_bytes == 6 * GiB and len(cache) == 1
@@ -292,41 +261,30 @@ def test_api_server_down_keeps_the_last_good_cache_and_backs_off() -> None:
     assert metric(metrics, "gpudra_sizing_cache_watch_restarts_total", {"reason": "error"}) == 1
     ok, detail = cache.readiness()
     assert ok and detail.startswith("warning: stale cache") and "connection refused" in detail
-    cache.run(passes=1)  # the API server is back
+    cache.loop.run(passes=1)  # the API server is back
     assert len(cache) == 2
     assert cache.readiness() == (True, "2 recommendations (2 containers), last synced 0s ago")
 
 
-def test_an_expired_watch_relists_at_once() -> None:
-    source = Source()
-    source.lists = [[rec()], [rec()]]
-    source.watches = [SourceError("too old resource version", 410)]
-    cache, metrics, slept = make(source)
-    cache.run(passes=2)
-    assert slept == [] and source.calls[:3] == ["list", "watch@11", "list"]
-    assert metric(metrics, "gpudra_sizing_cache_watch_restarts_total", {"reason": "expired"}) == 1
-    assert metric(metrics, "gpudra_sizing_cache_errors_total", {"operation": "watch"}) == 0
-
-
 def test_a_cluster_without_the_crd_is_not_an_error_in_auto_mode() -> None:
-    source = Source()
-    source.lists = [SourceError("404 Not Found", 404)]
+    source = FakeListWatch()
+    source.lists = [ListWatchError("404 Not Found", 404)]
     cache, metrics, slept = make(source, not_served_seconds=60.0)
-    cache.run(passes=1)
+    cache.loop.run(passes=1)
     assert slept == [60.0] and metric(metrics, "gpudra_sizing_cache_errors_total", {"operation": "list"}) == 0
     ok, detail = cache.readiness()
     assert ok and "does not serve GPUSizingRecommendation" in detail
-    strict = Source()
-    strict.lists = [SourceError("404 Not Found", 404)]
+    strict = FakeListWatch()
+    strict.lists = [ListWatchError("404 Not Found", 404)]
     on, on_metrics, _ = make(strict, mode="on")
-    on.run(passes=1)
+    on.loop.run(passes=1)
     assert metric(on_metrics, "gpudra_sizing_cache_errors_total", {"operation": "list"}) == 1
     ok, detail = on.readiness()
     assert ok and detail.startswith("warning: recommendations not listed yet") and "404" in detail
 
 
 def test_garbage_objects_in_a_list_never_stop_the_loop() -> None:
-    source = Source()
+    source = FakeListWatch()
     garbage: list[Any] = [
         {"metadata": {"namespace": "x", "name": "y"}, "spec": {"targetRef": {"kind": 3, "name": None}}},
         rec(containers=[{"name": "main", "vram": "1e400", "peak": "NaN", "samples": "many", "window": 7}]),
@@ -334,7 +292,7 @@ def test_garbage_objects_in_a_list_never_stop_the_loop() -> None:
     ]
     source.lists = [garbage]
     cache, metrics, _ = make(source)
-    cache.run(passes=1)
+    cache.loop.run(passes=1)
     assert len(cache) == 2 and cache.observed("team-a", "Deployment", "ok", "main") is not None
     assert cache.observed("team-a", "Deployment", "embed", "main") is None
     text = generate_latest(metrics.registry).decode()
@@ -343,19 +301,16 @@ def test_garbage_objects_in_a_list_never_stop_the_loop() -> None:
 
 
 def test_the_loop_thread_starts_and_stops() -> None:
-    source = Source()
+    source = FakeListWatch(idle=True)
     source.lists = [[rec()]]
     cache = RecommendationCache(source, WebhookMetrics())
     cache.start()
     try:
-        for _ in range(200):
-            if len(cache):
-                break
-            threading.Event().wait(0.01)
+        assert source.watching.wait(10)  # the list before the watch is applied
         assert cache.observed("team-a", "Deployment", "embed", "main") is not None
     finally:
-        cache.stop(timeout=5)
-    assert cache._thread is None
+        cache.stop(timeout=10)
+    assert cache.loop._thread is None and cache.loop.status().errors == 0
 
 
 # -- admission -----------------------------------------------------------------------------------------------------
@@ -416,7 +371,7 @@ def _admission(cache: RecommendationCache) -> tuple[Admission, list[Any]]:
 
 
 def test_admission_passes_the_cache_and_keys_decisions_by_the_recommendation() -> None:
-    cache, _, _ = make(Source())
+    cache, _, _ = make(FakeListWatch())
     cache.replace([rec(rv="1")])
     admission, seen = _admission(cache)
     review = parse_review(pod_review(_pod(), uid="u-1"))
@@ -431,7 +386,7 @@ def test_admission_passes_the_cache_and_keys_decisions_by_the_recommendation() -
 
 def test_admission_sizes_an_unannotated_pod_from_the_cache() -> None:
     """With the engine's observed-usage facts (issue 10, dra.sizing) the claim asks for the recommended memory."""
-    cache, _, _ = make(Source())
+    cache, _, _ = make(FakeListWatch())
     cache.replace([rec()])
     admission, _ = _admission(cache)
     with_cache = admission.mutate(parse_review(pod_review(_pod(), uid="u-1")))

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from policyengine import PolicySet, load_policies, shipped_policies_dir
 from policyengine.translate import translate

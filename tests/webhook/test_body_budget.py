@@ -1,0 +1,82 @@
+"""The in-flight byte budget: takers wait first come first served, within their deadline, and nothing leaks."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from webhook.body import BodyBudget, BodyRefused
+
+
+def test_a_taker_waits_for_room_and_gets_it_when_bytes_are_given_back() -> None:
+    async def run() -> tuple[int, int]:
+        share = BodyBudget(small_bytes=100, large_bytes=100).large
+        await share.take(80, 0)
+        waiter = asyncio.create_task(share.take(50, 60))
+        while share.waiting == 0:
+            await asyncio.sleep(0)
+        assert not waiter.done()
+        share.give(80)
+        await waiter
+        return share.held, share.waiting
+
+    assert asyncio.run(run()) == (50, 0)
+
+
+def test_a_taker_that_finds_no_room_within_its_wait_is_refused_503_and_leaves_the_queue() -> None:
+    async def run() -> tuple[BodyRefused, int, int]:
+        share = BodyBudget(small_bytes=100, large_bytes=100).large
+        await share.take(80, 0)
+        with pytest.raises(BodyRefused) as refused:
+            await share.take(50, 0.01)
+        return refused.value, share.held, share.waiting
+
+    refused, held, waiting = asyncio.run(run())
+    assert refused.status == 503 and "waited 0.01 s" in refused.reason
+    assert (held, waiting) == (80, 0)
+
+
+def test_takers_are_served_in_arrival_order_so_a_large_one_is_not_starved_by_small_ones() -> None:
+    async def run() -> list[str]:
+        share = BodyBudget(small_bytes=100, large_bytes=100).large
+        order: list[str] = []
+        await share.take(60, 0)
+
+        async def taker(name: str, size: int) -> None:
+            await share.take(size, 60)
+            order.append(name)
+
+        large = asyncio.create_task(taker("large", 90))
+        while share.waiting < 1:
+            await asyncio.sleep(0)
+        small = asyncio.create_task(taker("small", 30))  # would fit now (60 + 30), but the large one came first
+        while share.waiting < 2:
+            await asyncio.sleep(0)
+        assert order == []
+        share.give(60)
+        await large
+        share.give(90)
+        await small
+        return order
+
+    assert asyncio.run(run()) == ["large", "small"]
+
+
+def test_a_cancelled_waiter_holds_nothing_and_lets_the_next_one_through() -> None:
+    async def run() -> tuple[int, int]:
+        share = BodyBudget(small_bytes=100, large_bytes=100).large
+        await share.take(60, 0)
+        first = asyncio.create_task(share.take(90, 60))
+        while share.waiting < 1:
+            await asyncio.sleep(0)
+        second = asyncio.create_task(share.take(40, 60))
+        while share.waiting < 2:
+            await asyncio.sleep(0)
+        first.cancel()
+        await second  # 60 + 40 fits once the 90 ahead of it has left
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return share.held, share.waiting
+
+    assert asyncio.run(run()) == (100, 0)
