@@ -19,7 +19,8 @@ The attacks (issue 37's table, protocol rows):
 2. `continuation_flood`: a stream held by a zero window (GET /metrics), then one header block that never ends.
 3. `idle_connections`: 4 sources x 130 TLS handshakes that send nothing, closed and re-opened every 13 s, and TCP
    connections that never start TLS; `idle_connections_many_sources`: the same from 24 sources x 28 connections,
-   each source under a per-source limit.
+   each source under a per-source limit; `idle_connections_trusted_sources`: 4 x 130 again, from sources that each
+   had one harmless review answered first (what the server trusts without `--client-ca`).
 4. `forged_reviews`: AdmissionReviews with no client certificate naming a victim namespace; counts the
    ResourceClaimTemplates created there. Run with `--client-ca` and without.
 6. `bytes_after_refusal`: a body sent on after the server refused the request or the connection: the bytes its
@@ -73,6 +74,7 @@ ATTACKS: dict[str, Callable[..., dict[str, Any]]] = {
     "continuation_flood": continuation_flood,
     "idle_connections": idle_connections,
     "idle_connections_many_sources": idle_connections,
+    "idle_connections_trusted_sources": idle_connections,
     "forged_reviews": forged_reviews,
     "bytes_after_refusal": bytes_after_refusal,
     "large_reviews": large_reviews,
@@ -81,6 +83,7 @@ ATTACKS: dict[str, Callable[..., dict[str, Any]]] = {
 }
 # Issue 37's row of each attack.
 ROWS = {"h2_control_flood": 1, "continuation_flood": 2, "idle_connections": 3, "idle_connections_many_sources": 3,
+        "idle_connections_trusted_sources": 3,
         "forged_reviews": 4,
         "bytes_after_refusal": 6, "large_reviews": 7, "half_sent_bodies": 8, "log_flood": 10}  # fmt: skip
 # Smaller sizes for --smoke; the bounds that make an attack an attack (4 x 130 handshakes past 512 connections, 280
@@ -90,6 +93,7 @@ ROWS = {"h2_control_flood": 1, "continuation_flood": 2, "idle_connections": 3, "
 # connections, not the one per source, must hold.
 PARAMS: dict[str, dict[str, Any]] = {
     "idle_connections_many_sources": {"sources": 24, "per_source": 24, "tcp_per_source": 4},
+    "idle_connections_trusted_sources": {"earn_trust": True},
 }
 SMOKE_PARAMS: dict[str, dict[str, Any]] = {
     "h2_control_flood": {"connections": 4},

@@ -27,6 +27,7 @@ from benchmarks.tenants.wire import (
     frame,
     header_block,
     open_h2,
+    post,
     run_threads,
     settings,
 )
@@ -36,13 +37,21 @@ from webhook.review import pod_review
 
 def idle_connections(
     target: Target, control: Control, sources: int = 4, per_source: int = 130, tcp_per_source: int = 32,
-    reopen_seconds: float = 13.0,
+    reopen_seconds: float = 13.0, earn_trust: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """Row 3: `sources` x `per_source` TLS handshakes that never send a request, and `tcp_per_source` TCP
     connections per source that never start TLS; all closed and opened again every `reopen_seconds` (under the
-    server's idle timeout), until the harness stops the attack."""
+    server's idle timeout), until the harness stops the attack. With `earn_trust`, each source first sends one
+    well-formed review of a pod without GPUs (allowed, nothing created), as any tenant can when no client certificate
+    is asked for: a source with a review answered is one the server trusts."""
     counts: Counter[str] = Counter()
     lock = threading.Lock()
+    if earn_trust:
+        plain = legacy_pod("plain", "default")
+        plain["spec"]["containers"][0]["resources"] = {}
+        for source in target.sources[:sources]:
+            status, _ = post(target, source, "/mutate", pod_review(plain, uid=f"trust-{source}"))
+            counts[f"trust_review_answered_{status}"] += 1
     slots = [
         (src, kind) for src in target.sources[:sources] for kind in ["tls"] * per_source + ["tcp"] * tcp_per_source
     ]

@@ -107,6 +107,20 @@ def test_idle_tls_handshakes_and_tcp_connections(attack: Callable[[str], Any]) -
     assert_ordinary_pods_unharmed(row)
 
 
+def test_idle_connections_from_many_sources(attack: Callable[[str], Any]) -> None:
+    """24 sources, each under a per-source cap, together past the 512 connections a worker takes."""
+    row = attack("idle_connections_many_sources")
+    assert row["attack"]["rounds"] >= 1 and row["attack"]["tls_per_round"] > 512, row["attack"]
+    assert_ordinary_pods_unharmed(row)
+
+
+def test_idle_connections_from_sources_that_had_a_review_answered(attack: Callable[[str], Any]) -> None:
+    """Each source first has one harmless review answered (without --client-ca any tenant can), then idles."""
+    row = attack("idle_connections_trusted_sources")
+    assert row["attack"]["rounds"] >= 1, row["attack"]
+    assert_ordinary_pods_unharmed(row)
+
+
 def test_forged_reviews_create_nothing_with_client_auth(attack: Callable[[str], Any]) -> None:
     rows = attack("forged_reviews")
     with_ca, without_ca = rows["with_client_ca"], rows["without_client_ca"]
