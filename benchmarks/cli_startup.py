@@ -33,7 +33,17 @@ COMMANDS: dict[str, list[str]] = {
     "gpudra policy lint policies": ["-m", "gpudra", "policy", "lint", str(ROOT / "policies")],
 }
 UNCACHED = ("gpudra cel eval 1", "gpudra translate (one pod)")
-PACKAGES = ("gpudra", "dra", "policyengine", "kubeapi", "recommender", "webhook", "simulator")
+PACKAGES = (
+    "gpudra",
+    "dra",
+    "workloads",
+    "policyengine",
+    "kubeapi",
+    "recommender",
+    "webhook",
+    "manifest_translation",
+    "simulator",
+)
 
 
 def _children_cpu() -> float:

@@ -4,10 +4,11 @@ Per openb trace and seed: `gpudra simulate --protocol fgd` with FGD (`simulator.
 real cluster would place (the shipped policies, the scored allocator, kube-scheduler's least-allocated node
 ranking) and gpudra with FGD's fragmentation score as the node ranking (`--node-score fragmentation`, a what-if
 for a fragmentation-aware scheduler). FGD's model shares GPUs between pods, which DRA can only do with consumable
-capacity: the NVIDIA DRA driver does not publish it, so `gpudra` and `gpudra-fragmentation` run with gpudra's named
-addition `--consumable-capacity` (every GPU shareable), and `gpudra-driver-exact` on the driver's slices as they
-are (one claim per whole GPU; fractions fit only MIG devices, which the openb GPUs lack). All run the same tuned
-workload; gpudra's GPU shares are bound by compute as well as memory (the protocol's resource model).
+capacity: NVIDIA DRA driver 0.5 publishes it behind its ConsumableShares gate, so `gpudra` and
+`gpudra-fragmentation` run with `--consumable-capacity` (that gate: every GPU shareable), and `gpudra-driver-exact`
+on the driver's default slices (one claim per whole GPU; fractions fit only MIG devices, which the openb GPUs
+lack). All run the same tuned workload; gpudra's GPU shares are bound by compute as well as memory (the
+protocol's resource model).
 Prints JSON: per trace the GPU allocation %, fragmentation and failed pods at 80/100/130 % arrived, the VRAM
 waste, and gpudra's gap to FGD; the same-run baseline is FGD's own wall time (`wall_ratio`: each strategy's over FGD's).
 
@@ -27,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from simulator.comparison import SimulationConfig, simulate  # noqa: E402
+from simulator.driver import simulated_driver  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = Path(os.path.relpath(ROOT.parent / "shared" / "traces" / "alibaba-gpu-v2023"))
@@ -51,7 +53,7 @@ def _job(args: tuple[Path, str, str, int]) -> dict[str, Any]:
             seed=seed,
             protocol="fgd",
             node_score=node_score,
-            consumable_capacity=consumable,
+            driver=simulated_driver(consumable_capacity=consumable),
         )
     )
     row = result.summary()["strategies"][strategy]

@@ -36,7 +36,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from admission import _percentile, _review, _Server, unique_pods  # noqa: E402
+
+from tests.webhook.early_answer import post_reading_early  # noqa: E402
 
 _SCALARS: list[Any] = [
     "",
@@ -74,22 +77,20 @@ class _Client:
         self.port, self.ctx, self.timeout = port, ctx, timeout
 
     def post(self, path: str, body: bytes) -> tuple[str, Any]:
-        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=self.timeout)
+        """Reads while it writes, as kube-apiserver does: a refused body's answer comes before the reset."""
         try:
-            conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-            response = conn.getresponse()
-            payload = response.read()
+            raw = socket.create_connection(("127.0.0.1", self.port), timeout=self.timeout)
+            with self.ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                status, payload = post_reading_early(tls, path, body, self.timeout)
         except TimeoutError:
             return "hang", None
         except (OSError, http.client.HTTPException):
             return "connection error", None
-        finally:
-            conn.close()
         try:
             parsed = json.loads(payload)
         except ValueError:
             parsed = None
-        return f"{response.status // 100}xx", parsed
+        return f"{status // 100}xx", parsed
 
     def healthy(self) -> bool:
         conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=5)

@@ -207,13 +207,20 @@ class Quantity:
 
     @classmethod
     def parse(cls, text: str) -> Quantity:
-        """Parse a quantity string exactly as `resource.ParseQuantity` does; `QuantityError` names the input."""
+        """Parse a quantity string exactly as `resource.ParseQuantity` does; `QuantityError` names the input (and is the
+        only error: a number with more digits than Python converts is one too)."""
         if not isinstance(text, str):
             raise QuantityError(f"invalid quantity {text!r}: expected a string, got {type(text).__name__}")
         cached = _PARSED.get(text)
         if cached is not None:
             return cached
-        q = cls._parse(text)
+        try:
+            q = cls._parse(text)
+        except QuantityError:
+            raise
+        except ValueError as exc:  # int() and str() past sys.get_int_max_str_digits: more digits than are read
+            shown = repr(text) if len(text) <= 64 else f"{text[:64]!r}... ({len(text)} characters)"
+            raise QuantityError(f"invalid quantity {shown}: {exc}") from None
         if len(text) <= _PARSED_TEXT_MAX:
             if len(_PARSED) >= _PARSED_MAX:
                 _PARSED.clear()

@@ -127,7 +127,11 @@ def read_source(source: Source, max_bytes: int = MAX_YAML_BYTES) -> tuple[str, s
                     raise InputError(
                         f"file is {size} bytes, more than the {max_bytes} a YAML input may be", source=str(path)
                     )
-                data = handle.read(max_bytes + 1)
+                # Read what the size says, plus one byte to see growth: a read of `max_bytes + 1` would allocate
+                # that much (64 MiB) for every file, however small.
+                data = handle.read(size + 1)
+                if len(data) > size:  # it grew while being read: read on, to the limit
+                    data += handle.read(max_bytes + 1 - len(data))
         except OSError as err:
             raise InputError(f"cannot read file: {err.strerror or err}", source=str(path)) from None
         if len(data) > max_bytes:  # grew while being read, or a pipe with no size

@@ -38,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Create, update or delete the gpudra-gpu-cap ResourceQuota of each namespace from its gpudra.io/max-gpus "
         "label; print what changed as JSON.",
     ),
+    "doctor": (
+        "doctor",
+        "Say which of gpudra's protections the cluster has, and how to turn on the ones that are off.",
+    ),
     "recommend": ("recommend", "Recommend VRAM per GPU workload from observed use; write GPUSizingRecommendations."),
     "cel": ("cel", "Kubernetes CEL: evaluate expressions as the API server and the DRA allocator do."),
     "policy": ("policy", "Lint, test and explain GPUClaimPolicy files."),

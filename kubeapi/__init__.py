@@ -5,6 +5,7 @@ timeout, with one idea of what a failed call is (`errors`), one paging loop (`pa
 - `templates`: the webhook's side effects (ResourceClaimTemplates, Namespace and claim reads) and gc's store;
 - `namespaces`: the admission path's bounded Namespace cache;
 - `quotas`: `gpudra quota`'s store;
+- `install`: the installed objects `gpudra doctor` reads back;
 - `listwatch`: the one list+watch loop of every cache kept by list+watch (a cache says what it does with events);
 - `clusterlistwatch`: its source for one resource of an API group, every namespace;
 - `deviceclasses`: the DeviceClasses' KEP-5004 extended-resource mapping, kept by a list+watch cache;
@@ -17,6 +18,7 @@ from .backoff import Backoff
 from .client import api_client, one_attempt_per_call, parse_timestamp
 from .clusterlistwatch import ClusterListWatch
 from .errors import ApiServerError, api_errors, status_of
+from .install import INSTALL_KINDS, KubeInstallReader
 from .listwatch import (
     ListWatch,
     ListWatchCache,
@@ -43,6 +45,7 @@ from .templates import (
 )
 
 __all__ = [
+    "INSTALL_KINDS",
     "LAST_USED_ANNOTATION",
     "LAST_USED_RESOLUTION",
     "PAGE",
@@ -50,6 +53,7 @@ __all__ = [
     "ApiServerError",
     "Backoff",
     "ClusterListWatch",
+    "KubeInstallReader",
     "KubeQuotaStore",
     "KubeSideEffects",
     "KubeTemplateStore",

@@ -10,7 +10,7 @@ __all__ = ["KubeQuotaStore"]
 
 
 class KubeQuotaStore:
-    """`webhook.namespace_quota.QuotaStore` over a `kubernetes.client.ApiClient` (plain dicts, bounded calls)."""
+    """`housekeeping.QuotaStore` over a `kubernetes.client.ApiClient` (plain dicts, bounded calls)."""
 
     def __init__(self, api_client: Any, *, timeout: float = 30.0) -> None:
         from kubernetes import client

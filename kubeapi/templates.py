@@ -223,7 +223,7 @@ class SharedTemplates:
     - less than `reuse_seconds` have passed since it was ensured, and
     - less than LAST_USED_RESOLUTION have passed since the last use the API server holds (`TemplateResult.active_at`:
       its creation or `gpudra.io/last-used` stamp). `KubeSideEffects` itself skips re-stamping a template stamped
-      within LAST_USED_RESOLUTION, and the collector's idle floor (`webhook.template_gc.MIN_IDLE_FLOOR`) is built on
+      within LAST_USED_RESOLUTION, and the collector's idle floor (`housekeeping.MIN_IDLE_FLOOR`) is built on
       that bound, so a template handed out from memory is exactly as safe from collection as one confirmed by a call.
 
     A failure is shared by the callers that waited for it and never remembered. Bounded by `max_entries` (least
@@ -320,7 +320,7 @@ class SharedTemplates:
 
 
 class KubeTemplateStore:
-    """`webhook.template_gc.TemplateStore` over a `kubernetes.client.ApiClient` (paged lists, bounded calls)."""
+    """`housekeeping.TemplateStore` over a `kubernetes.client.ApiClient` (paged lists, bounded calls)."""
 
     PAGE = PAGE
 

@@ -20,13 +20,14 @@ from .facts import (
 )
 from .files import load_policies, policy_files, shipped_policies_dir
 from .inputs import read_inputs
-from .loader import CompiledPolicy, load_policy_text
+from .loader import MAX_POLICY_BYTES, CompiledPolicy, load_policy_text
 
 __all__ = [
     "API_VERSION",
     "HAMI_RESOURCES",
     "KIND",
     "LEGACY_GPU",
+    "MAX_POLICY_BYTES",
     "MIG_PREFIX",
     "MODE_LABEL",
     "CompiledPolicy",

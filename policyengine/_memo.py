@@ -334,8 +334,8 @@ class ClaimFacts:
 class PolicyMemo:
     """The memo tables of one `PolicySet`, with each policy's `Plan` and its pod-level expressions' reads.
 
-    The pod's GPU facts are keyed by a token, a small int handed out once per distinct `PodFacts.key` and never
-    reused, so keys stay cheap to hash however many containers a pod has.
+    The pod's GPU facts are keyed by a token, a small int handed out once per distinct `PodFacts` (equal facts, equal
+    token) and never reused, so keys stay cheap to hash however many containers a pod has.
     """
 
     __slots__ = (
@@ -364,9 +364,9 @@ class PolicyMemo:
             if found.policy_reads is not None:
                 self._policy_reads[id(policy)] = found.policy_reads
         self._tokens = itertools.count()
-        # GPU facts key → (token, `gpu` value); (policy, token) → leading fact conditions' outcome;
+        # GPU facts → (token, `gpu` value); (policy, token) → leading fact conditions' outcome;
         # claim key (see `PodMemo.claim_key`) → entry; (policy, expression, fingerprints) → (value, names read).
-        self._gpu: MemoTable[Any, tuple[int, dict[str, Any]]] = MemoTable()
+        self._gpu: MemoTable[PodFacts, tuple[int, dict[str, Any]]] = MemoTable()
         self._match: MemoTable[tuple[int, int], bool] = MemoTable()
         self._claim: MemoTable[Any, ClaimEntry] = MemoTable()
         # value, the variables it read, its (cost, size) charges, and `weigh` of the value
@@ -383,10 +383,12 @@ class PolicyMemo:
         return self._plans.get(id(policy)) or analysis(policy).plan
 
     def gpu(self, facts: PodFacts) -> tuple[int, dict[str, Any]]:
-        """(the facts token, the `gpu` CEL value) of a pod's facts."""
-        found = self._gpu.get(facts.key)
+        """(the facts token, the `gpu` CEL value) of a pod's facts, keyed by the facts themselves."""
+        found = self._gpu.get(facts)
         if found is None:
-            found = self._gpu.put(facts.key, (next(self._tokens), facts.to_cel()))
+            value = facts.to_cel()
+            # The facts hold the strings their CEL value holds: charged as much again, for the key.
+            found = self._gpu.put(facts, (next(self._tokens), value), 2 * weigh(value))
         return found
 
     def matched(self, policy: CompiledPolicy, token: int, compute: Callable[[], bool]) -> bool:

@@ -8,34 +8,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
-from typing import Any
+from typing import Any, NoReturn
 
 from dra.durations import format_go_duration
-from dra.errors import InputError
+from dra.errors import InputError, QuantityError
+from dra.quantity import Quantity
 from dra.sizing import (
     MAX_MEMORY_BYTES,
     ServerConfig,
     SizingDecision,
     SizingLookup,
     estimate_memory,
-    pod_owner,
     read_container,
     resolve_sizing,
 )
+from workloads import pod_owner
 
 # resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices, and a pod's legacy
 # GPUs all go into one claim (defined once, with the admission server's shape check)
-from .pod_shape import MAX_DEVICES_PER_CLAIM
+from .pod_shape import MAX_DEVICES_PER_CLAIM, quantity_value
 
 __all__ = [
     "CONTAINER_KINDS",
+    "DERIVED_FIELDS",
     "HAMI_RESOURCES",
     "LEGACY_GPU",
     "MAX_DEVICES_PER_CLAIM",
     "MIG_PREFIX",
     "VRAM_ANNOTATION",
     "ContainerFacts",
+    "FrozenCounts",
     "PodFacts",
     "extended_resource_pairs",
     "is_legacy_resource",
@@ -95,20 +97,64 @@ def is_legacy_resource(name: str) -> bool:
     return name == LEGACY_GPU or (name.startswith(MIG_PREFIX) and len(name) > len(MIG_PREFIX))
 
 
+class FrozenCounts(dict[str, int]):
+    """A read-only resource name -> count mapping that is hashable, so the facts holding it are their own memo keys.
+
+    A dict underneath, so reading it (several times per evaluation) costs what reading a dict does; the methods that
+    would change it raise. Two are equal when they hold the same items in the same order, the order CEL sees.
+    """
+
+    __slots__ = ("_hash",)
+
+    def __init__(self, items: Mapping[str, int] | None = None) -> None:
+        super().__init__(items or ())
+        self._hash = hash(tuple(super().items()))
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is FrozenCounts:
+            return self._hash == other._hash and tuple(self.items()) == tuple(other.items())
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __reduce__(self) -> tuple[type[FrozenCounts], tuple[dict[str, int]]]:
+        return FrozenCounts, (dict(self),)
+
+    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("FrozenCounts cannot be changed")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __repr__(self) -> str:
+        return f"FrozenCounts({dict.__repr__(self)})"
+
+
+_NO_COUNTS = FrozenCounts()
+
+
 @dataclass(frozen=True, slots=True)
 class ContainerFacts:
-    """One container's GPU-related resources; `legacy` maps a resource name to its device count."""
+    """One container's GPU-related resources; `legacy` maps a resource name to its device count.
+
+    Its own memo key: the generated `__eq__` and `__hash__` cover every field (its mappings are `FrozenCounts`), so
+    two containers' facts are equal exactly when everything read from them is.
+    """
 
     name: str
     kind: str
     index: int
     sidecar: bool
-    legacy: Mapping[str, int]
+    legacy: FrozenCounts
     in_requests: tuple[str, ...]
     in_limits: tuple[str, ...]
     claims: tuple[str, ...]
     # HAMi resources (`HAMI_RESOURCES`) of a container that asks for `nvidia.com/gpu`: resource name -> value.
-    hami: Mapping[str, int] = field(default_factory=dict)
+    hami: FrozenCounts = _NO_COUNTS
     # Which sizing source won for this container and why (`dra.sizing.resolve_sizing`).
     sizing: SizingDecision = NO_SIZING
 
@@ -119,22 +165,6 @@ class ContainerFacts:
     @property
     def count(self) -> int:
         return sum(self.legacy.values())
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        """Hashable and equal exactly when two containers' facts are equal."""
-        return (
-            self.name,
-            self.kind,
-            self.index,
-            self.sidecar,
-            tuple(self.legacy.items()),
-            self.in_requests,
-            self.in_limits,
-            self.claims,
-            tuple(self.hami.items()),
-            self.sizing,
-        )
 
     @property
     def requests_only(self) -> list[str]:
@@ -156,9 +186,17 @@ class ContainerFacts:
         }
 
 
+# PodFacts fields computed from the others in `__post_init__`: the only fields its equality leaves out.
+DERIVED_FIELDS = frozenset({"legacy_containers"})
+
+
 @dataclass(frozen=True, slots=True)
 class PodFacts:
-    """GPU facts of one pod: the containers that hold legacy resources or DRA claims, in pod order."""
+    """GPU facts of one pod: the containers that hold legacy resources or DRA claims, in pod order.
+
+    Its own memo key (`_memo.PolicyMemo.gpu`): the generated `__eq__` and `__hash__` cover every field but those
+    derived from the others (`DERIVED_FIELDS`), so two pods' facts are equal exactly when their `gpu` values are.
+    """
 
     containers: tuple[ContainerFacts, ...]
     pod_claims: tuple[str, ...]
@@ -167,14 +205,11 @@ class PodFacts:
     # (legacy resource, DeviceClass) pairs of the cluster's KEP-5004 mapping (DeviceClass.spec.extendedResourceName),
     # sorted; read by the webhook from the DeviceClasses, given to explain by an option, empty elsewhere.
     extended_resources: tuple[tuple[str, str], ...] = ()
-    # Hashable and equal exactly when two pods' GPU facts (hence their `gpu` CEL values) are equal.
-    key: tuple[Any, ...] = field(init=False, repr=False, compare=False)
     # The containers with legacy GPU resources, in pod order (read several times per evaluation: computed once).
+    # Derived from `containers`, so left out of the comparison (`DERIVED_FIELDS`).
     legacy_containers: tuple[ContainerFacts, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        key = (tuple(c.key for c in self.containers), self.pod_claims, self.dra_devices, self.extended_resources)
-        object.__setattr__(self, "key", key)
         object.__setattr__(self, "legacy_containers", tuple(c for c in self.containers if c.legacy))
 
     @property
@@ -245,21 +280,17 @@ def _count(
 
 
 def _whole(value: Any, where: str, what: str) -> int:
+    """`value` read once as a quantity (`pod_shape.quantity_value`, as the webhook's shape check reads it): a whole
+    number >= 0, else `InputError` naming `where`, caused by the `QuantityError` when it is no quantity at all."""
     if type(value) is int and value >= 0:
         return value
-    if isinstance(value, bool):
-        raise InputError(f"{where}: expected a whole number of {what} (got {value!r})")
-    if isinstance(value, int):
-        number = Fraction(value)
-    else:
-        try:
-            from dra.quantity import Quantity
-
-            number = Quantity.parse(str(value)).value
-        except Exception as exc:  # QuantityError, or dra.quantity not importable
-            raise InputError(f"{where}: expected a whole number of {what} (got {value!r})") from exc
+    shown = _shown(value) if isinstance(value, str) else repr(value)
+    try:
+        number = quantity_value(value)
+    except QuantityError as exc:
+        raise InputError(f"{where}: expected a whole number of {what} (got {shown}, not a quantity)") from exc
     if number.denominator != 1 or number < 0:
-        raise InputError(f"{where}: expected a whole number of {what} (got {value!r})")
+        raise InputError(f"{where}: expected a whole number of {what} (got {shown})")
     return int(number)
 
 
@@ -319,11 +350,11 @@ def _container(container: Any, kind: str, index: int) -> ContainerFacts | None:
         kind=kind,
         index=index,
         sidecar=kind == "initContainers" and container.get("restartPolicy") == "Always",
-        legacy=legacy,
+        legacy=FrozenCounts(legacy) if legacy else _NO_COUNTS,
         in_requests=tuple(sorted(n for n in in_requests if n in legacy)),
         in_limits=tuple(sorted(n for n in in_limits if n in legacy)),
         claims=tuple(str(c.get("name", "")) for c in claims if isinstance(c, dict)),
-        hami=hami,
+        hami=FrozenCounts(hami) if hami else _NO_COUNTS,
     )
 
 
@@ -335,10 +366,8 @@ def _annotation_vram(pod: Mapping[str, Any]) -> tuple[str | None, int | None]:
         return None, None
     text = str(annotations[VRAM_ANNOTATION])
     try:
-        from dra.quantity import Quantity
-
         value = Quantity.parse(text).value
-    except Exception:  # QuantityError, or ValueError past int()'s digit limit: the policy's validation denies it
+    except QuantityError:  # the policy's validation denies it
         return text, None
     size = int(-(-value.numerator // value.denominator))
     if size > MAX_MEMORY_BYTES:

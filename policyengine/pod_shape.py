@@ -8,6 +8,7 @@ error. Here it becomes a 400-style denial naming the field.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Any, Final
 
 from dra.errors import QuantityError
@@ -15,7 +16,7 @@ from dra.model import LIMITS
 from dra.quantity import Quantity
 from policyengine.denial import AdmissionDenied
 
-__all__ = ["MAX_DEVICES_PER_CLAIM", "check_pod_shape"]
+__all__ = ["MAX_DEVICES_PER_CLAIM", "check_pod_shape", "quantity_value"]
 
 # resource.k8s.io/v1 AllocationResultsMaxSize: one claim allocates at most this many devices, and a pod's legacy
 # GPUs all go into one claim (the API server accepts a larger `count`; the scheduler never allocates it). The policy
@@ -64,6 +65,15 @@ def _plain_count(item: object) -> int | None:
     return None
 
 
+def quantity_value(item: object) -> Fraction:
+    """The exact value of a resource value as the API server decodes one: a JSON number, or a quantity string (trimmed,
+    as `Quantity.UnmarshalJSON` trims it). The one reading of a count that this check and the facts
+    (`policyengine.facts`) share; `QuantityError` is its only error."""
+    if type(item) is int:
+        return Fraction(item)
+    return Quantity.coerce(item).value
+
+
 def _device_count(item: str | int | float, path: str, container: str) -> int:
     """A legacy GPU resource's value as a device count: a whole number no claim's limit rules out, judged by the
     quantity's exact value, however it is spelled (`1`, `1000m`, `1.0`, `0.001k` are all one device; `1500m` is
@@ -74,10 +84,9 @@ def _device_count(item: str | int | float, path: str, container: str) -> int:
     if plain is not None and plain <= MAX_DEVICES_PER_CLAIM:
         return plain
     try:
-        quantity = Quantity.coerce(item)
-    except (QuantityError, ValueError, OverflowError) as exc:
-        raise AdmissionDenied(f"gpudra: {path} is not a quantity: {exc}", code=400, reason="BadRequest") from None
-    value = quantity.value
+        value = quantity_value(item)
+    except QuantityError as exc:
+        raise AdmissionDenied(f"gpudra: {path} is not a quantity: {exc}", code=400, reason="BadRequest") from exc
     if value.denominator != 1 or not 0 <= value <= MAX_DEVICES_PER_CLAIM:
         raise AdmissionDenied(
             f"gpudra: {path} of container {container!r} is {item!r}: a device count must be a whole number from 0 to "

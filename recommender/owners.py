@@ -1,14 +1,11 @@
 """Which workload owns a pod, by ownerReferences read from the API server, with every look-up cached for a pass.
 
-pod -> ReplicaSet -> Deployment; StatefulSet; DaemonSet; Job -> CronJob; LeaderWorkerSet (its pods carry
-`leaderworkerset.sigs.k8s.io/name`; a worker's chain is pod -> worker StatefulSet -> leader pod -> leader
-StatefulSet -> LeaderWorkerSet); KubeRay pod -> RayCluster. The top of the chain among the supported kinds is the
-owner, except that KubeRay chains stop at the RayCluster: the webhook finds a recommendation by what the pod itself
-says (`dra.sizing.pod_owner`: its `ray.io/cluster` label), and a pod cannot name the RayService or RayJob above
-(so a RayService upgrade, which makes a new RayCluster, starts without a recommendation). A series may name a pod
-that is gone (7 days of history outlive rollouts): its owner is then looked for by the controllers' naming
-(`<replicaset>-<suffix>`, `<statefulset>-<ordinal>`, `<job>-<suffix>`), and the pod is skipped when none exists.
-A pod without a controller (a bare pod) has no owner to size for.
+The supported kinds are `workloads.OWNER_KINDS` (read by their API resource); the top of a pod's chain among them is
+the owner, except that a kind whose controller labels every pod with its workload (`pod_label`) is named by that
+label and ends a chain, as the webhook keys recommendations (`workloads.pod_owner`): KubeRay chains stop at the
+RayCluster, whose RayService or RayJob a pod cannot name. A pod that is gone (7 days of history outlive rollouts) is
+looked for by the controllers' naming (`<replicaset>-<suffix>`, `<statefulset>-<ordinal>`, `<job>-<suffix>`); a
+bare pod has no owner to size for.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
 from kubeapi import PAGE, ApiServerError, all_pages, api_errors, status_of
+from workloads import KINDS, OWNER_KINDS, kind_named
 
 from .compute import Owner
 from .dcgm import invalid_name
@@ -29,19 +27,10 @@ log = logging.getLogger("gpudra.recommend.owners")
 
 # kind -> (apiVersion used to read it, plural)
 SUPPORTED_KINDS: dict[str, tuple[str, str]] = {
-    "Pod": ("v1", "pods"),
-    "ReplicaSet": ("apps/v1", "replicasets"),
-    "Deployment": ("apps/v1", "deployments"),
-    "StatefulSet": ("apps/v1", "statefulsets"),
-    "DaemonSet": ("apps/v1", "daemonsets"),
-    "Job": ("batch/v1", "jobs"),
-    "CronJob": ("batch/v1", "cronjobs"),
-    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1", "leaderworkersets"),
-    "RayCluster": ("ray.io/v1", "rayclusters"),
-    "RayService": ("ray.io/v1", "rayservices"),
-    "RayJob": ("ray.io/v1", "rayjobs"),
+    k.kind: (k.resource.api_version, k.resource.plural) for k in OWNER_KINDS if k.resource is not None
 }
-_LWS_LABEL = "leaderworkerset.sigs.k8s.io/name"
+# The kinds whose controller labels every pod with its workload: the label names the owner (see the docstring).
+_LABELLED = tuple((k.kind, k.pod_label) for k in KINDS if k.pod_label and k.kind in SUPPORTED_KINDS)
 _MAX_DEPTH = 8
 
 
@@ -176,14 +165,14 @@ class OwnerResolver:
         pod = self.pods(namespace).get(pod_name)
         if pod is None:
             return self._resolve_gone(namespace, pod_name)
-        lws = ((pod.get("metadata") or {}).get("labels") or {}).get(_LWS_LABEL)
-        if lws:
-            found = self._get("LeaderWorkerSet", namespace, lws)
-            return (
-                _owner(found, "LeaderWorkerSet", namespace)
-                if found
-                else Owner(namespace, "LeaderWorkerSet", lws, SUPPORTED_KINDS["LeaderWorkerSet"][0])
-            )
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        for kind, label in _LABELLED:
+            name = labels.get(label)
+            if name:
+                found = self._get(kind, namespace, name)
+                return (
+                    _owner(found, kind, namespace) if found else Owner(namespace, kind, name, SUPPORTED_KINDS[kind][0])
+                )
         if _controller(pod) is None:
             return "bare pod (no controller to size for)"
         return self._climb(pod, "Pod", namespace)
@@ -206,7 +195,8 @@ class OwnerResolver:
             obj, kind = parent, ref_kind
             if kind != "Pod":
                 best = _owner(obj, kind, namespace)
-            if kind == "RayCluster":  # the webhook's key for KubeRay pods (see the module docstring)
+            known = kind_named(kind)
+            if known is not None and known.pod_label:  # the webhook's key for such pods (see the module docstring)
                 break
         if best is None:
             return "no supported owner"

@@ -194,6 +194,15 @@ the namespaces where GPU workloads run, not AllNamespaces (which would include t
 
 The policies come from the ConfigMap `gpudra-policies` in the operator's namespace; edit it and the webhook reloads
 them (a failed reload keeps the previous set and raises the GpudraPolicyReloadFailing alert).
+
+## What OLM cannot install
+
+A registry+v1 bundle holds no ValidatingAdmissionPolicy and no CronJob, so this install lacks three protections the
+kustomize and Helm installs have on by default: the policy that holds gpudra's ServiceAccount to the objects it
+manages, the policy that keeps ResourceClaims in namespaces labelled `gpudra.io/max-gpus` / `gpudra.io/max-vram`
+within the caps after their pods were admitted, and the `gpudra quota` CronJob. Apply
+`manifests/base/admission-policies.yaml` (with the operator's namespace in its ServiceAccount names) and
+`manifests/base/namespace-quota.yaml`; `gpudra doctor` lists which protections a cluster has.
 """
 
 

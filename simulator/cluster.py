@@ -16,8 +16,8 @@ YAML (`kind: SimCluster` optional):
         # `name` is what the node label nvidia.com/mig.config selects), file relative to this spec; the simulator
         # models one layout per node, so the config must give every GPU the same instances
         mig_config: {file: mig-parted.yaml, name: all-balanced}
-        sharing: true              # gpudra's addition, default false: whole GPUs with allowMultipleAllocations
-                                   # (DRA consumable capacity), which the NVIDIA DRA driver does not publish
+        sharing: true              # default false: the pool's driver (0.5) runs its ConsumableShares gate, whole
+                                   # GPUs and static MIG devices shareable (DRA consumable capacity, memory mode)
 
 Every problem (unknown GPU model, impossible MIG layout, bad field) raises `TraceError` with the file and
 line of the pool that has it.
@@ -36,8 +36,10 @@ import yaml
 
 from dra import gpus
 from dra.errors import InputError, QuantityError, TraceError, UnknownName
-from dra.gpus import GPUModel, MigProfile, Placement, apply_mig_config, load_mig_parted, mig_layouts
+from dra.gpus import DriverGates, GPUModel, MigProfile, Placement, apply_mig_config, load_mig_parted, mig_layouts
 from dra.quantity import Quantity
+
+from .driver import CONSUMABLE_SHARES
 
 __all__ = [
     "OPENB_GPU_MODEL_MAP",
@@ -110,8 +112,9 @@ class NodeSpec:
     model_label: str = ""  # the model name the trace uses (gpu_spec matches it)
     mig: str = "none"
     layout: Layout = ()  # static: the MIG layout of every GPU
-    # GPUs published shareable, as NVIDIA DRA driver 0.5's ConsumableShares gate publishes them (memory mode)
-    sharing: bool = False
+    # The gates NVIDIA DRA driver 0.5 runs with on this node (`simulator.driver`): ConsumableShares publishes whole
+    # GPUs and static MIG devices shareable (memory mode), FabricManagerPartitioning 8-GPU NVSwitch partitions
+    driver_gates: DriverGates = DriverGates()
     # A node read from a real cluster keeps the ResourceSlices it published (the gpudra strategy allocates on
     # them as they are); `slices_digest` stands for their content in the template (names and UUIDs aside).
     slices: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
@@ -120,15 +123,18 @@ class NodeSpec:
     # NodeAffinity and TaintToleration read; (key, value, effect), spec.unschedulable as its NoSchedule taint
     labels: tuple[tuple[str, str], ...] = ()
     taints: tuple[tuple[str, str, str], ...] = ()
-    # driver 0.5's FabricManagerPartitioning: 8-GPU NVSwitch nodes publish gpuModuleID and partition<N>
-    fabric_partitions: bool = False
+
+    @property
+    def sharing(self) -> bool:
+        """Whether the node's GPUs are published shareable (its driver runs with ConsumableShares)."""
+        return self.driver_gates.shares
 
     @property
     def template(self) -> tuple[Any, ...]:
         """Nodes with equal templates behave alike when equally loaded (the class index relies on it)."""
         return (
             self.cpu_milli, self.memory_mib, self.gpu_count, self.gpu, self.model_label, self.mig, self.layout,
-            self.sharing, self.fabric_partitions, self.slices_digest, self.labels, self.taints,
+            self.driver_gates, self.slices_digest, self.labels, self.taints,
         )  # fmt: skip
 
 
@@ -144,21 +150,12 @@ class ClusterSpec:
     def total_gpus(self) -> int:
         return sum(n.gpu_count for n in self.nodes)
 
-    def with_consumable_capacity(self) -> ClusterSpec:
-        """The same cluster with every pool's whole GPUs published as shareable (`sharing: true`, gpudra's
-        consumable-capacity model); nodes read from real slices keep what they published."""
-        nodes = [n if n.slices or n.sharing else dataclasses.replace(n, sharing=True) for n in self.nodes]
-        return dataclasses.replace(self, nodes=nodes)
-
-    def with_driver_gates(self, gates: frozenset[str]) -> ClusterSpec:
-        """The same cluster as NVIDIA DRA driver 0.5 publishes it with these of its gates on: ConsumableShares makes
-        whole GPUs and static MIG devices shareable, FabricManagerPartitioning publishes NVSwitch partitions; nodes
-        read from real slices keep what they published."""
+    def with_driver_gates(self, gates: DriverGates) -> ClusterSpec:
+        """The same cluster with NVIDIA DRA driver 0.5 running these gates too on every node (`simulator.driver`);
+        nodes read from real slices keep what they published."""
         nodes = [
-            n if n.slices else dataclasses.replace(
-                n, sharing=n.sharing or "ConsumableShares" in gates,
-                fabric_partitions="FabricManagerPartitioning" in gates,
-            )
+            n if n.slices or not gates.enabled
+            else dataclasses.replace(n, driver_gates=DriverGates(n.driver_gates.enabled | gates.enabled))
             for n in self.nodes
         ]  # fmt: skip
         return dataclasses.replace(self, nodes=nodes)
@@ -318,9 +315,8 @@ def _pool(pool: Any, index: int, source: str, line: int | None) -> list[NodeSpec
     sharing = pool.get("sharing", False)
     if not isinstance(sharing, bool):
         raise fail(f"sharing must be true or false (got {sharing!r})")
-    return [
-        NodeSpec(f"{name}-{i:03d}", name, cpu, memory, gpus, gpu, label, mig, layout, sharing) for i in range(count)
-    ]
+    gates = DriverGates(frozenset({CONSUMABLE_SHARES})) if sharing else DriverGates()
+    return [NodeSpec(f"{name}-{i:03d}", name, cpu, memory, gpus, gpu, label, mig, layout, gates) for i in range(count)]
 
 
 def read_openb_nodes(path: str | Path, *, gpu_model_map: dict[str, str] | None = None) -> ClusterSpec:

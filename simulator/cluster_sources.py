@@ -18,10 +18,11 @@ from typing import Any
 
 from dra.documents import load_documents
 from dra.errors import InputError, TraceError
-from dra.gpus import GPUModel, index_devices
+from dra.gpus import DriverGates, GPUModel, index_devices
 from dra.yamlio import load_yaml, read_source
 
 from .cluster import ClusterSpec, Layout, NodeSpec, cluster_from_spec, place_layout, read_openb_nodes, resolve_gpu
+from .driver import CONSUMABLE_SHARES
 
 __all__ = ["SNAPSHOT_SCHEMA", "cluster_from_slices", "cluster_from_snapshots", "load_cluster", "load_slices"]
 
@@ -136,7 +137,9 @@ def cluster_from_slices(
             raise TraceError(f"node {name}: {exc.message}", source=source) from None
         whole = {_attr(d, "uuid") or d.get("name") for d in devices if _attr(d, "type") == "gpu"}
         dynamic = any(d.get("consumesCounters") for d in devices if _attr(d, "type") == "mig")
+        # shareable devices: the node's driver runs ConsumableShares (its slices, kept below, say how)
         sharing = any(d.get("allowMultipleAllocations") for d in devices)
+        gates = DriverGates(frozenset({CONSUMABLE_SHARES})) if sharing else DriverGates()
         static: dict[str, list[str]] = {}
         for d in devices:
             if _attr(d, "type") == "mig" and not d.get("consumesCounters"):
@@ -168,7 +171,7 @@ def cluster_from_slices(
                 gpu.key,
                 mode,
                 layout,
-                sharing,
+                gates,
                 published,
                 _digest(published),
             )  # fmt: skip

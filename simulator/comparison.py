@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from dra.errors import InputError
+from dra.gpus import DriverGates
 
 from .cluster import ClusterSpec, default_cluster
 from .cluster_sources import load_cluster
+from .driver import SIMULATED_RELEASE
 from .engine import EngineConfig, run
 from .frag import typical_pods
 from .kpis import Recorder, summarize
@@ -28,7 +30,6 @@ from .sizing import (
     generated_lookup,
     granted_vs_observed,
     load_observed,
-    parse_sizing,
     strip_annotations,
 )
 from .strategies import OBSERVED_RUN, RunSettings, Strategy, strategy_class
@@ -47,11 +48,12 @@ StrategyProgress = Callable[[str, int, int], None]
 class SimulationConfig:
     """Everything one simulation reads (defaults: the built-in cluster and generator, kube-scheduler's defaults).
 
-    gpudra allocates on slices exactly as the NVIDIA DRA driver publishes them; gpudra's additions are opt-in:
-    `consumable_capacity` publishes every pool's whole GPUs as shareable (`sharing: true`), `gpudra_attributes`
-    adds `gpu.gpudra.io/nvlinkGroup`. `sizing` observed (`observed:FILE` or `observed:generated`,
-    simulator.sizing) runs gpudra twice: as `gpudra` (annotations only) and as `gpudra+observed` (unannotated
-    pods sized from the observed usage); `unannotated` removes the pods' `gpudra.io/vram` annotations first."""
+    gpudra allocates on slices exactly as NVIDIA DRA driver 0.5 publishes them with the gates of `driver`
+    (`simulator.driver.simulated_driver`: ConsumableShares is the one meaning of consumable capacity); gpudra's one
+    addition is opt-in: `gpudra_attributes` adds `gpu.gpudra.io/nvlinkGroup`. `sizing` observed (`parse_sizing`:
+    `observed:FILE` or `observed:generated`) runs gpudra twice: as `gpudra` (annotations only) and as
+    `gpudra+observed` (unannotated pods sized from the observed usage); `unannotated` removes the pods'
+    `gpudra.io/vram` annotations first."""
 
     cluster: ClusterSpec | str | Path | None = None
     trace: Workload | str | Path | None = None
@@ -66,12 +68,11 @@ class SimulationConfig:
     allocator_mode: str = "upstream"  # `scored` is a what-if: not what a stock cluster does
     node_score: str | None = None
     scheduler: Profile = field(default=DEFAULT_PROFILE)
-    consumable_capacity: bool = False
     gpudra_attributes: bool = False
-    sizing: SizingSpec | str | None = None
+    sizing: SizingSpec = field(default_factory=SizingSpec)
     unannotated: bool = False
-    # NVIDIA DRA driver 0.5's own gates the cluster runs with (ConsumableShares, FabricManagerPartitioning)
-    driver_gates: frozenset[str] = frozenset()
+    # NVIDIA DRA driver 0.5's own gates every node runs with (ConsumableShares, FabricManagerPartitioning)
+    driver: DriverGates = field(default_factory=DriverGates)
 
 
 @dataclass(slots=True)
@@ -100,8 +101,7 @@ def _cluster(config: SimulationConfig) -> ClusterSpec:
         spec = default_cluster()
     else:
         spec = load_cluster(str(cluster), gpu_model_map=config.gpu_model_map)
-    spec = spec.with_consumable_capacity() if config.consumable_capacity else spec
-    return spec.with_driver_gates(config.driver_gates) if config.driver_gates else spec
+    return spec.with_driver_gates(config.driver)
 
 
 def _workload(config: SimulationConfig, spec: ClusterSpec) -> Workload:
@@ -118,7 +118,7 @@ def _workload(config: SimulationConfig, spec: ClusterSpec) -> Workload:
 
 def simulate(config: SimulationConfig, progress: StrategyProgress | None = None) -> SimulationResult:
     """Run every strategy of `config` on the same cluster and workload."""
-    sizing_spec = config.sizing if isinstance(config.sizing, SizingSpec) else parse_sizing(config.sizing)
+    sizing_spec = config.sizing
     spec = _cluster(config)
     work = _workload(config, spec)
     lookup: ObservedLookup | None = None
@@ -192,10 +192,8 @@ def _input(
         "node_score": config.node_score or "least-allocated",
         "scheduler": config.scheduler.describe(),
         # what a result needs of the NVIDIA DRA driver: a release and the gates it was run with
-        "driver": {"release": "0.5", "gates": sorted(config.driver_gates)},
-        "gpudra_additions": {
-            "consumable_capacity": config.consumable_capacity, "gpudra_attributes": config.gpudra_attributes,
-        },
+        "driver": {"release": SIMULATED_RELEASE, "gates": sorted(config.driver.enabled)},
+        "gpudra_additions": {"gpudra_attributes": config.gpudra_attributes},
         "strategies": list(config.strategies),
         "sizing": {"spec": sizing_spec.label, "unannotated": config.unannotated,
                    **(lookup.describe() if lookup is not None else {})},

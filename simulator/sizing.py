@@ -16,14 +16,11 @@ observations reflect what the pods use; it is labelled as generated wherever it 
 
 A dump becomes recommendations as `gpudra recommend` computes them (recommender's defaults: all samples of an
 owner's container pooled, the p99 of them as the peak, x 1.2 headroom, at least 100 samples). Matching a series to a
-workload owner (the dump names pods, not owners) goes by the pod name, the controllers' naming:
+workload owner (the dump names pods, not owners) goes by the pod name, the controllers' naming
+(`workloads.owner_of_pod_name`: `<name>-<pod-template-hash>-<5 chars>` a Deployment's, `<name>-<ordinal>` a
+StatefulSet's, `<name>-<5 chars>` a Job's, anything else the bare Pod).
 
-- `<name>-<pod-template-hash>-<5 chars>` (a hash of 6-10 lower-case letters and digits): Deployment `<name>`;
-- `<name>-<ordinal>`: StatefulSet `<name>`;
-- `<name>-<5 chars>`: Job `<name>`;
-- anything else: the bare Pod.
-
-A simulated pod finds its recommendation through `dra.sizing.pod_owner` of its Pod object (ownerReferences and
+A simulated pod finds its recommendation through `workloads.pod_owner` of its Pod object (ownerReferences and
 labels, as the webhook does), the pod's namespace and the container's name. The built-in generator's pods carry
 owner metadata for that (`simulator.workload.legacy_pod`); openb trace rows have none, so they never match.
 """
@@ -34,7 +31,6 @@ import hashlib
 import json
 import math
 import random
-import re
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -46,7 +42,7 @@ import numpy as np
 
 from dra.durations import format_go_duration
 from dra.errors import InputError
-from dra.sizing import ObservedSizing, pod_owner
+from dra.sizing import ObservedSizing
 from dra.sizing.recommendations import parse_recommendation
 from recommender import (
     FB_USED,
@@ -61,6 +57,7 @@ from recommender import (
     series_identity,
     vram_for,
 )
+from workloads import KINDS, owner_of_pod_name, pod_owner
 
 from .workload import SimPod, Workload
 
@@ -82,20 +79,10 @@ __all__ = [
 
 VRAM_ANNOTATION = "gpudra.io/vram"
 
-_DEPLOYMENT_POD = re.compile(r"^(?P<owner>.+)-(?P<hash>[a-z0-9]{6,10})-(?P<suffix>[a-z0-9]{5})$")
-_STATEFUL_POD = re.compile(r"^(?P<owner>.+)-(?P<ordinal>[0-9]+)$")
-_JOB_POD = re.compile(r"^(?P<owner>.+)-(?P<suffix>[a-z0-9]{5})$")
+# The kinds a pod name can stand for (`owner_of_pod_name`); the demo dump names other owners as Deployments.
+_NAMED_KINDS = frozenset(k.kind for k in KINDS if k.pod_name is not None)
 
 OwnerKey = tuple[str, str, str]
-
-
-def owner_of_pod_name(pod: str) -> tuple[str, str]:
-    """(kind, name) of the workload owner a pod name stands for (the rule in the module docstring)."""
-    for pattern, kind in ((_DEPLOYMENT_POD, "Deployment"), (_STATEFUL_POD, "StatefulSet"), (_JOB_POD, "Job")):
-        match = pattern.match(pod)
-        if match is not None:
-            return kind, match.group("owner")
-    return "Pod", pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,8 +333,8 @@ def _pod_name(owner: tuple[str, str], seq: int) -> str:
 def demo_dump(work: Workload, *, seed: int = 0, days: int = 7, step_s: int = 3600) -> dict[str, Any]:
     """A Prometheus query_range answer for the workload's GPU pods that have an owner: per pod and GPU, hourly
     framebuffer samples between 70 % and 100 % of its VRAM need (the need itself once), as the DCGM exporter
-    would have reported them over `days` days. Owners the dump's naming cannot express (RayCluster, LeaderWorkerSet)
-    are named as Deployments of the same name, and the lookup below keys them so."""
+    would have reported them over `days` days. Owners the dump's naming cannot express (a RayCluster, an operator's
+    kind) are named as Deployments of the same name, and the lookup below keys them so."""
     rng = np.random.default_rng(seed)
     end = 1_764_547_200.0  # 2025-12-01T00:00:00Z
     stamps = [end - days * 86400 + i * step_s for i in range(days * 86400 // step_s)]
@@ -359,7 +346,7 @@ def demo_dump(work: Workload, *, seed: int = 0, days: int = 7, step_s: int = 360
         containers = (obj.get("spec") or {}).get("containers") or []
         if owner is None or not pod.is_gpu or not containers:
             continue
-        kind = owner[0] if owner[0] in ("Deployment", "StatefulSet", "Job") else "Deployment"
+        kind = owner[0] if owner[0] in _NAMED_KINDS else "Deployment"
         name = _pod_name((kind, owner[1]), seq[(kind, owner[1])])
         seq[(kind, owner[1])] += 1
         values = rng.uniform(0.7, 1.0, len(stamps)) * pod.vram_mib
@@ -375,14 +362,14 @@ def demo_dump(work: Workload, *, seed: int = 0, days: int = 7, step_s: int = 360
 
 def generated_lookup(work: Workload, seed: int = 0) -> ObservedLookup:
     """`observed:generated`: the demo dump of this workload, parsed like a file, with owners keyed as the pods
-    name them (the dump's naming spells RayCluster and LeaderWorkerSet owners as Deployments)."""
+    name them (the dump's naming spells the owners it cannot express as Deployments)."""
     lookup = parse_prometheus_dump(demo_dump(work, seed=seed), "generated")
     lookup.kind = "generated"
     lookup.source = "generated from the workload (demo: observations below each pod's VRAM need)"
     kinds = {}
     for pod in work.pods:
         owner = pod_owner(pod.as_pod())
-        if owner is not None and owner[0] not in ("Deployment", "StatefulSet", "Job"):
+        if owner is not None and owner[0] not in _NAMED_KINDS:
             kinds[(pod.namespace or "default", "Deployment", owner[1])] = owner[0]
     for key in list(lookup.entries):
         if key in kinds:

@@ -11,7 +11,7 @@ Config (YAML):
     seeds: [0, 1, 2]
     protocol: auto                                        # replay | fgd | auto
     load: 1.3                                             # fgd: workload tuned to 1.3 x capacity
-    consumable_capacity: false                            # gpudra's addition: every pool's GPUs shareable
+    consumable_capacity: false                            # driver 0.5's ConsumableShares on every node
     gpudra_attributes: false                              # gpudra's addition: gpu.gpudra.io/nvlinkGroup
     output: sweep-out                                     # results.csv, results.json, index.html, plot
     backend: process                                      # process (all cores) | ray (if installed)
@@ -37,6 +37,7 @@ from dra.documents import parse_yaml
 from dra.errors import InputError
 
 from .comparison import SimulationConfig, simulate
+from .driver import simulated_driver
 from .strategies import NODE_SCORES
 
 __all__ = ["SweepConfig", "Job", "load_sweep", "run_job", "run_sweep"]
@@ -139,7 +140,7 @@ def run_job(job: Job) -> dict[str, Any]:
             load=job.load,
             allocator_mode=job.mode,
             node_score=job.node_score,
-            consumable_capacity=job.consumable_capacity,
+            driver=simulated_driver(consumable_capacity=job.consumable_capacity),
             gpudra_attributes=job.gpudra_attributes,
         )
     )

@@ -123,7 +123,7 @@ def generated_owner(name: str, workload_class: str) -> tuple[str, str] | None:
 
 
 def _owner_metadata(meta: dict[str, Any], owner: tuple[str, str]) -> None:
-    """ownerReferences and labels as the owner's controller sets them (read back by `dra.sizing.pod_owner`)."""
+    """ownerReferences and labels as the owner's controller sets them (read back by `workloads.pod_owner`)."""
     kind, name = owner
     labels = meta["labels"]
     if kind == "Deployment":

@@ -12,7 +12,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from dra.sizing import ObservedSizing
 from kubeapi import ApiServerError, NamespaceCache, TemplateWriter
@@ -79,6 +79,25 @@ def _check_namespace(review: ReviewRequest, pod: dict[str, Any]) -> None:
         raise BadReview(
             f"'request.object.metadata.namespace' is {stated!r} but 'request.namespace' is {review.namespace!r}"
         )
+
+
+class _DecisionInputs(NamedTuple):
+    """Everything a decision and its translation read, and so the decision cache's key: `Admission._key` digests the
+    whole tuple, so an input added here is in the key (the tests pair each `PolicySet.evaluate` parameter with one).
+
+    `sizing` stands for the sizing lookup: the version of the pod owner's recommendation (`SizingSource.version`);
+    `mapped` for the cluster's KEP-5004 mapping: its legacy GPU pairs (`extended_resource_pairs`), all any
+    decision reads of it."""
+
+    pod: dict[str, Any]
+    namespace: dict[str, Any] | None
+    info: dict[str, Any]
+    dra_devices: int
+    sizing: str
+    mapped: tuple[tuple[str, str], ...]
+
+
+_INFO = _DecisionInputs._fields.index("info")
 
 
 class SizingSource(Protocol):
@@ -197,32 +216,24 @@ class Admission:
             )
         return found
 
-    def _key(
-        self,
-        policies: PolicySet,
-        info: dict[str, Any],
-        pod: Any,
-        namespace: Any,
-        dra_devices: int = 0,
-        sizing: str = "",
-        mapped: tuple[tuple[str, str], ...] = (),
-    ) -> tuple[bytes, int] | None:
-        """A digest of exactly what a decision reads: the pod, the namespace object and the request info (the uid
-        left out unless some policy expression could read it), and the version of the pod owner's recommendation.
-        Replicas of one Deployment arrive identical at mutating admission, so they share one entry. With the
-        digest, the text's size (the entry's weight). None when an input is not plain JSON (then no caching)."""
+    def _key(self, policies: PolicySet, inputs: _DecisionInputs) -> tuple[bytes, int] | None:
+        """A digest of exactly what a decision reads: all of `inputs` (the request info's uid left out unless
+        some policy expression could read it). Replicas of one Deployment arrive identical at mutating admission, so
+        they share one entry. With the digest, the text's size (the entry's weight). None when an input is not plain
+        JSON (then no caching)."""
         with self._policies_lock:  # decisions run on several threads (webhook.deadline)
             if policies is not self._cache_policies:
                 self._cache.clear()
                 self._cache_policies = policies
                 self._reads_uid = any("uid" in source for source in policies.expression_sources())
             reads_uid = self._reads_uid
+        values = list(inputs)
         if not reads_uid:
-            info = {k: v for k, v in info.items() if k != "uid"}
+            values[_INFO] = {k: v for k, v in inputs.info.items() if k != "uid"}
         try:
             # Not sorted: the API server writes a given object's keys in one order, and equal text means equal
             # inputs either way (another key order only misses the cache); sorting would double the cost.
-            text = jsontext.dumps([pod, namespace, info, dra_devices, sizing, mapped], allow_nan=False)
+            text = jsontext.dumps(values, allow_nan=False)
         except (TypeError, ValueError):
             return None
         data = text.encode()
@@ -271,19 +282,28 @@ class Admission:
             return None
         check_claim_references(pod)
         namespace = self._namespace(review)
-        info = _request_info(review)
         policies = self.store.current
         mapping = self.extended_resources() if self.extended_resources is not None else {}
-        dra_devices = self._dra_devices(review, pod, namespace, mapping)
-        version = self.sizing.version(pod, review.namespace) if self.sizing is not None else ""
-        mapped = extended_resource_pairs(mapping)
-        keyed = self._key(policies, info, pod, namespace, dra_devices, version, mapped) if self.cache_size > 0 else None
+        inputs = _DecisionInputs(
+            pod,
+            namespace,
+            _request_info(review),
+            self._dra_devices(review, pod, namespace, mapping),
+            self.sizing.version(pod, review.namespace) if self.sizing is not None else "",
+            extended_resource_pairs(mapping),
+        )
+        keyed = self._key(policies, inputs) if self.cache_size > 0 else None
         if keyed is not None:
             cached = self._cache.get(keyed[0])
             if cached is not None:
                 return cached
         decision = policies.evaluate(
-            pod, namespace, info, dra_devices=dra_devices, sizing=self.sizing, extended_resources=mapping
+            inputs.pod,
+            inputs.namespace,
+            inputs.info,
+            dra_devices=inputs.dra_devices,
+            sizing=self.sizing,  # read through `inputs.sizing`, its version
+            extended_resources=mapping,  # read through `inputs.mapped`, its legacy GPU pairs
         )
         entry = _Cached(pod, decision, policies, mapping)
         if keyed is not None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from dra.gpus import GPU_DEVICE_CLASSES
 from policyengine import extended_resource_pairs
 from policyengine.pod_shape import MAX_DEVICES_PER_CLAIM
 
@@ -27,8 +28,6 @@ __all__ = [
     "claimed_gpu_devices",
     "spec_gpu_devices",
 ]
-
-GPU_DEVICE_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"})
 
 
 def gpu_classes(extended_resources: Mapping[str, str] | None) -> frozenset[str]:

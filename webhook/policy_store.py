@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from policyengine import policy_files
+from policyengine import MAX_POLICY_BYTES, policy_files
 
 __all__ = ["LoadedSet", "PolicyStore", "ReloadStatus"]
 
@@ -42,8 +42,8 @@ class ReloadStatus:
     reloads: int
 
 
-# Files above this are not read to be digested (the loader refuses them anyway): their size and mtime stand in.
-DIGEST_READ_LIMIT = 2**20
+# Files above the loader's limit are not read to be digested (it refuses them anyway): their size and mtime stand in.
+DIGEST_READ_LIMIT = MAX_POLICY_BYTES
 
 
 def directory_digest(directory: Path) -> str:

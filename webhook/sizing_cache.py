@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from typing import Any, Unpack, cast
 
 from dra.durations import parse_go_duration
-from dra.sizing import ObservedSizing, pod_owner
+from dra.sizing import ObservedSizing
 from dra.sizing.recommendations import (
     GROUP,
     KIND,
@@ -52,6 +52,7 @@ from dra.sizing.recommendations import (
 )
 from kubeapi import ClusterListWatch, ListWatch, ListWatched, ListWatchOptions, ListWatchSource, LoopEvent
 from webhook.metrics import WebhookMetrics
+from workloads import pod_owner
 
 __all__ = [
     "GROUP",

@@ -36,6 +36,7 @@ from dra.gpus.mig_parted import (
 )
 from dra.gpus.slices import (
     DRIVER,
+    GPU_DEVICE_CLASSES,
     VFIO_DEVICE_CLASS,
     IndexedSlices,
     MigMode,
@@ -65,6 +66,7 @@ __all__ = [
     "DriverShape",
     "GPUDRA_ATTRIBUTES",
     "GPUModel",
+    "GPU_DEVICE_CLASSES",
     "IMEX_CHANNEL_COUNT",
     "IndexedSlices",
     "MIG_CONFIG_LABEL",

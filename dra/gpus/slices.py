@@ -38,6 +38,7 @@ from dra.quantity import Quantity
 
 __all__ = [
     "DRIVER",
+    "GPU_DEVICE_CLASSES",
     "IndexedSlices",
     "MigMode",
     "SliceDevice",
@@ -55,6 +56,8 @@ __all__ = [
 
 DRIVER = "gpu.nvidia.com"
 VFIO_DEVICE_CLASS = "vfio.gpu.nvidia.com"
+# The NVIDIA driver's DeviceClasses whose devices are GPUs (whole, MIG, passthrough): what GPU caps count.
+GPU_DEVICE_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com", VFIO_DEVICE_CLASS})
 MigMode = Literal["none", "static", "dynamic"]
 API_VERSION = "resource.k8s.io/v1"
 

@@ -19,7 +19,7 @@ from .inference import (
     read_server,
 )
 from .models import MODELS, ModelSpec, lookup_model
-from .observed import ObservedSizing, SizingLookup, pod_owner
+from .observed import ObservedSizing, SizingLookup
 from .sources import MAX_MEMORY_BYTES, SOURCES, SizingDecision, resolve_sizing
 
 __all__ = [
@@ -42,7 +42,6 @@ __all__ = [
     "lookup_model",
     "parse_container",
     "parse_server",
-    "pod_owner",
     "read_container",
     "read_server",
     "resolve_sizing",

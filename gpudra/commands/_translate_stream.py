@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 from dra.documents import Document, iter_text_documents
 from dra.errors import InputError
+from manifest_translation import TemplateTranslation, namespaces_of, passed_through, translate_documents
 from policyengine import PolicySet
 from policyengine.k8s_features import unserved_features
-from policyengine.workload_translation import TemplateTranslation, namespaces_of, passed_through, translate_documents
 
 from ..render.translation import Rendered, TranslationOutput, rendered
 

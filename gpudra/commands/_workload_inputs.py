@@ -10,7 +10,7 @@ from typing import Any
 
 from dra.documents import Document, read_documents
 from dra.errors import InputError
-from policyengine.workload_translation import TemplatePod, template_pods
+from manifest_translation import TemplatePod, template_pods
 
 __all__ = ["nothing_to_translate", "read_namespace", "read_objects", "template_pods_of"]
 

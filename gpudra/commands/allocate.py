@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 import yaml
@@ -28,7 +29,8 @@ from dra.errors import GpudraError, InputError
 from dra.model import KINDS
 
 from ..options import AllocatorMode, OptionError, allocator_mode
-from ..outcome import Outcome, emit
+from ..outcome import Outcome
+from ..signature import add_command
 
 EXIT_UNSATISFIABLE = 1
 EXIT_ERROR = 2
@@ -63,27 +65,42 @@ def _node(name: str | None, node_file: Path | None, slices: list[dict[str, Any]]
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
 
 
-def _answer(
-    slices: Sequence[Path],
-    classes: Sequence[Path],
-    claim: Sequence[Path],
-    allocated: Sequence[Path],
-    node: str | None,
-    node_file: Path | None,
-    mode: AllocatorMode,
-    features: str | None,
-    notes: list[str],
-) -> tuple[int, dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class AllocateOptions:
+    """`gpudra allocate`'s options as typer shows them (the command's one signature)."""
+
+    slices: Annotated[list[Path], typer.Option("--slices", help="ResourceSlice files (any number: --slices a b c).")]
+    classes: Annotated[list[Path], typer.Option("--classes", help="DeviceClass files (any number).")]
+    claim: Annotated[
+        list[Path],
+        typer.Option("--claim", help="ResourceClaim (or template) files; all their claims allocate together."),
+    ]
+    allocated: Annotated[
+        list[Path], typer.Option("--allocated", help="Claims already allocated (their status counts; any number).")
+    ] = field(default_factory=list)
+    node: Annotated[str | None, typer.Option("--node", help="Node name (a Node without labels).")] = None
+    node_file: Annotated[
+        Path | None, typer.Option("--node-file", help="A Node object, for label-based node selectors.")
+    ] = None
+    mode: Annotated[str, typer.Option("--mode", help="upstream (exactly as kube-scheduler) or scored.")] = "upstream"
+    features: Annotated[str | None, typer.Option("--features", help="e.g. 'all', 'none', '-DRADeviceTaints'.")] = None
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of YAML.")] = False
+
+
+def _answer(options: AllocateOptions, mode: AllocatorMode, notes: list[str]) -> tuple[int, dict[str, Any]]:
     try:
-        feature_set = FeatureSet.parse(features) if features else FeatureSet.latest()
-        slice_objs = load_dra(slices, ("ResourceSlice",), notes)
-        class_objs = load_dra(classes, ("DeviceClass",), notes)
-        claims = load_dra(claim, ("ResourceClaim", "ResourceClaimTemplate"), notes)
+        feature_set = FeatureSet.parse(options.features) if options.features else FeatureSet.latest()
+        slice_objs = load_dra(options.slices, ("ResourceSlice",), notes)
+        class_objs = load_dra(options.classes, ("DeviceClass",), notes)
+        claims = load_dra(options.claim, ("ResourceClaim", "ResourceClaimTemplate"), notes)
         if not claims:
-            raise InputError("no ResourceClaim or ResourceClaimTemplate found", source=", ".join(map(str, claim)))
-        done = load_dra(allocated, ("ResourceClaim",), notes)
+            raise InputError(
+                "no ResourceClaim or ResourceClaimTemplate found", source=", ".join(map(str, options.claim))
+            )
+        done = load_dra(options.allocated, ("ResourceClaim",), notes)
         allocator = Allocator(slices=slice_objs, classes=class_objs, allocated=done, features=feature_set)
-        result = allocator.allocate(claims, node=_node(node, node_file, slice_objs), mode=mode)
+        node = _node(options.node, options.node_file, slice_objs)
+        result = allocator.allocate(claims, node=node, mode=mode)
     except Unsatisfiable as err:
         answer: dict[str, Any] = {"unsatisfiable": err.summary}
         if err.details:
@@ -96,23 +113,16 @@ def _answer(
     return 0, {"allocations": result}
 
 
-def allocate(
-    *,
-    slices: Sequence[Path],
-    classes: Sequence[Path],
-    claim: Path | Sequence[Path],
-    allocated: Sequence[Path] = (),
-    node: str | None = None,
-    node_file: Path | None = None,
-    mode: AllocatorMode = "upstream",
-    features: str | None = None,
-    as_json: bool = False,
-) -> Outcome:
-    """The answer as YAML (or JSON) on stdout, whatever it is; the exit code says which it is."""
+def allocate(options: AllocateOptions) -> Outcome:
+    """The answer as YAML (or JSON) on stdout, whatever it is; the exit code says which it is (a bad `--mode` is a
+    usage error)."""
+    try:
+        mode = allocator_mode(options.mode)
+    except OptionError as exc:
+        raise typer.BadParameter(f"expected {exc.expected}", param_hint="--mode") from exc
     notes: list[str] = []
-    claims = [claim] if isinstance(claim, Path) else list(claim)
-    code, answer = _answer(slices, classes, claims, allocated, node, node_file, mode, features, notes)
-    text = json.dumps(answer, indent=2) if as_json else yaml.safe_dump(answer, sort_keys=False).rstrip()
+    code, answer = _answer(options, mode, notes)
+    text = json.dumps(answer, indent=2) if options.as_json else yaml.safe_dump(answer, sort_keys=False).rstrip()
     return Outcome(stdout=text + "\n", stderr="".join(n + "\n" for n in notes), code=code)
 
 
@@ -147,39 +157,10 @@ class _MultiValueCommand(TyperCommand):
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("allocate", cls=_MultiValueCommand)
-    def _allocate(
-        slices: list[Path] = typer.Option(..., "--slices", help="ResourceSlice files (any number: --slices a b c)."),
-        classes: list[Path] = typer.Option(..., "--classes", help="DeviceClass files (any number)."),
-        claim: list[Path] = typer.Option(
-            ..., "--claim", help="ResourceClaim (or template) files; all their claims allocate together."
-        ),
-        allocated: list[Path] = typer.Option(
-            [], "--allocated", help="Claims already allocated (their status counts; any number)."
-        ),
-        node: str | None = typer.Option(None, "--node", help="Node name (a Node without labels)."),
-        node_file: Path | None = typer.Option(
-            None, "--node-file", help="A Node object, for label-based node selectors."
-        ),
-        mode: str = typer.Option("upstream", "--mode", help="upstream (exactly as kube-scheduler) or scored."),
-        features: str | None = typer.Option(None, "--features", help="e.g. 'all', 'none', '-DRADeviceTaints'."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of YAML."),
-    ) -> None:
-        """Print {"allocation": ...} or {"unsatisfiable": reason} (exit 1)."""
-        try:
-            checked_mode = allocator_mode(mode)
-        except OptionError as exc:
-            raise typer.BadParameter(f"expected {exc.expected}", param_hint="--mode") from exc
-        emit(
-            allocate(
-                slices=slices,
-                classes=classes,
-                claim=claim,
-                allocated=allocated,
-                node=node,
-                node_file=node_file,
-                mode=checked_mode,
-                features=features,
-                as_json=as_json,
-            )
-        )
+    add_command(
+        app,
+        "allocate",
+        allocate,
+        help='Print {"allocation": ...} or {"unsatisfiable": reason} (exit 1).',
+        cls=_MultiValueCommand,
+    )

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -17,8 +18,9 @@ from dra.cel import Environment, device_value, to_json
 from dra.errors import CelError, InputError
 
 from ..options import activation_variable
-from ..outcome import Outcome, emit
+from ..outcome import Outcome
 from ..render.cel import cel_literal
+from ..signature import add_command
 
 DEFAULT_DRIVER = "gpu.nvidia.com"
 EXIT_ERROR = 2
@@ -66,19 +68,29 @@ def evaluate(
     return Outcome(stdout=cel_literal(value) + "\n")
 
 
+@dataclass(frozen=True, slots=True)
+class EvalOptions:
+    """`gpudra cel eval`'s options as typer shows them (the command's one signature)."""
+
+    expression: Annotated[str, typer.Argument(help="The CEL expression.")]
+    device: Annotated[
+        Path | None,
+        typer.Option("--device", help="One ResourceSlice device (YAML/JSON); selects the DRA selector environment."),
+    ] = None
+    driver: Annotated[str, typer.Option("--driver", help="The slice's driver (the device's domain).")] = DEFAULT_DRIVER
+    var: Annotated[list[str], typer.Option("--var", help="NAME=JSON activation variable (repeatable).")] = field(
+        default_factory=list
+    )
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"result": ...} or {"error": ...}.')] = False
+
+
+def eval_command(options: EvalOptions) -> Outcome:
+    """`evaluate` with the command's options."""
+    o = options
+    return evaluate(o.expression, device=o.device, driver=o.driver, variables=o.var, as_json=o.as_json)
+
+
 def register(app: typer.Typer) -> None:
     cel_app = typer.Typer(help="Kubernetes CEL: evaluate expressions as the API server and the DRA allocator do.")
     app.add_typer(cel_app, name="cel")
-
-    @cel_app.command("eval")
-    def eval_(
-        expression: str = typer.Argument(..., help="The CEL expression."),
-        device: Path | None = typer.Option(
-            None, "--device", help="One ResourceSlice device (YAML/JSON); selects the DRA selector environment."
-        ),
-        driver: str = typer.Option(DEFAULT_DRIVER, "--driver", help="The slice's driver (the device's domain)."),
-        var: list[str] = typer.Option([], "--var", help="NAME=JSON activation variable (repeatable)."),
-        as_json: bool = typer.Option(False, "--json", help='Print {"result": ...} or {"error": ...}.'),
-    ) -> None:
-        """Evaluate EXPR; exit code 2 on a compile, runtime or input error."""
-        emit(evaluate(expression, device=device, driver=driver, variables=var, as_json=as_json))
+    add_command(cel_app, "eval", eval_command, help="Evaluate EXPR; exit code 2 on a compile, runtime or input error.")

@@ -2,37 +2,55 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from ..signature import add_command
+
+
+@dataclass(frozen=True, slots=True)
+class CertsOptions:
+    """`gpudra certs`' options as typer shows them (the command's one signature)."""
+
+    service: Annotated[str, typer.Option("--service", help="Service name the API server calls.")] = "gpudra-webhook"
+    namespace: Annotated[str, typer.Option("--namespace", help="Namespace of the Service.")] = "gpudra-system"
+    out: Annotated[Path, typer.Option("--out", help="Directory for ca.crt, ca.key, tls.crt, tls.key.")] = Path("certs")
+    days: Annotated[int, typer.Option("--days", min=1, help="Validity in days.")] = 365
+    host: Annotated[list[str], typer.Option("--host", help="Extra DNS name or IP for the SANs (repeatable).")] = field(
+        default_factory=list
+    )
+
+
+def certs(options: CertsOptions) -> None:
+    """Write the CA and serving certificate; what was written on stderr, the caBundle on stdout (exit 2 on error)."""
+    from webhook.tls import CertificateError, service_dns_names, write_dev_certificates
+
+    dns = service_dns_names(options.service, options.namespace)
+    ips: list[str] = []
+    for extra in options.host:
+        (ips if _is_ip(extra) else dns).append(extra)
+    try:
+        written = write_dev_certificates(options.out, dns, ip_addresses=ips, days=options.days)
+    except CertificateError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    err = Console(stderr=True)
+    err.print(f"wrote {options.out}/ca.crt, ca.key, tls.crt, tls.key for {', '.join(dns + ips)} ({options.days} days)")
+    err.print("caBundle for the webhook configurations:")
+    typer.echo(written.ca_bundle)
+
 
 def register(app: typer.Typer) -> None:
-    @app.command("certs")
-    def certs(
-        service: str = typer.Option("gpudra-webhook", "--service", help="Service name the API server calls."),
-        namespace: str = typer.Option("gpudra-system", "--namespace", help="Namespace of the Service."),
-        out: Path = typer.Option(Path("certs"), "--out", help="Directory for ca.crt, ca.key, tls.crt, tls.key."),
-        days: int = typer.Option(365, "--days", min=1, help="Validity in days."),
-        host: list[str] = typer.Option([], "--host", help="Extra DNS name or IP for the SANs (repeatable)."),
-    ) -> None:
-        """Write a CA and a serving certificate with the Service DNS names as SANs; print the base64 caBundle."""
-        from webhook.tls import CertificateError, service_dns_names, write_dev_certificates
-
-        dns = service_dns_names(service, namespace)
-        ips: list[str] = []
-        for extra in host:
-            (ips if _is_ip(extra) else dns).append(extra)
-        try:
-            written = write_dev_certificates(out, dns, ip_addresses=ips, days=days)
-        except CertificateError as exc:
-            Console(stderr=True).print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2) from exc
-        err = Console(stderr=True)
-        err.print(f"wrote {out}/ca.crt, ca.key, tls.crt, tls.key for {', '.join(dns + ips)} ({days} days)")
-        err.print("caBundle for the webhook configurations:")
-        typer.echo(written.ca_bundle)
+    add_command(
+        app,
+        "certs",
+        certs,
+        help="Write a CA and a serving certificate with the Service DNS names as SANs; print the base64 caBundle.",
+    )
 
 
 def _is_ip(text: str) -> bool:

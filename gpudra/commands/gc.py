@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
+from housekeeping import MIN_IDLE_FLOOR, GcReport, check_min_idle, collect, run_forever
 from kubeapi import ApiServerError, KubeTemplateStore, api_client
-from webhook.template_gc import MIN_IDLE_FLOOR, GcReport, check_min_idle, collect, run_forever
 
-from ..outcome import Outcome, emit
+from ..outcome import Outcome
+from ..signature import add_command
 
 EXIT_INPUT, EXIT_API = 2, 3
 
@@ -34,35 +37,44 @@ def _print_pass(report: GcReport | None, error: str | None) -> None:
     typer.echo(json.dumps(line))
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("gc")
-    def _gc(
-        kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="kubeconfig (default: ~/.kube/config)."),
-        in_cluster: bool = typer.Option(False, "--in-cluster", help="Use the pod's service account."),
-        min_idle: float = typer.Option(
-            600.0,
+@dataclass(frozen=True, slots=True)
+class GcOptions:
+    """`gpudra gc`'s options as typer shows them (the command's one signature)."""
+
+    kubeconfig: Annotated[Path | None, typer.Option("--kubeconfig", help="kubeconfig (default: ~/.kube/config).")] = (
+        None
+    )
+    in_cluster: Annotated[bool, typer.Option("--in-cluster", help="Use the pod's service account.")] = False
+    min_idle: Annotated[
+        float,
+        typer.Option(
             "--min-idle",
             help=f"Seconds a template must be unused (not created or reused) to go; at least "
             f"{MIN_IDLE_FLOOR.total_seconds():g}.",
         ),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Report what would be deleted; delete nothing."),
-        watch: bool = typer.Option(False, "--watch", help="Keep collecting every --interval seconds."),
-        interval: float = typer.Option(300.0, "--interval", min=1, help="Seconds between passes with --watch."),
-        timeout: float = typer.Option(30.0, "--timeout", min=1, help="Seconds per API call."),
-    ) -> None:
-        """Delete gpudra's ResourceClaimTemplates that no pod uses; print what went as JSON."""
-        if watch and dry_run:
-            emit(Outcome(stderr="error: --watch and --dry-run do not go together\n", code=EXIT_INPUT))
-        try:
-            check_min_idle(dt.timedelta(seconds=min_idle))
-        except ValueError as exc:
-            emit(Outcome(stderr=f"error: --min-idle: {exc}\n", code=EXIT_INPUT))
-        store = KubeTemplateStore(
-            api_client(str(kubeconfig) if kubeconfig else None, in_cluster=in_cluster), timeout=timeout
-        )
-        if not watch:
-            emit(collect_once(store, min_idle_seconds=min_idle, dry_run=dry_run))
-            return
-        run_forever(
-            store, interval_seconds=interval, min_idle=dt.timedelta(seconds=min_idle), on_pass=_print_pass
-        )  # fmt: skip
+    ] = 600.0
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be deleted; delete nothing.")] = False
+    watch: Annotated[bool, typer.Option("--watch", help="Keep collecting every --interval seconds.")] = False
+    interval: Annotated[float, typer.Option("--interval", min=1, help="Seconds between passes with --watch.")] = 300.0
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds per API call.")] = 30.0
+
+
+def gc(options: GcOptions) -> Outcome | None:
+    """One pass (its report), or with `--watch` passes every `--interval` seconds, a JSON line each."""
+    if options.watch and options.dry_run:
+        return Outcome(stderr="error: --watch and --dry-run do not go together\n", code=EXIT_INPUT)
+    min_idle = dt.timedelta(seconds=options.min_idle)
+    try:
+        check_min_idle(min_idle)
+    except ValueError as exc:
+        return Outcome(stderr=f"error: --min-idle: {exc}\n", code=EXIT_INPUT)
+    client = api_client(str(options.kubeconfig) if options.kubeconfig else None, in_cluster=options.in_cluster)
+    store = KubeTemplateStore(client, timeout=options.timeout)
+    if not options.watch:
+        return collect_once(store, min_idle_seconds=options.min_idle, dry_run=options.dry_run)
+    run_forever(store, interval_seconds=options.interval, min_idle=min_idle, on_pass=_print_pass)
+    return None
+
+
+def register(app: typer.Typer) -> None:
+    add_command(app, "gc", gc, help="Delete gpudra's ResourceClaimTemplates that no pod uses; print what went as JSON.")

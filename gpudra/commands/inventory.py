@@ -8,7 +8,9 @@ Exit codes: 0 ok, 1 bad input (snapshot file, option value), 3 no NVIDIA driver/
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -17,35 +19,68 @@ from dra.gpus import DEFAULT_DRIVER_RELEASE, parse_driver_gates
 from dra.inventory import NvmlUnavailable, inventory_slices, write_capture
 
 from ..options import OptionError, mig_mode, output_format
-from ..outcome import Outcome, emit
+from ..outcome import Outcome
 from ..render.documents import json_list, slice_stream
+from ..signature import add_command
 
 EXIT_INPUT = 1
 EXIT_NO_GPU = 3
 
 
-def inventory(
-    *,
-    output: str = "yaml",
-    node: str = "",
-    mig: str = "static",
-    k8s_version: str = "1.35",
-    capture_file: Path | None = None,
-    from_file: Path | None = None,
-    catalog_model: str | None = None,
-    count: int | None = None,
-    driver_release: str = DEFAULT_DRIVER_RELEASE,
-    gpudra_attributes: bool = False,
-    mig_config: Path | None = None,
-    mig_config_name: str | None = None,
-    driver_gates: str = "",
-    consumable_shares: str = "memory",
-) -> Outcome:
+@dataclass(frozen=True, slots=True)
+class InventoryOptions:
+    """`gpudra inventory`'s options as typer shows them (the command's one signature)."""
+
+    output: Annotated[str, typer.Option("-o", "--output", help="yaml (multi-document) or json (a v1 List).")] = "yaml"
+    node: Annotated[str, typer.Option("--node", help="Node name = pool name (default: $NODE_NAME or host name).")] = ""
+    mig: Annotated[str, typer.Option("--mig-mode", help="dynamic (DynamicMIG), static (driver default), none.")] = (
+        "static"
+    )
+    k8s_version: Annotated[
+        str, typer.Option("--k8s-version", help="Picks the DynamicMIG slice layout (1.34/1.35).")
+    ] = "1.35"
+    capture_file: Annotated[Path | None, typer.Option("--capture", help="Write a read-only NVML snapshot here.")] = None
+    from_file: Annotated[Path | None, typer.Option("--from", help="Build the slices from a snapshot file.")] = None
+    catalog_model: Annotated[str | None, typer.Option("--catalog", help="A synthetic node of this catalog model.")] = (
+        None
+    )
+    count: Annotated[int | None, typer.Option("--count", min=0, help="GPUs of the --catalog node.")] = None
+    driver_release: Annotated[
+        str, typer.Option("--driver-release", help="The NVIDIA DRA driver release whose shape to publish.")
+    ] = DEFAULT_DRIVER_RELEASE
+    gpudra_attributes: Annotated[
+        bool,
+        typer.Option(
+            "--gpudra-attributes",
+            help="Also publish gpudra's gpu.gpudra.io/nvlinkGroup (the NVIDIA driver publishes no NVLink attribute).",
+        ),
+    ] = False
+    mig_config: Annotated[
+        Path | None,
+        typer.Option("--mig-config", help="A mig-parted config file (or the GPU Operator's ConfigMap holding one)."),
+    ] = None
+    mig_config_name: Annotated[
+        str | None,
+        typer.Option("--mig-config-name", help="The config to apply first (the node's nvidia.com/mig.config label)."),
+    ] = None
+    driver_gates: Annotated[
+        str,
+        typer.Option(
+            "--driver-gates",
+            help="The driver's own feature gates, comma-separated (ConsumableShares, FabricManagerPartitioning, ...).",
+        ),
+    ] = ""
+    consumable_shares: Annotated[
+        str, typer.Option("--consumable-shares", help="With ConsumableShares: memory, unlimited or a number of shares.")
+    ] = "memory"
+
+
+def inventory(options: InventoryOptions) -> Outcome:
     """The slices as a YAML stream or a JSON `List`; with `capture_file`, the snapshot written there instead."""
     try:
-        mode = mig_mode(mig)
-        fmt = output_format(output)
-        gates = parse_driver_gates(driver_gates, driver_release, consumable_shares)
+        mode = mig_mode(options.mig)
+        fmt = output_format(options.output)
+        gates = parse_driver_gates(options.driver_gates, options.driver_release, options.consumable_shares)
     except OptionError as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     except ValueError as exc:
@@ -55,21 +90,22 @@ def inventory(
         return Outcome(stderr="error: --driver-gates: ConsumableShares applies to whole GPUs and static MIG devices, "
                        "not to DynamicMIG's partitions (use --mig-mode none or static)\n", code=EXIT_INPUT)  # fmt: skip
     try:
-        if capture_file is not None:
-            snapshot = write_capture(capture_file, node_name=node)
-            return Outcome(stderr=f"wrote {capture_file}: {len(snapshot['gpus'])} GPU(s) of node {snapshot['node']}\n")
+        if options.capture_file is not None:
+            snapshot = write_capture(options.capture_file, node_name=options.node)
+            wrote = f"{len(snapshot['gpus'])} GPU(s) of node {snapshot['node']}"
+            return Outcome(stderr=f"wrote {options.capture_file}: {wrote}\n")
         slices = inventory_slices(
-            from_file=from_file,
-            catalog_model=catalog_model,
-            count=count,
-            node_name=node,
+            from_file=options.from_file,
+            catalog_model=options.catalog_model,
+            count=options.count,
+            node_name=options.node,
             mig_mode=mode,
-            k8s_version=k8s_version,
-            driver_release=driver_release,
-            gpudra_attributes=gpudra_attributes,
+            k8s_version=options.k8s_version,
+            driver_release=options.driver_release,
+            gpudra_attributes=options.gpudra_attributes,
             driver_gates=gates,
-            mig_config=mig_config,
-            mig_config_name=mig_config_name,
+            mig_config=options.mig_config,
+            mig_config_name=options.mig_config_name,
         )
     except NvmlUnavailable as exc:
         hint = "hint: use --from SNAPSHOT.json or --catalog MODEL to build slices without a GPU\n"
@@ -80,55 +116,9 @@ def inventory(
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("inventory")
-    def _inventory(
-        output: str = typer.Option("yaml", "-o", "--output", help="yaml (multi-document) or json (a v1 List)."),
-        node: str = typer.Option("", "--node", help="Node name = pool name (default: $NODE_NAME or host name)."),
-        mig: str = typer.Option("static", "--mig-mode", help="dynamic (DynamicMIG), static (driver default), none."),
-        k8s_version: str = typer.Option("1.35", "--k8s-version", help="Picks the DynamicMIG slice layout (1.34/1.35)."),
-        capture_file: Path | None = typer.Option(None, "--capture", help="Write a read-only NVML snapshot here."),
-        from_file: Path | None = typer.Option(None, "--from", help="Build the slices from a snapshot file."),
-        catalog_model: str | None = typer.Option(None, "--catalog", help="A synthetic node of this catalog model."),
-        count: int | None = typer.Option(None, "--count", min=0, help="GPUs of the --catalog node."),
-        driver_release: str = typer.Option(
-            DEFAULT_DRIVER_RELEASE, "--driver-release", help="The NVIDIA DRA driver release whose shape to publish."
-        ),
-        gpudra_attributes: bool = typer.Option(
-            False,
-            "--gpudra-attributes",
-            help="Also publish gpudra's gpu.gpudra.io/nvlinkGroup (the NVIDIA driver publishes no NVLink attribute).",
-        ),
-        mig_config: Path | None = typer.Option(
-            None, "--mig-config", help="A mig-parted config file (or the GPU Operator's ConfigMap holding one)."
-        ),
-        mig_config_name: str | None = typer.Option(
-            None, "--mig-config-name", help="The config to apply first (the node's nvidia.com/mig.config label)."
-        ),
-        driver_gates: str = typer.Option(
-            "",
-            "--driver-gates",
-            help="The driver's own feature gates, comma-separated (ConsumableShares, FabricManagerPartitioning, ...).",
-        ),
-        consumable_shares: str = typer.Option(
-            "memory", "--consumable-shares", help="With ConsumableShares: memory, unlimited or a number of shares."
-        ),
-    ) -> None:
-        """Print this node's ResourceSlices; --capture writes a snapshot, --from reads one, --catalog invents one."""
-        emit(
-            inventory(
-                output=output,
-                node=node,
-                mig=mig,
-                k8s_version=k8s_version,
-                capture_file=capture_file,
-                from_file=from_file,
-                catalog_model=catalog_model,
-                count=count,
-                driver_release=driver_release,
-                gpudra_attributes=gpudra_attributes,
-                mig_config=mig_config,
-                mig_config_name=mig_config_name,
-                driver_gates=driver_gates,
-                consumable_shares=consumable_shares,
-            )
-        )
+    add_command(
+        app,
+        "inventory",
+        inventory,
+        help="Print this node's ResourceSlices; --capture writes a snapshot, --from reads one, --catalog invents one.",
+    )

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from dra.errors import InputError
+from manifest_translation import TemplatePod, namespace_for, namespaces_of, passed_through
 from policyengine import (
     LEGACY_GPU,
     Decision,
@@ -26,9 +28,8 @@ from policyengine import (
 from policyengine.k8s_features import parse_minor, unserved_features
 from policyengine.scheduler_path import scheduler_path
 from policyengine.testing import run_tests
-from policyengine.workload_translation import TemplatePod, namespace_for, namespaces_of, passed_through
 
-from ..outcome import Outcome, emit
+from ..outcome import Outcome
 from ..render.policy import (
     controller_additions,
     controller_json,
@@ -38,6 +39,7 @@ from ..render.policy import (
     policy_test_report,
     sizing_json,
 )
+from ..signature import add_command
 from ._workload_inputs import nothing_to_translate, read_namespace, read_objects, template_pods_of
 
 EXIT_DENIED = 1
@@ -186,42 +188,84 @@ def _template_json(pod: TemplatePod, decision: Decision, notes: tuple[str | None
     }
 
 
+@dataclass(frozen=True, slots=True)
+class LintOptions:
+    """`gpudra policy lint`'s options as typer shows them (the command's one signature)."""
+
+    paths: Annotated[list[Path] | None, typer.Argument(help="Policy files or directories (default: shipped).")] = None
+    strict: Annotated[
+        bool, typer.Option("--strict", help="A set that translates no pod is an error, not a warning.")
+    ] = False
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyTestOptions:
+    """`gpudra policy test`'s options as typer shows them (the command's one signature)."""
+
+    paths: Annotated[list[Path] | None, typer.Argument(help="Test files or directories (default: shipped tests).")] = (
+        None
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainOptions:
+    """`gpudra policy explain`'s options as typer shows them (the command's one signature)."""
+
+    pod: Annotated[Path, typer.Argument(help="Pods or workloads (YAML or JSON, streams and Lists): each pod template.")]
+    namespace: Annotated[Path | None, typer.Option("--namespace", help="Namespace object YAML.")] = None
+    policies: Annotated[Path | None, typer.Option("--policies", help="Policy directory (default: shipped).")] = None
+    as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False
+    extended_resource_class: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--extended-resource-class",
+            help="The cluster maps an extended resource to this DeviceClass (KEP-5004 extendedResourceName): CLASS "
+            "for nvidia.com/gpu, or RESOURCE=CLASS; repeatable. Says which pods gpudra serve leaves to kube-scheduler.",
+        ),
+    ] = None
+    k8s_version: Annotated[
+        str | None,
+        typer.Option(
+            "--k8s-version", help="Warn where a claim needs a feature this Kubernetes version does not serve."
+        ),
+    ] = None
+
+
+def lint_command(options: LintOptions) -> Outcome:
+    """`lint` with the command's options."""
+    return lint(options.paths or [], options.strict)
+
+
+def policy_test_command(options: PolicyTestOptions) -> Outcome:
+    """`test` with the command's options."""
+    return test(options.paths or [])
+
+
+def explain_command(options: ExplainOptions) -> Outcome:
+    """`explain` with the command's options."""
+    o = options
+    return explain(o.pod, o.namespace, o.policies, o.as_json, o.extended_resource_class or [], o.k8s_version)
+
+
 policy_app = typer.Typer(help="Lint, test and explain GPUClaimPolicy files.", no_args_is_help=True)
-
-
-@policy_app.command("lint")
-def _lint(
-    paths: list[Path] = typer.Argument(None, help="Policy files or directories (default: shipped)."),
-    strict: bool = typer.Option(False, "--strict", help="A set that translates no pod is an error, not a warning."),
-) -> None:
-    """Load and compile policies; report errors as file:line:column with the expression."""
-    emit(lint(paths or [], strict))
-
-
-@policy_app.command("test")
-def _test(paths: list[Path] = typer.Argument(None, help="Test files or directories (default: shipped tests).")) -> None:
-    """Run GPUClaimPolicyTest files; print a diff for each failed expectation."""
-    emit(test(paths or []))
-
-
-@policy_app.command("explain")
-def _explain(
-    pod: Path = typer.Argument(..., help="Pods or workloads (YAML or JSON, streams and Lists): each pod template."),
-    namespace: Path | None = typer.Option(None, "--namespace", help="Namespace object YAML."),
-    policies: Path | None = typer.Option(None, "--policies", help="Policy directory (default: shipped)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
-    extended_resource_class: list[str] = typer.Option(
-        None,
-        "--extended-resource-class",
-        help="The cluster maps an extended resource to this DeviceClass (KEP-5004 extendedResourceName): CLASS for "
-        "nvidia.com/gpu, or RESOURCE=CLASS; repeatable. Says which pods gpudra serve leaves to kube-scheduler.",
-    ),
-    k8s_version: str | None = typer.Option(
-        None, "--k8s-version", help="Warn where a claim needs a feature this Kubernetes version does not serve."
-    ),
-) -> None:
-    """Show which policies match each pod template, the variables, the claim and the verdict."""
-    emit(explain(pod, namespace, policies, as_json, extended_resource_class or [], k8s_version))
+add_command(
+    policy_app,
+    "lint",
+    lint_command,
+    help="Load and compile policies; report errors as file:line:column with the expression.",
+)
+add_command(
+    policy_app,
+    "test",
+    policy_test_command,
+    help="Run GPUClaimPolicyTest files; print a diff for each failed expectation.",
+)
+add_command(
+    policy_app,
+    "explain",
+    explain_command,
+    help="Show which policies match each pod template, the variables, the claim and the verdict.",
+)
 
 
 def register(app: typer.Typer) -> None:

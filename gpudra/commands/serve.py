@@ -1,103 +1,145 @@
-"""`gpudra serve`: the admission webhook over HTTPS (Starlette on uvicorn, behind the connection gate)."""
+"""`gpudra serve`: the admission webhook over HTTPS (FastAPI on uvicorn)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..signature import add_command
 
-def register(app: typer.Typer) -> None:
-    @app.command("serve")
-    def serve(
-        policies: Path | None = typer.Option(None, "--policies", help="Policy directory (default: shipped)."),
-        cert: Path | None = typer.Option(None, "--cert", help="Serving certificate (PEM); reloaded on change."),
-        key: Path | None = typer.Option(None, "--key", help="Private key of the serving certificate (PEM)."),
-        client_ca: Path | None = typer.Option(
-            None, "--client-ca", help="CA (PEM) whose client certificates alone may POST reviews (the API server's)."
+if TYPE_CHECKING:  # the type only: the web server is imported when the command runs
+    from webhook.server import ServeSettings
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """`gpudra serve`'s options as typer shows them (the command's one signature)."""
+
+    policies: Annotated[Path | None, typer.Option("--policies", help="Policy directory (default: shipped).")] = None
+    cert: Annotated[Path | None, typer.Option("--cert", help="Serving certificate (PEM); reloaded on change.")] = None
+    key: Annotated[Path | None, typer.Option("--key", help="Private key of the serving certificate (PEM).")] = None
+    client_ca: Annotated[
+        Path | None,
+        typer.Option(
+            "--client-ca", help="CA (PEM) whose client certificates alone may POST reviews (the API server's)."
         ),
-        host: str = typer.Option("0.0.0.0", "--host"),
-        port: int = typer.Option(8443, "--port"),
-        kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="Create templates through this cluster."),
-        in_cluster: bool = typer.Option(False, "--in-cluster", help="Use the pod's service account for the API."),
-        workers: int = typer.Option(1, "--workers", min=1, help="uvicorn worker processes."),
-        reload_seconds: float = typer.Option(2.0, "--reload-seconds", help="How often to look for new files."),
-        api_timeout: float = typer.Option(2.0, "--api-timeout", help="Bound on each API-server call (seconds)."),
-        echo: bool = typer.Option(
-            False, "--enable-echo", hidden=True, help="Serve the benchmark baselines /echo and /echo-patch."
+    ] = None
+    host: Annotated[str, typer.Option("--host")] = "0.0.0.0"
+    port: Annotated[int, typer.Option("--port")] = 8443
+    kubeconfig: Annotated[Path | None, typer.Option("--kubeconfig", help="Create templates through this cluster.")] = (
+        None
+    )
+    in_cluster: Annotated[bool, typer.Option("--in-cluster", help="Use the pod's service account for the API.")] = False
+    workers: Annotated[int, typer.Option("--workers", min=1, help="uvicorn worker processes.")] = 1
+    reload_seconds: Annotated[float, typer.Option("--reload-seconds", help="How often to look for new files.")] = 2.0
+    api_timeout: Annotated[float, typer.Option("--api-timeout", help="Bound on each API-server call (seconds).")] = 2.0
+    echo: Annotated[
+        bool, typer.Option("--enable-echo", hidden=True, help="Serve the benchmark baselines /echo and /echo-patch.")
+    ] = False
+    idle_seconds: Annotated[
+        int,
+        typer.Option(
+            "--idle-seconds", min=1, help="Close a connection whose next request's headers are not in by then."
         ),
-        idle_seconds: int = typer.Option(
-            15, "--idle-seconds", min=1, help="Close a connection whose next request's headers are not in by then."
-        ),
-        body_seconds: float = typer.Option(
-            10.0, "--body-seconds", min=0.1, help="Answer 408 to a request whose body is not in by then."
-        ),
-        max_connections: int = typer.Option(
-            512,
+    ] = 15
+    body_seconds: Annotated[
+        float,
+        typer.Option("--body-seconds", min=0.1, help="Answer 408 to a request whose body is not in by then."),
+    ] = 10.0
+    max_connections: Annotated[
+        int,
+        typer.Option(
             "--max-connections",
             min=1,
             help="Connections per worker process; near it, idle connections from sources that never had a review "
             "answered are reset first, and at it a new connection is refused.",
         ),
-        per_source_connections: int = typer.Option(
-            256,
+    ] = 512
+    per_source_connections: Annotated[
+        int,
+        typer.Option(
             "--per-source-connections",
             min=1,
             help="Connections a source may hold until it has a review answered or shows a certificate the "
             "--client-ca signed (kube-apiserver opens up to --max-mutating-requests-inflight, 200 by default).",
         ),
-        handshake_seconds: float = typer.Option(
-            5.0, "--tls-handshake-seconds", min=0.1, help="Reset a connection whose TLS handshake is not done by then."
+    ] = 256
+    handshake_seconds: Annotated[
+        float,
+        typer.Option(
+            "--tls-handshake-seconds", min=0.1, help="Reset a connection whose TLS handshake is not done by then."
         ),
-        sizing_recommendations: str = typer.Option(
-            "auto",
+    ] = 5.0
+    sizing_recommendations: Annotated[
+        str,
+        typer.Option(
             "--sizing-recommendations",
             envvar="GPUDRA_SIZING_RECOMMENDATIONS",
             help="Watch GPUSizingRecommendation objects and size unannotated pods from them: auto (when the API "
             "server serves the CRD), on, or off. Needs --kubeconfig or --in-cluster.",
         ),
-        extended_resource_mapping: str = typer.Option(
-            "auto",
+    ] = "auto"
+    extended_resource_mapping: Annotated[
+        str,
+        typer.Option(
             "--extended-resource-mapping",
             envvar="GPUDRA_EXTENDED_RESOURCE_MAPPING",
             help="auto: read the DeviceClasses and admit unchanged the pods that would only get whole devices of a "
             "class mapping their resource (KEP-5004), unless a policy says Translate; off: translate every GPU pod. "
             "Needs --kubeconfig or --in-cluster.",
         ),
-    ) -> None:
-        """Serve /mutate, /validate, /healthz, /readyz and /metrics."""
-        from policyengine import shipped_policies_dir
-        from webhook.server import ServeSettings
-        from webhook.server import serve as run
+    ] = "auto"
 
-        if (cert is None) != (key is None):
-            raise typer.BadParameter("--cert and --key go together")
-        if client_ca is not None and cert is None:
-            raise typer.BadParameter("--client-ca needs --cert and --key")
-        if sizing_recommendations not in ("auto", "on", "off"):
-            raise typer.BadParameter("--sizing-recommendations must be auto, on or off")
-        if extended_resource_mapping not in ("auto", "off"):
-            raise typer.BadParameter("--extended-resource-mapping must be auto or off")
-        run(
-            ServeSettings(
-                policies=str(policies or shipped_policies_dir()),
-                cert=str(cert) if cert else None,
-                key=str(key) if key else None,
-                client_ca=str(client_ca) if client_ca else None,
-                host=host,
-                port=port,
-                kubeconfig=str(kubeconfig) if kubeconfig else None,
-                in_cluster=in_cluster,
-                workers=workers,
-                reload_seconds=reload_seconds,
-                api_timeout_seconds=api_timeout,
-                enable_echo=echo,
-                idle_seconds=idle_seconds,
-                body_seconds=body_seconds,
-                max_connections=max_connections,
-                sizing_recommendations=sizing_recommendations,
-                extended_resource_mapping=extended_resource_mapping,
-                per_source_connections=per_source_connections,
-                handshake_seconds=handshake_seconds,
-            )
-        )
+
+def serve_settings(options: ServeOptions) -> ServeSettings:
+    """The server's settings from the options; `typer.BadParameter` for options that do not go together."""
+    from policyengine import shipped_policies_dir
+    from webhook.server import ServeSettings
+
+    if (options.cert is None) != (options.key is None):
+        raise typer.BadParameter("--cert and --key go together")
+    if options.client_ca is not None and options.cert is None:
+        raise typer.BadParameter("--client-ca needs --cert and --key")
+    if options.sizing_recommendations not in ("auto", "on", "off"):
+        raise typer.BadParameter("--sizing-recommendations must be auto, on or off")
+    if options.extended_resource_mapping not in ("auto", "off"):
+        raise typer.BadParameter("--extended-resource-mapping must be auto or off")
+
+    def text(path: Path | None) -> str | None:
+        return str(path) if path else None
+
+    return ServeSettings(
+        policies=str(options.policies or shipped_policies_dir()),
+        cert=text(options.cert),
+        key=text(options.key),
+        client_ca=text(options.client_ca),
+        host=options.host,
+        port=options.port,
+        kubeconfig=text(options.kubeconfig),
+        in_cluster=options.in_cluster,
+        workers=options.workers,
+        reload_seconds=options.reload_seconds,
+        api_timeout_seconds=options.api_timeout,
+        enable_echo=options.echo,
+        idle_seconds=options.idle_seconds,
+        body_seconds=options.body_seconds,
+        max_connections=options.max_connections,
+        sizing_recommendations=options.sizing_recommendations,
+        extended_resource_mapping=options.extended_resource_mapping,
+        per_source_connections=options.per_source_connections,
+        handshake_seconds=options.handshake_seconds,
+    )
+
+
+def serve(options: ServeOptions) -> None:
+    """Serve until stopped."""
+    from webhook.server import serve as run
+
+    run(serve_settings(options))
+
+
+def register(app: typer.Typer) -> None:
+    add_command(app, "serve", serve, help="Serve /mutate, /validate, /healthz, /readyz and /metrics.")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -11,12 +13,20 @@ from dra.errors import GpudraError
 
 from ..extras import missing_extra
 from ..options import OptionError
-from ..outcome import Outcome, emit
+from ..outcome import Outcome
+from ..signature import add_command
 from ..terminal import progress_bar, styled
 from .simulate import input_error
 
 
-def sweep(config: Path) -> Outcome:
+@dataclass(frozen=True, slots=True)
+class SweepOptions:
+    """`gpudra sweep`'s options as typer shows them (the command's one signature)."""
+
+    config: Annotated[Path, typer.Argument(help="Sweep YAML (clusters, traces, policies, strategies, seeds).")]
+
+
+def sweep(options: SweepOptions) -> Outcome:
     """Run every grid point with a progress bar on stderr; where the results are (exit 2 on bad input)."""
     from simulator.sweep import load_sweep, run_sweep
 
@@ -24,7 +34,7 @@ def sweep(config: Path) -> Outcome:
     if missing := missing_extra("matplotlib", "report", "gpudra sweep's plot"):
         return input_error(OptionError(missing))
     try:
-        grid = load_sweep(config)
+        grid = load_sweep(options.config)
         with progress_bar("sweep", err) as bar:
             task = bar.add_task("sweep", total=len(grid.jobs))
             rows = run_sweep(grid, lambda done, total: bar.update(task, completed=done))
@@ -34,9 +44,9 @@ def sweep(config: Path) -> Outcome:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("sweep")
-    def _sweep(
-        config: Path = typer.Argument(..., help="Sweep YAML (clusters, traces, policies, strategies, seeds)."),
-    ) -> None:
-        """Run every grid point; writes results.csv, results.json and index.html to the config's output."""
-        emit(sweep(config))
+    add_command(
+        app,
+        "sweep",
+        sweep,
+        help="Run every grid point; writes results.csv, results.json and index.html to the config's output.",
+    )

@@ -1,10 +1,10 @@
 """`gpudra translate FILE` and `gpudra translate -R DIR`: manifests rewritten to DRA with their ResourceClaimTemplates.
 
 FILE may hold Pods, workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, KubeRay, Kubeflow,
-LeaderWorkerSet, JobSet: `policyengine.workloads.KNOWN_KINDS`), `List`s and multi-document streams; every object
+LeaderWorkerSet, JobSet: `workloads.KNOWN_KINDS`), `List`s and multi-document streams; every object
 comes back in order, each followed by the templates it needs. The stream is read and translated one document at a
 time, over worker processes when it is long (`_translate_stream`), with a progress bar on a terminal. With `-R`, a
-directory is rewritten (`policyengine.manifest_tree`: only the changed lines of a document are edited).
+directory is rewritten (`manifest_translation.tree`: only the changed lines of a document are edited).
 
 Exit codes: 0 translated (an object of a kind gpudra cannot rewrite ahead of time passes through with a warning),
 1 a pod template denied (the policy's message on stderr), 2 an unreadable file or document, or a bad option.
@@ -18,7 +18,9 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -28,9 +30,10 @@ from dra.yamlio import read_source
 from policyengine.k8s_features import parse_minor
 
 from ..options import OptionError, output_format
-from ..outcome import Outcome, emit
+from ..outcome import Outcome
 from ..render.policy import policy_errors
 from ..render.translation import TranslationOutput, tree_table
+from ..signature import add_command
 from ..terminal import styled
 from ._translate_stream import translate_stream
 from ._workload_inputs import nothing_to_translate, read_namespace
@@ -123,7 +126,7 @@ def translate_directory(
     output: str = "yaml",
 ) -> Outcome:
     """Rewrite a directory of manifests (in place, or a copy into `out`); the summary on stdout, problems on stderr."""
-    from policyengine.manifest_tree import translate_tree  # only `-R` rewrites a directory
+    from manifest_translation.tree import translate_tree  # only `-R` rewrites a directory
 
     try:
         fmt = output_format(output)
@@ -149,34 +152,60 @@ def translate_directory(
     return Outcome(stdout="".join(lines) + table + note, stderr=stderr, code=report.code)
 
 
+@dataclass(frozen=True, slots=True)
+class TranslateOptions:
+    """`gpudra translate`'s options as typer shows them (the command's one signature)."""
+
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="Manifests (YAML or JSON: Pods, workloads, Lists, multi-document streams); with -R a directory."
+        ),
+    ]
+    policies: Annotated[Path | None, typer.Option("--policies", help="Policy directory (default: shipped).")] = None
+    output: Annotated[str, typer.Option("-o", "--output", help="yaml (a YAML stream) or json.")] = "yaml"
+    namespace: Annotated[Path | None, typer.Option("--namespace", help="Namespace object YAML.")] = None
+    recursive: Annotated[
+        bool,
+        typer.Option(
+            "-R", "--recursive", help="Rewrite every manifest under the directory PATH (in place by default)."
+        ),
+    ] = False
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="With -R: write a full copy of the tree here instead (a new or empty directory)."),
+    ] = None
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="With -R: report what would change, write nothing.")] = (
+        False
+    )
+    k8s_version: Annotated[
+        str | None,
+        typer.Option(
+            "--k8s-version", help="Warn where a claim needs a feature this Kubernetes version does not serve."
+        ),
+    ] = None
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs", min=1, help="Worker processes for a long FILE stream (default: the CPUs, for 4 MB or more)."
+        ),
+    ] = None
+
+
+def translate(options: TranslateOptions) -> Outcome:
+    """A directory rewritten with `-R` (`translate_directory`), else a file or stream translated (`translate_file`)."""
+    o = options
+    if o.recursive:
+        return translate_directory(o.path, o.policies, o.namespace, o.out, o.dry_run, o.output)
+    if o.out is not None or o.dry_run:
+        return Outcome(stderr="error: --out and --dry-run go with -R DIR\n", code=EXIT_INPUT)
+    return translate_file(o.path, o.policies, o.output, o.namespace, o.k8s_version, o.jobs)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("translate")
-    def _translate(
-        path: Path = typer.Argument(
-            ...,
-            help="Manifests (YAML or JSON: Pods, workloads, Lists, multi-document streams); with -R a directory.",
-        ),
-        policies: Path | None = typer.Option(None, "--policies", help="Policy directory (default: shipped)."),
-        output: str = typer.Option("yaml", "-o", "--output", help="yaml (a YAML stream) or json."),
-        namespace: Path | None = typer.Option(None, "--namespace", help="Namespace object YAML."),
-        recursive: bool = typer.Option(
-            False, "-R", "--recursive", help="Rewrite every manifest under the directory PATH (in place by default)."
-        ),
-        out: Path | None = typer.Option(
-            None, "--out", help="With -R: write a full copy of the tree here instead (a new or empty directory)."
-        ),
-        dry_run: bool = typer.Option(False, "--dry-run", help="With -R: report what would change, write nothing."),
-        k8s_version: str | None = typer.Option(
-            None, "--k8s-version", help="Warn where a claim needs a feature this Kubernetes version does not serve."
-        ),
-        jobs: int | None = typer.Option(
-            None, "--jobs", min=1, help="Worker processes for a long FILE stream (default: the CPUs, for 4 MB or more)."
-        ),
-    ) -> None:
-        """Print the objects with their pod templates rewritten to DRA and the ResourceClaimTemplates they need."""
-        if recursive:
-            emit(translate_directory(path, policies, namespace, out, dry_run, output))
-        elif out is not None or dry_run:
-            emit(Outcome(stderr="error: --out and --dry-run go with -R DIR\n", code=EXIT_INPUT))
-        else:
-            emit(translate_file(path, policies, output, namespace, k8s_version, jobs))
+    add_command(
+        app,
+        "translate",
+        translate,
+        help="Print the objects with their pod templates rewritten to DRA and the ResourceClaimTemplates they need.",
+    )

@@ -115,7 +115,7 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 
 def controller_json(template_pod: dict[str, Any], decided: dict[str, Any]) -> dict[str, Any]:
-    """What the workload's controller adds to the template's pod (`policyengine.controller_pods`): the labels and
+    """What the workload's controller adds to the template's pod (`workloads.controller_pod`): the labels and
     annotations it sets, its owner, the env it adds and the command and args it sets, per container, and the
     containers and init containers it adds; {} for none."""
     before, after = _mapping(template_pod.get("metadata")), _mapping(decided.get("metadata"))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from dra.documents import dump_documents
-from policyengine.workload_translation import ObjectTranslation, TemplateTranslation
+from manifest_translation import ObjectTranslation, TemplateTranslation
 
 __all__ = ["Rendered", "TranslationOutput", "objects_with_templates", "rendered", "translation_json", "tree_table"]
 

@@ -61,8 +61,8 @@ def _slice_model(gpu: GPUModel) -> GPUModel:
 def node_slices(spec: NodeSpec, name: str, *, gpudra_attributes: bool = False) -> IndexedSlices:
     """The ResourceSlices of node `name` and their device index: the ones a real node published, as they are
     (pool and node renamed), else built as `spec` exactly as the NVIDIA DRA driver (0.5) publishes them: pools
-    with `sharing: true` as its ConsumableShares gate publishes them (shareable whole GPUs and static MIG devices,
-    memory mode), `fabric_partitions` with its FabricManagerPartitioning; and, with `gpudra_attributes`, gpudra's
+    with the node's `driver_gates` (ConsumableShares: shareable whole GPUs and static MIG devices, memory mode, never
+    DynamicMIG's partitions; FabricManagerPartitioning); and, with `gpudra_attributes`, gpudra's
     `gpu.gpudra.io/nvlinkGroup`."""
     assert spec.gpu is not None
     if spec.slices:
@@ -73,14 +73,14 @@ def node_slices(spec: NodeSpec, name: str, *, gpudra_attributes: bool = False) -
         return IndexedSlices(renamed, index_devices(spec.slices, spec.gpu))
     layouts = {i: list(spec.layout) for i in range(spec.gpu_count)} if spec.layout else None
     node = synthetic_node(_slice_model(spec.gpu), name, spec.gpu_count, mig_layouts=layouts)
-    gates = {"ConsumableShares"} if spec.sharing and spec.mig != "dynamic" else set()
-    if spec.fabric_partitions:
-        gates.add("FabricManagerPartitioning")
+    gates = spec.driver_gates
+    if spec.mig == "dynamic":  # applyConsumableShares runs for whole GPUs and static MIG devices only
+        gates = DriverGates(gates.enabled - {"ConsumableShares"}, gates.consumable_shares)
     return indexed_node_slices(
         node,
         mig_mode="static" if spec.mig == "static" else spec.mig,  # type: ignore[arg-type]
         gpudra_attributes=gpudra_attributes,
-        driver_gates=DriverGates(frozenset(gates)) if gates else None,
+        driver_gates=gates if gates.enabled else None,
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dra.errors import InputError
+from dra.gpus import DriverGates
 from dra.yamlio import load_yaml, read_source
 
 from ..cluster import ClusterSpec, NodeSpec, default_cluster
@@ -27,13 +28,14 @@ __all__ = ["real_pending_by_gpus", "verification_inputs", "verify_scheduler"]
 
 
 def verification_inputs(
-    cluster: Path | None, trace: Path | None, *, seed: int = 0, consumable_capacity: bool = False,
+    cluster: Path | None, trace: Path | None, *, seed: int = 0, driver: DriverGates | None = None,
     unannotated: bool = False,
 ) -> tuple[ClusterSpec, list[SimPod]]:  # fmt: skip
-    """The cluster and workload `gpudra simulate` runs with these options (the built-in ones by default)."""
+    """The cluster and workload `gpudra simulate` runs with these options (the built-in ones by default), every
+    node running `driver`'s gates."""
     spec = default_cluster() if cluster is None else load_cluster(str(cluster))
-    if consumable_capacity:
-        spec = spec.with_consumable_capacity()
+    if driver is not None:
+        spec = spec.with_driver_gates(driver)
     if trace is None:
         work = generate(GeneratorConfig(seed=seed), spec.total_gpus, vram=VramModel(kind="class"))
     else:

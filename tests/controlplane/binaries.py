@@ -27,13 +27,13 @@ def bin_dir() -> Path:
 def require(group: str) -> dict[str, Path]:
     """Paths of the `components` or `oracles` binaries; raises MissingBinaries if absent or stale."""
     names = COMPONENTS if group == "components" else ORACLES
-    if shutil.which("go") is None:
-        raise MissingBinaries(f"Go is not installed, so the {group} cannot be built or checked: {BUILD_HINT}")
     directory = bin_dir()
     paths = {name: directory / name for name in names}
     missing = [name for name, path in paths.items() if not os.access(path, os.X_OK)]
-    if missing:
+    if missing:  # said first: what is missing and the command, whether or not Go is there to build it
         raise MissingBinaries(f"{', '.join(missing)} not found in {directory}: {BUILD_HINT}")
+    if shutil.which("go") is None:
+        raise MissingBinaries(f"Go is not installed, so the {group} cannot be built or checked: {BUILD_HINT}")
     go = sourcehash.go_version()
     want = sourcehash.components_hash(go) if group == "components" else sourcehash.oracles_hash(go)
     stamp = cache_dir() / f"{group}.stamp"

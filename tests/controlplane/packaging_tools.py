@@ -13,13 +13,13 @@ HASHES = {"helm": sourcehash.helm_hash, "olm-validate": sourcehash.olm_validate_
 
 def require(name: str) -> Path:
     """The path of `helm` or `olm-validate`; raises MissingBinaries if absent or built from other sources."""
+    path = binaries.bin_dir() / name
+    if not os.access(path, os.X_OK):
+        raise binaries.MissingBinaries(f"{name} not found in {path.parent}: {binaries.BUILD_HINT}")
     if shutil.which("go") is None:
         raise binaries.MissingBinaries(
             f"Go is not installed, so {name} cannot be built or checked: {binaries.BUILD_HINT}"
         )
-    path = binaries.bin_dir() / name
-    if not os.access(path, os.X_OK):
-        raise binaries.MissingBinaries(f"{name} not found in {path.parent}: {binaries.BUILD_HINT}")
     want = HASHES[name](sourcehash.go_version())
     stamp = binaries.cache_dir() / f"{name}.stamp"
     have = stamp.read_text().strip() if stamp.exists() else "none"

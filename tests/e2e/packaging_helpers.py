@@ -23,6 +23,9 @@ RELEASE_SELECTOR_KEYS = ("app.kubernetes.io/name", "app.kubernetes.io/instance")
 # Annotations that matter to what the objects do (CA injection, serving-certificate Secret).
 KEPT_ANNOTATIONS = ("cert-manager.io/inject-ca-from", "service.beta.openshift.io/")
 
+# Kinds kustomize's schema may not know as cluster-scoped (it then gives them the kustomization's namespace).
+CLUSTER_SCOPED = ("DeviceClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+
 Doc = dict[str, Any]
 
 
@@ -106,8 +109,8 @@ def normalize(doc: Doc) -> Doc:
     """The object as it behaves: no labels, only the annotations in KEPT_ANNOTATIONS, no release keys in selectors."""
     doc = copy.deepcopy(doc)
     meta = doc["metadata"]
-    if doc["kind"] == "DeviceClass":
-        meta.pop("namespace", None)  # kustomize does not know DeviceClass is cluster-scoped
+    if doc["kind"] in CLUSTER_SCOPED:
+        meta.pop("namespace", None)  # kustomize does not know these kinds are cluster-scoped
     meta.pop("labels", None)
     annotations = {k: v for k, v in (meta.pop("annotations", None) or {}).items() if k.startswith(KEPT_ANNOTATIONS)}
     if annotations:

@@ -82,13 +82,28 @@ def test_template_renders_a_highly_available_webhook(variant: str) -> None:
     pod = deployment["spec"]["template"]["spec"]
     assert deployment["spec"]["replicas"] >= 2
     assert pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    # Required over nodes (never both replicas on one node while another can run one), without blocking a one-node
+    # cluster, a surge pod or a drain: a spread that counts only nodes the pod may use.
+    (hostname,) = [c for c in pod["topologySpreadConstraints"] if c["topologyKey"] == "kubernetes.io/hostname"]
+    assert hostname["whenUnsatisfiable"] == "DoNotSchedule" and hostname["nodeTaintsPolicy"] == "Honor"
+    assert (
+        hostname["maxSkew"] == 1
+        and hostname["labelSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    )
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
     service = one(docs, "Service", "gpudra-webhook")
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     assert {r["metadata"]["name"] for r in by_kind(docs, "ClusterRole")} == {
         "gpudra-webhook",
         "gpudra-webhook-cleanup",
+        "gpudra-namespace-quota",  # on by default: max-gpus holds as a namespace total after admission
     }
+    assert one(docs, "CronJob", "gpudra-namespace-quota")
+    # Both admission policies on by default, each bound with Deny.
+    for name in ("gpudra-managed-objects", "gpudra-namespace-caps"):
+        assert one(docs, "ValidatingAdmissionPolicy", name)["spec"]["failurePolicy"] == "Fail"
+        binding = one(docs, "ValidatingAdmissionPolicyBinding", name)["spec"]
+        assert binding == {"policyName": name, "validationActions": ["Deny"]}
     assert one(docs, "ServiceAccount", "gpudra-webhook") and one(docs, "ConfigMap", "gpudra-policies")
     mutating, validating = one(docs, "MutatingWebhookConfiguration"), one(docs, "ValidatingWebhookConfiguration")
     for config in (mutating, validating):
@@ -177,6 +192,52 @@ def test_values_reach_the_webhook_configurations_and_the_pods() -> None:
     assert not [c for c in by_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-policies")]
 
 
+def test_the_admission_policies_follow_the_release_and_can_be_left_out() -> None:
+    docs = template(release="blue", namespace="gpu-admission")
+    policy = one(docs, "ValidatingAdmissionPolicy", "blue-gpudra-managed-objects")
+    (condition,) = policy["spec"]["matchConditions"]
+    accounts = {
+        one(docs, "ServiceAccount", n)["metadata"]["name"]
+        for n in ("blue-gpudra-webhook", "blue-gpudra-namespace-quota")
+    }
+    for account in (*accounts, "blue-gpudra-template-gc"):
+        assert f"'system:serviceaccount:gpu-admission:{account}'" in condition["expression"]
+    assert "gpudra-system" not in condition["expression"]
+    assert one(docs, "ValidatingAdmissionPolicyBinding", "blue-gpudra-namespace-caps")["spec"]["policyName"] == (
+        "blue-gpudra-namespace-caps"
+    )
+    off = template({"admissionPolicies": {"managedObjects": False, "namespaceCaps": False}})
+    assert not by_kind(off, "ValidatingAdmissionPolicy") and not by_kind(off, "ValidatingAdmissionPolicyBinding")
+    only_caps = template({"admissionPolicies": {"managedObjects": False}})
+    assert [p["metadata"]["name"] for p in by_kind(only_caps, "ValidatingAdmissionPolicy")] == ["gpudra-namespace-caps"]
+
+
+def _notes(tmp_path: Path, values: dict[str, Any]) -> str:
+    out = helm("install", "gpudra", str(CHART), "--namespace", NAMESPACE, "--dry-run=client",
+               "--values", _values_file(tmp_path, values))  # fmt: skip
+    return out.stdout.split("NOTES:", 1)[1]
+
+
+def test_the_notes_say_which_protections_are_on(tmp_path: Path) -> None:
+    default = _notes(tmp_path, {})
+    assert "client auth: OFF" in default and "admits any source" in default
+    assert "managed-by=gpudra:\n    ON" in default and default.count("\n    ON") == 3, default
+    peers = [{"ipBlock": {"cidr": "10.0.0.0/28"}}]
+    hardened = _notes(tmp_path, {"webhook": {"clientAuth": {"enabled": True}, "networkPolicy": {"from": peers}}})
+    assert "client auth: ON" in hardened and "admits only the peers in webhook.networkPolicy.from" in hardened
+    off = {"enabled": False}
+    bare = _notes(tmp_path, {"admissionPolicies": {"managedObjects": False, "namespaceCaps": False},
+                             "namespaceQuota": off, "webhook": {"networkPolicy": off}})  # fmt: skip
+    assert bare.count("\n    OFF") == 3 and "NetworkPolicy: OFF" in bare, bare
+
+
+def test_the_network_policy_admits_only_the_listed_peers_when_given() -> None:
+    assert "from" not in one(template(), "NetworkPolicy")["spec"]["ingress"][0]
+    peers = [{"ipBlock": {"cidr": "10.0.0.0/28"}}]
+    (rule,) = one(template({"webhook": {"networkPolicy": {"from": peers}}}), "NetworkPolicy")["spec"]["ingress"]
+    assert rule == {"ports": [{"port": 8443, "protocol": "TCP"}], "from": peers}
+
+
 def test_a_single_replica_gets_no_disruption_budget_that_would_block_drains() -> None:
     assert not by_kind(template({"webhook": {"replicas": 1}}), "PodDisruptionBudget")
     assert one(template({"webhook": {"replicas": 3}}), "PodDisruptionBudget")["spec"]["minAvailable"] == 1
@@ -234,7 +295,7 @@ OVERLAYS: dict[str, tuple[str, list[str], dict[str, Any]]] = {
     "openshift": ("overlays/openshift", [], {"openshift": {"enabled": True}}),
     "kubernetes+components": (
         "overlays/kubernetes",
-        ["recommender", "namespace-quota", "client-auth"],
+        ["recommender", "client-auth"],
         {
             "certManager": {"enabled": True},
             "recommender": {"enabled": True},

@@ -12,40 +12,21 @@ No kubelet runs: a pod bound with its claim allocated is the observable result.
 from __future__ import annotations
 
 import json
-import os
-import ssl
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from dra.gpus import catalog, device_classes, node_resource_slices, synthetic_node
-from tests.controlplane.cluster import ControlPlane
+from dra.gpus import device_classes
 from tests.controlplane.kube import Kube, wait_for
-from tests.controlplane.webhook_configs import shipped_webhook_configurations
-from tests.e2e.test_webhook_e2e import Webhook
+from tests.e2e.harness import ServeWebhook, Webhook, WebhookNamespaces, fake_gpu_nodes, label, toleration
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-LABEL = {"gpudra-e2e": "kep5004"}
-TAINT = {"key": "gpudra-e2e", "value": "kep5004", "effect": "NoSchedule"}
-TOLERATION = {"key": "gpudra-e2e", "operator": "Equal", "value": "kep5004", "effect": "NoSchedule"}
+LABEL = label("kep5004")
+TOLERATION = toleration("kep5004")
 NODE = "kep5004-h100"
-
-
-def _https(hook: Webhook, path: str) -> bytes:
-    ctx = ssl.create_default_context(cafile=str(hook.certs / "ca.crt"))
-    with urllib.request.urlopen(f"https://127.0.0.1:{hook.port}{path}", context=ctx, timeout=5) as resp:
-        return bytes(resp.read())
-
-
-def _configurations(hook: Webhook) -> list[dict[str, Any]]:
-    # only this module's namespaces: other e2e tests share the control plane
-    return shipped_webhook_configurations("gpudra-e2e-kep5004", hook.port, hook.ca_bundle, "kep5004")
 
 
 def _pod(name: str, gpus: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:
@@ -68,88 +49,32 @@ def _right_sized(name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def gpu_node(kube: Kube) -> Iterator[None]:
-    classes = device_classes()
-    mapped = [c for c in classes if c["spec"].get("extendedResourceName") == "nvidia.com/gpu"]
+    mapped = [c for c in device_classes() if c["spec"].get("extendedResourceName") == "nvidia.com/gpu"]
     assert [c["metadata"]["name"] for c in mapped] == ["gpu.nvidia.com"]  # as the driver's chart sets it
-    for cls in classes:
-        kube.apply(cls)
-    try:
-        kube.create_node(NODE, labels=LABEL)
-    except ApiException as e:
-        if e.status != 409:
-            raise
-    kube.patch("Node", NODE, {"spec": {"taints": [TAINT]}})
-    slices = node_resource_slices(synthetic_node(catalog.get("H100-SXM5-80GB"), NODE, 8), mig_mode="none")
-    for s in slices:
-        kube.apply(s)
-    yield
-    for s in slices:
-        kube.delete("ResourceSlice", s["metadata"]["name"])
-    kube.delete("Node", NODE)
+    with fake_gpu_nodes(kube, "kep5004", {NODE: ("H100-SXM5-80GB", "none")}):
+        yield
 
 
 @pytest.fixture(scope="module")
-def webhook(
-    control_plane: ControlPlane, kube: Kube, gpu_node: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Webhook]:
-    hook = Webhook(tmp_path_factory.mktemp("kep5004"), control_plane.kubeconfig)
-    previous = os.environ.get("GPUDRA_EXTENDED_RESOURCE_MAPPING")
-    os.environ["GPUDRA_EXTENDED_RESOURCE_MAPPING"] = "auto"  # the default, said here: the behaviour under test
+def webhook(serve_webhook: ServeWebhook, gpu_node: None) -> Webhook:
+    # the default, said here: the behaviour under test
+    hook = serve_webhook("kep5004", env={"GPUDRA_EXTENDED_RESOURCE_MAPPING": "auto"})
+
+    def mapping_read() -> bool:
+        checks = json.loads(hook.get("/readyz"))["checks"]
+        return "nvidia.com/gpu -> gpu.nvidia.com" in checks.get("deviceClasses", {}).get("detail", "")
+
     try:
-        hook.start()
-    finally:
-        if previous is None:
-            os.environ.pop("GPUDRA_EXTENDED_RESOURCE_MAPPING", None)
-        else:
-            os.environ["GPUDRA_EXTENDED_RESOURCE_MAPPING"] = previous
-    configs = _configurations(hook)
-    try:
-        for config in configs:
-            kube.apply(config)
-
-        def mapping_read() -> bool:
-            checks = json.loads(_https(hook, "/readyz"))["checks"]
-            return "nvidia.com/gpu -> gpu.nvidia.com" in checks.get("deviceClasses", {}).get("detail", "")
-
-        try:
-            wait_for(mapping_read, timeout=60, what="gpudra serve's DeviceClass cache listing the mapping")
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}\n{hook.logs()}") from exc
-        yield hook
-    finally:
-        for config in configs:
-            kube.delete(config["kind"], config["metadata"]["name"])
-        hook.stop()
-
-
-def _namespace(kube: Kube, labels: dict[str, str] | None = None) -> str:
-    name = kube.create_namespace("kep5004")
-    kube.patch("Namespace", name, {"metadata": {"labels": {**LABEL, **(labels or {})}}})
-
-    def webhook_called() -> bool:
-        """The API server calls gpudra for this namespace (it loads configurations from an informer): a server-side
-        dry run of a right-sized pod comes back translated."""
-        answer = kube.request("POST", kube.path("Pod", name) + "?dryRun=All", _right_sized("probe"))
-        return "resourceClaims" in answer["spec"]
-
-    wait_for(webhook_called, timeout=60, what=f"the API server calling gpudra for {name}")
-    return name
-
-
-def _delete_namespace(kube: Kube, name: str) -> None:
-    """Delete it and wait until it is gone: a terminating namespace labelled with a cap would make another module's
-    `gpudra quota` pass meet it."""
-    kube.delete("Namespace", name)
-    wait_for(
-        lambda: name not in {n["metadata"]["name"] for n in kube.list("Namespace")}, timeout=120, what=f"{name} gone"
-    )
+        wait_for(mapping_read, timeout=60, what="gpudra serve's DeviceClass cache listing the mapping")
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}\n{hook.logs()}") from exc
+    return hook
 
 
 @pytest.fixture
-def namespace(kube: Kube, webhook: Webhook) -> Iterator[str]:
-    name = _namespace(kube)
-    yield name
-    _delete_namespace(kube, name)
+def namespace(webhook_namespaces: WebhookNamespaces, webhook: Webhook) -> str:
+    # waited for when deleted: a terminating namespace labelled with a cap would meet another module's `gpudra quota`
+    return webhook_namespaces("kep5004", "kep5004", wait_gone=True)
 
 
 def _bound(kube: Kube, namespace: str, name: str, ready: Any) -> dict[str, Any]:
@@ -170,7 +95,7 @@ def _allocated(kube: Kube, namespace: str, claim: str) -> list[dict[str, Any]]:
 
 
 def _left_to_scheduler_total(hook: Webhook) -> float:
-    for line in _https(hook, "/metrics").decode().splitlines():
+    for line in hook.get("/metrics").decode().splitlines():
         if line.startswith("gpudra_admission_left_to_scheduler_total{") and 'device_class="gpu.nvidia.com"' in line:
             return float(line.rsplit(" ", 1)[1])
     return 0.0
@@ -222,7 +147,7 @@ def test_a_right_sized_pod_gets_gpudras_claim(kube: Kube, namespace: str) -> Non
 
 
 def _mapped_to(hook: Webhook) -> str:
-    detail: str = json.loads(_https(hook, "/readyz"))["checks"]["deviceClasses"]["detail"]
+    detail: str = json.loads(hook.get("/readyz"))["checks"]["deviceClasses"]["detail"]
     return detail
 
 
@@ -259,15 +184,14 @@ def test_the_webhook_follows_the_device_classes_as_they_change(kube: Kube, names
     assert _left_alone_on_dry_run(kube, namespace)
 
 
-def test_the_namespace_cap_counts_pods_left_to_the_scheduler(kube: Kube, webhook: Webhook) -> None:
-    name = _namespace(kube, {"gpudra.io/max-gpus": "2"})
-    try:
-        kube.create(_pod("two", 2), name)
-        assert "resourceClaims" not in kube.get("Pod", "two", name)["spec"]
-        with pytest.raises(ApiException) as denied:
-            kube.create(_pod("three", 3), name)
-        body = str(denied.value.body)
-        assert denied.value.status == 403 and "asks for 3 GPU devices" in body and "gpudra.io/max-gpus" in body
-        assert kube.list("ResourceClaimTemplate", name) == []
-    finally:
-        _delete_namespace(kube, name)
+def test_the_namespace_cap_counts_pods_left_to_the_scheduler(
+    kube: Kube, webhook: Webhook, webhook_namespaces: WebhookNamespaces
+) -> None:
+    name = webhook_namespaces("kep5004", "kep5004", {"gpudra.io/max-gpus": "2"}, wait_gone=True)
+    kube.create(_pod("two", 2), name)
+    assert "resourceClaims" not in kube.get("Pod", "two", name)["spec"]
+    with pytest.raises(ApiException) as denied:
+        kube.create(_pod("three", 3), name)
+    body = str(denied.value.body)
+    assert denied.value.status == 403 and "asks for 3 GPU devices" in body and "gpudra.io/max-gpus" in body
+    assert kube.list("ResourceClaimTemplate", name) == []

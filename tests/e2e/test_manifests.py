@@ -61,6 +61,12 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
     (deployment,) = by_kind(docs, "Deployment")
     spec = deployment["spec"]["template"]["spec"]
     assert deployment["spec"]["replicas"] >= 2 and "podAntiAffinity" in spec["affinity"]
+    # Never both replicas on one node while another schedulable node is there; a spread (not required anti-affinity)
+    # so a one-node cluster, a rolling update's surge pod (maxUnavailable 0) and a drain still schedule.
+    (hostname,) = [c for c in spec["topologySpreadConstraints"] if c["topologyKey"] == "kubernetes.io/hostname"]
+    assert hostname["whenUnsatisfiable"] == "DoNotSchedule" and hostname["nodeTaintsPolicy"] == "Honor"
+    assert hostname["labelSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}
     (container,) = spec["containers"]
     sc = container["securityContext"]
     assert sc["readOnlyRootFilesystem"] and not sc["allowPrivilegeEscalation"] and sc["capabilities"]["drop"] == ["ALL"]
@@ -87,7 +93,7 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
     assert [p["port"] for rule in netpol["spec"]["ingress"] for p in rule["ports"]] == [8443]
     assert {str(e["name"]) for e in container["env"]} >= {"POD_NAMESPACE"}
     roles = {r["metadata"]["name"]: r for r in by_kind(docs, "ClusterRole")}
-    assert set(roles) == {"gpudra-webhook", "gpudra-template-gc"}
+    assert set(roles) == {"gpudra-webhook", "gpudra-template-gc", "gpudra-namespace-quota"}
 
     def verbs(role: dict[str, Any]) -> set[tuple[str, tuple[str, ...]]]:
         return {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]}
@@ -100,7 +106,22 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
         ("deviceclasses", ("list", "watch")),  # KEP-5004's mapping (kubeapi/deviceclasses.py)
     }
     assert verbs(roles["gpudra-template-gc"]) == {("resourceclaimtemplates", ("list", "delete")), ("pods", ("list",))}
-    (cronjob,) = by_kind(docs, "CronJob")
+    # The quota job may read, patch and delete only its own quota by name; a create cannot be named in RBAC, so the
+    # admission policy holds it (below).
+    assert roles["gpudra-namespace-quota"]["rules"] == [
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["resourcequotas"], "resourceNames": ["gpudra-gpu-cap"],
+         "verbs": ["list", "patch", "delete"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"], "verbs": ["list"]},
+    ]  # fmt: skip
+    _assert_writes_are_held_to_managed_objects(docs)
+    cronjobs = {c["metadata"]["name"]: c for c in by_kind(docs, "CronJob")}
+    assert set(cronjobs) == {"gpudra-template-gc", "gpudra-namespace-quota"}  # the quota: on by default
+    quota_pod = cronjobs["gpudra-namespace-quota"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert quota_pod["serviceAccountName"] == "gpudra-namespace-quota"
+    assert quota_pod["containers"][0]["args"] == ["quota", "--in-cluster"]
+    cronjob = cronjobs["gpudra-template-gc"]
     job_pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     assert job_pod["serviceAccountName"] == "gpudra-template-gc" and cronjob["spec"]["concurrencyPolicy"] == "Forbid"
     (gc_container,) = job_pod["containers"]
@@ -109,6 +130,7 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
     if overlay == "overlays/openshift":
         assert "runAsUser" not in spec["securityContext"]
         assert "runAsUser" not in job_pod["securityContext"]
+        assert "runAsUser" not in quota_pod["securityContext"]
         assert mutating["metadata"]["annotations"]["service.beta.openshift.io/inject-cabundle"] == "true"
         (service,) = by_kind(docs, "Service")
         assert service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"]
@@ -116,6 +138,33 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
         assert by_kind(docs, "Certificate") and mutating["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
     if overlay != "base":
         assert {d["metadata"]["name"] for d in by_kind(docs, "DeviceClass")} == {"gpu.nvidia.com", "mig.nvidia.com"}
+
+
+WRITES = {"create", "update", "patch", "delete", "deletecollection", "*"}
+
+
+def _assert_writes_are_held_to_managed_objects(docs: list[dict[str, Any]]) -> None:
+    """Every write gpudra's ServiceAccounts get on templates or quotas is either named (resourceNames) or held by the
+    gpudra-managed-objects admission policy to objects carrying gpudra's label, for exactly those accounts."""
+    accounts = {f"system:serviceaccount:gpudra-system:{a['metadata']['name']}" for a in by_kind(docs, "ServiceAccount")}
+    policies = {p["metadata"]["name"]: p for p in by_kind(docs, "ValidatingAdmissionPolicy")}
+    bindings = {b["metadata"]["name"]: b for b in by_kind(docs, "ValidatingAdmissionPolicyBinding")}
+    assert set(policies) == set(bindings) == {"gpudra-managed-objects", "gpudra-namespace-caps"}
+    for name, binding in bindings.items():
+        assert binding["spec"] == {"policyName": name, "validationActions": ["Deny"]}
+        assert policies[name]["spec"]["failurePolicy"] == "Fail"
+    managed = policies["gpudra-managed-objects"]["spec"]
+    (condition,) = managed["matchConditions"]
+    named = {a for a in accounts if f"'{a}'" in condition["expression"]}
+    assert named == accounts - {"system:serviceaccount:gpudra-system:gpudra-recommender"}
+    held = {(r["apiGroups"][0], resource) for r in managed["matchConstraints"]["resourceRules"]
+            for resource in r["resources"] if set(r["operations"]) == {"CREATE", "UPDATE", "DELETE"}}  # fmt: skip
+    assert held == {("resource.k8s.io", "resourceclaimtemplates"), ("", "resourcequotas")}
+    for role in by_kind(docs, "ClusterRole"):
+        for rule in role["rules"]:
+            for resource in rule["resources"]:
+                if resource in ("resourceclaimtemplates", "resourcequotas") and WRITES & set(rule["verbs"]):
+                    assert rule.get("resourceNames") or (rule["apiGroups"][0], resource) in held, (role, rule)
 
 
 def test_every_overlay_passes_a_server_side_dry_run(control_plane: ControlPlane) -> None:

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.controlplane.binaries import MissingBinaries
+from tests.controlplane.fixtures import missing_binaries
+
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "manifests" / "monitoring"
 SERIES = re.compile(r"\bgpudra_[a-z_]+\b")
@@ -27,7 +30,8 @@ SUFFIXES = {
 
 def promtool(*args: str, cwd: Path = MONITORING) -> subprocess.CompletedProcess[str]:
     path = shutil.which("promtool")
-    assert path, "promtool not found: install Debian's prometheus package (.ci/run does)"
+    if path is None:
+        missing_binaries(MissingBinaries("promtool not installed: `apt-get install prometheus` (Debian's package)"))
     return subprocess.run([path, *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 

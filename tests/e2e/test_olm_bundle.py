@@ -73,6 +73,15 @@ def test_the_csv_declares_the_deployment_rbac_both_webhooks_and_the_owned_crd() 
     assert "--cert=/apiserver.local.config/certificates/apiserver.crt" in container["args"]
     assert "--key=/apiserver.local.config/certificates/apiserver.key" in container["args"]
     assert "runAsUser" not in deployment["spec"]["template"]["spec"]["securityContext"]
+    # The replicas' required spread over nodes is the base's (a drain or one node's loss never takes both).
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["topologySpreadConstraints"] == base_deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    assert {"topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule"}.items() <= next(
+        c for c in pod["topologySpreadConstraints"] if c["topologyKey"] == "kubernetes.io/hostname"
+    ).items()
+    # What a registry+v1 bundle cannot carry is named, with what to apply instead.
+    for missing in ("ValidatingAdmissionPolicy", "admission-policies.yaml", "namespace-quota.yaml", "gpudra doctor"):
+        assert missing in spec["description"], missing
     webhook_role = next(r for r in _base("rbac.yaml") if r["kind"] == "ClusterRole")
     assert spec["install"]["spec"]["clusterPermissions"] == [
         {"serviceAccountName": "gpudra-webhook", "rules": webhook_role["rules"]}

@@ -5,19 +5,14 @@ out a Prometheus outage."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
@@ -35,32 +30,12 @@ from recommender import (
 )
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
+from tests.e2e.harness import ROOT, flat, gsr, gsr_path, legacy_deployment, recommend
 from tests.prometheus.fixtures import DcgmDevice, PrometheusServer
-from tests.prometheus.fixtures import prometheus_factory as prometheus_factory  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-CRD = ROOT / "manifests" / "base" / "crd-gpusizingrecommendation.yaml"
 GIB = 1024
-
-
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> Iterator[None]:
-    control_plane.kubectl("apply", "--server-side", "-f", str(CRD))
-    control_plane.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/gpusizingrecommendations.gpudra.io"
-    )
-    yield
-
-
-def _gsr_path(namespace: str, name: str | None = None, status: bool = False) -> str:
-    path = f"/apis/gpudra.io/v1alpha1/namespaces/{namespace}/gpusizingrecommendations"
-    return path + (f"/{name}" if name else "") + ("/status" if status else "")
-
-
-def _gsr(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
-    return dict(kube.request("GET", _gsr_path(namespace, name)))
 
 
 def _rejected(call: Callable[[], Any]) -> str:
@@ -78,7 +53,7 @@ def test_the_crd_accepts_a_recommendation_and_rejects_malformed_ones(crd: None, 
         "metadata": {"name": "deployment-embed"},
         "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "embed"}},
     }
-    kube.request("POST", _gsr_path(ns), obj)
+    kube.request("POST", gsr_path(ns), obj)
     good = {"status": {
         "containers": [{"name": "server", "vram": "6Gi", "peak": "5Gi", "samples": 2016, "window": "168h",
                         "pressure": False}],
@@ -86,13 +61,13 @@ def test_the_crd_accepts_a_recommendation_and_rejects_malformed_ones(crd: None, 
         "conditions": [{"type": "Ready", "status": "True", "reason": "Recommended", "message": "ok",
                         "lastTransitionTime": "2026-12-04T03:00:00Z"}],
     }}  # fmt: skip
-    status = kube.request("PATCH", _gsr_path(ns, "deployment-embed", True), good, "application/merge-patch+json")
+    status = kube.request("PATCH", gsr_path(ns, "deployment-embed", True), good, "application/merge-patch+json")
     assert status["status"]["containers"][0]["vram"] == "6Gi"
 
     def patch(entry: dict[str, Any]) -> Callable[[], Any]:
         body = {"status": {"containers": [entry]}}
         return lambda: kube.request(
-            "PATCH", _gsr_path(ns, "deployment-embed", True), body, "application/merge-patch+json"
+            "PATCH", gsr_path(ns, "deployment-embed", True), body, "application/merge-patch+json"
         )
 
     base = {"name": "server", "vram": "6Gi", "peak": "5Gi", "samples": 10, "window": "168h"}
@@ -106,60 +81,18 @@ def test_the_crd_accepts_a_recommendation_and_rejects_malformed_ones(crd: None, 
     # CEL on the object: unsupported kind, a kind under the wrong API group, a name that is not <kind>-<name>.
     bad_kind = {**obj, "metadata": {"name": "service-web"},
                 "spec": {"targetRef": {"apiVersion": "v1", "kind": "Service", "name": "web"}}}  # fmt: skip
-    assert "targetRef.kind must be one of" in _rejected(lambda: kube.request("POST", _gsr_path(ns), bad_kind))
+    assert "targetRef.kind must be one of" in _rejected(lambda: kube.request("POST", gsr_path(ns), bad_kind))
     wrong_group = {**obj, "metadata": {"name": "job-train"},
                    "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Job", "name": "train"}}}  # fmt: skip
-    assert "does not serve targetRef.kind" in _rejected(lambda: kube.request("POST", _gsr_path(ns), wrong_group))
+    assert "does not serve targetRef.kind" in _rejected(lambda: kube.request("POST", gsr_path(ns), wrong_group))
     misnamed = {**obj, "metadata": {"name": "embed"}}
-    assert "metadata.name must be" in _rejected(lambda: kube.request("POST", _gsr_path(ns), misnamed))
+    assert "metadata.name must be" in _rejected(lambda: kube.request("POST", gsr_path(ns), misnamed))
     # targetRef is immutable.
     moved = {"spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "other"}}}
     assert "immutable" in _rejected(
-        lambda: kube.request("PATCH", _gsr_path(ns, "deployment-embed"), moved, "application/merge-patch+json")
+        lambda: kube.request("PATCH", gsr_path(ns, "deployment-embed"), moved, "application/merge-patch+json")
     )
-    assert _gsr(kube, ns, "deployment-embed")["status"]["containers"][0]["vram"] == "6Gi"
-
-
-def _deployment(kube: Kube, namespace: str, name: str, replicas: int) -> list[str]:
-    """A Deployment with a legacy GPU request; kube-controller-manager makes its ReplicaSet and pods (no node runs
-    them). Returns the pods' names."""
-    kube.create({
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas, "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{
-                "name": "server", "image": "ghcr.io/huggingface/text-embeddings-inference:1.5",
-                "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}},
-        },
-    })  # fmt: skip
-    pods = wait_for(
-        lambda: (lambda names: names if len(names) == replicas else None)(
-            sorted(p["metadata"]["name"] for p in kube.list("Pod", namespace, label_selector=f"app={name}"))
-        ),
-        timeout=60,
-        what=f"{replicas} pods of Deployment {name}",
-    )
-    return list(pods)
-
-
-def _flat(mib: float, spike: float = 0.0) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]:
-    def used(t: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        out = np.full(t.shape, mib)
-        if spike:
-            out[::997] = spike  # 0.1 % of the samples: above p99, so p99 ignores them and max does not
-        return out
-
-    return used
-
-
-def _recommend(control_plane: ControlPlane, url: str, namespace: str, *extra: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "gpudra", "recommend", "--prometheus", url, "--kubeconfig",
-         str(control_plane.kubeconfig), "--namespace", namespace, "-o", "json", *extra],
-        capture_output=True, text=True, cwd=ROOT, check=False, timeout=180,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    return dict(json.loads(out.stdout))
+    assert gsr(kube, ns, "deployment-embed")["status"]["containers"][0]["vram"] == "6Gi"
 
 
 def test_gpudra_recommend_sizes_deployments_from_dcgm_series(
@@ -167,33 +100,33 @@ def test_gpudra_recommend_sizes_deployments_from_dcgm_series(
     control_plane: ControlPlane,
     kube: Kube,
     k8s_namespace: str,
-    prometheus_factory: Callable[..., PrometheusServer],  # noqa: F811
+    prometheus_factory: Callable[..., PrometheusServer],
 ) -> None:
     ns = k8s_namespace
-    embed = _deployment(kube, ns, "embed", 2)
-    grow = _deployment(kube, ns, "grow", 1)
-    fresh = _deployment(kube, ns, "fresh", 1)
+    embed = legacy_deployment(kube, ns, "embed", 2)
+    grow = legacy_deployment(kube, ns, "grow", 1)
+    fresh = legacy_deployment(kube, ns, "fresh", 1)
     devices = [
         # Two replicas on whole H100s: 5 GiB and 6 GiB steady, with rare spikes to 7 GiB.
-        DcgmDevice(ns, embed[0], "server", _flat(5 * GIB, 7 * GIB), uuid="GPU-aaaaaaaa-0000-0000-0000-000000000001"),
-        DcgmDevice(ns, embed[1], "server", _flat(6 * GIB), gpu=1, uuid="GPU-aaaaaaaa-0000-0000-0000-000000000002"),
+        DcgmDevice(ns, embed[0], "server", flat(5 * GIB, 7 * GIB), uuid="GPU-aaaaaaaa-0000-0000-0000-000000000001"),
+        DcgmDevice(ns, embed[1], "server", flat(6 * GIB), gpu=1, uuid="GPU-aaaaaaaa-0000-0000-0000-000000000002"),
         # Shrunk to a MIG 1g.10gb (9984 MiB on an H100) and using all of it: pressure, grow back.
-        DcgmDevice(ns, grow[0], "server", _flat(9984), total_mib=9984, reserved_mib=0, mig_profile="1g.10gb",
+        DcgmDevice(ns, grow[0], "server", flat(9984), total_mib=9984, reserved_mib=0, mig_profile="1g.10gb",
                    mig_instance="9", gpu=2, uuid="GPU-aaaaaaaa-0000-0000-0000-000000000003"),
         # Seen for 20 minutes only (41 samples): no recommendation yet.
-        DcgmDevice(ns, fresh[0], "server", _flat(2 * GIB), history_seconds=1200, gpu=3,
+        DcgmDevice(ns, fresh[0], "server", flat(2 * GIB), history_seconds=1200, gpu=3,
                    uuid="GPU-aaaaaaaa-0000-0000-0000-000000000004"),
         # A series of a pod that never existed and no owner matches by name: skipped, not fatal.
-        DcgmDevice(ns, "ghost-7f9c", "server", _flat(GIB), gpu=4, uuid="GPU-aaaaaaaa-0000-0000-0000-000000000005"),
+        DcgmDevice(ns, "ghost-7f9c", "server", flat(GIB), gpu=4, uuid="GPU-aaaaaaaa-0000-0000-0000-000000000005"),
     ]  # fmt: skip
     prom = prometheus_factory(devices)
 
-    dry = _recommend(control_plane, prom.url, ns, "--dry-run")
+    dry = recommend(control_plane, prom.url, ns, "--dry-run")
     assert dry["dryRun"] and dry["writes"] == {"dry_run": 2}
     with pytest.raises(ApiException):
-        _gsr(kube, ns, "deployment-embed")  # nothing written on a dry run
+        gsr(kube, ns, "deployment-embed")  # nothing written on a dry run
 
-    report = _recommend(control_plane, prom.url, ns)
+    report = recommend(control_plane, prom.url, ns)
     assert report["writes"] == {"created": 2}
     skipped = {(s["owner"], s["reason"].split(" (")[0]) for s in report["skipped"]}
     assert skipped == {
@@ -202,7 +135,7 @@ def test_gpudra_recommend_sizes_deployments_from_dcgm_series(
     }
 
     deploy = kube.get("Deployment", "embed", ns)
-    rec = _gsr(kube, ns, "deployment-embed")
+    rec = gsr(kube, ns, "deployment-embed")
     assert rec["spec"]["targetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "embed"}
     assert rec["metadata"]["ownerReferences"][0]["uid"] == deploy["metadata"]["uid"]
     (server,) = rec["status"]["containers"]
@@ -214,7 +147,7 @@ def test_gpudra_recommend_sizes_deployments_from_dcgm_series(
     ready = {c["type"]: c["status"] for c in rec["status"]["conditions"]}
     assert ready == {"Ready": "True", "PrometheusReachable": "True"}
 
-    (grown,) = _gsr(kube, ns, "deployment-grow")["status"]["containers"]
+    (grown,) = gsr(kube, ns, "deployment-grow")["status"]["containers"]
     assert grown["pressure"] is True and grown["statistic"] == "max" and grown["peak"] == "9984Mi"
     assert grown["vram"] == "11981Mi" and grown["device"] == "MIG 1g.20gb of NVIDIA H100 80GB HBM3"
 
@@ -222,14 +155,14 @@ def test_gpudra_recommend_sizes_deployments_from_dcgm_series(
     assert "deployment-embed" in printed and "7373Mi" in printed
 
     # Idempotent: a second pass changes nothing but lastUpdated, and the conditions keep their transition times.
-    again = _recommend(control_plane, prom.url, ns)
+    again = recommend(control_plane, prom.url, ns)
     assert again["writes"] == {"refreshed": 2}
-    after = _gsr(kube, ns, "deployment-embed")
+    after = gsr(kube, ns, "deployment-embed")
     assert after["status"]["containers"] == rec["status"]["containers"]
     assert [c["lastTransitionTime"] for c in after["status"]["conditions"]] == [
         c["lastTransitionTime"] for c in rec["status"]["conditions"]
     ]
-    assert len(kube.request("GET", _gsr_path(ns))["items"]) == 2
+    assert len(kube.request("GET", gsr_path(ns))["items"]) == 2
 
 
 def _http(url: str) -> tuple[int, str]:
@@ -249,11 +182,11 @@ def test_the_controller_reports_a_prometheus_outage_and_recovers(
     control_plane: ControlPlane,
     kube: Kube,
     k8s_namespace: str,
-    prometheus_factory: Callable[..., PrometheusServer],  # noqa: F811
+    prometheus_factory: Callable[..., PrometheusServer],
 ) -> None:
     ns = k8s_namespace
-    (pod,) = _deployment(kube, ns, "embed", 1)
-    prom = prometheus_factory([DcgmDevice(ns, pod, "server", _flat(4 * GIB))], seconds=6 * 3600)
+    (pod,) = legacy_deployment(kube, ns, "embed", 1)
+    prom = prometheus_factory([DcgmDevice(ns, pod, "server", flat(4 * GIB))], seconds=6 * 3600)
     client = api_client(str(control_plane.kubeconfig))
     objects = KubeObjects(client, timeout=10)
     recommender = Recommender(
@@ -271,7 +204,7 @@ def test_the_controller_reports_a_prometheus_outage_and_recovers(
     loop.start()
     try:
         wait_for(lambda: _http(base + "/readyz")[0] == 200, timeout=60, what="a first successful pass")
-        (first,) = _gsr(kube, ns, "deployment-embed")["status"]["containers"]
+        (first,) = gsr(kube, ns, "deployment-embed")["status"]["containers"]
         assert first["peak"] == "4Gi"
 
         prom.stop()
@@ -285,7 +218,7 @@ def test_the_controller_reports_a_prometheus_outage_and_recovers(
         # The last good recommendation stays; its object says Prometheus was not reachable.
         stale = wait_for(
             lambda: (lambda o: o if {c["type"]: c["status"] for c in o["status"]["conditions"]}
-                     .get("PrometheusReachable") == "False" else None)(_gsr(kube, ns, "deployment-embed")),
+                     .get("PrometheusReachable") == "False" else None)(gsr(kube, ns, "deployment-embed")),
             timeout=30, what="PrometheusReachable=False",
         )  # fmt: skip
         assert stale["status"]["containers"] == [first]
@@ -295,7 +228,7 @@ def test_the_controller_reports_a_prometheus_outage_and_recovers(
         wait_for(lambda: _http(base + "/readyz")[0] == 200, timeout=60, what="recovery")
         metrics = _http(base + "/metrics")[1]
         assert _metric(metrics, "gpudra_recommender_last_success_timestamp_seconds") > success_before
-        conditions = {c["type"]: c["status"] for c in _gsr(kube, ns, "deployment-embed")["status"]["conditions"]}
+        conditions = {c["type"]: c["status"] for c in gsr(kube, ns, "deployment-embed")["status"]["conditions"]}
         assert conditions == {"Ready": "True", "PrometheusReachable": "True"}
     finally:
         stop.set()

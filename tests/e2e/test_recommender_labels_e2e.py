@@ -11,10 +11,8 @@ import pytest
 
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube
-from tests.e2e.test_recommender_e2e import _deployment, _flat, _gsr, _recommend
-from tests.e2e.test_recommender_e2e import crd as crd  # noqa: F401 (a fixture)
+from tests.e2e.harness import flat, gsr, legacy_deployment, recommend
 from tests.prometheus.fixtures import DcgmDevice, PrometheusServer
-from tests.prometheus.fixtures import prometheus_factory as prometheus_factory  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
 
@@ -22,29 +20,29 @@ GIB = 1024
 
 
 def test_bad_labels_are_counted_and_exported_labels_read(
-    crd: None,  # noqa: F811
+    crd: None,
     control_plane: ControlPlane,
     kube: Kube,
     k8s_namespace: str,
-    prometheus_factory: Callable[..., PrometheusServer],  # noqa: F811
+    prometheus_factory: Callable[..., PrometheusServer],
 ) -> None:
     ns = k8s_namespace
-    (embed,) = _deployment(kube, ns, "embed", 1)
-    (other,) = _deployment(kube, ns, "other", 1)
+    (embed,) = legacy_deployment(kube, ns, "embed", 1)
+    (other,) = legacy_deployment(kube, ns, "other", 1)
     exporter = {"exported_namespace": ns, "exported_pod": other, "exported_container": "server"}
     devices = [
-        DcgmDevice(ns, embed, "server", _flat(5 * GIB), uuid="GPU-bbbbbbbb-0000-0000-0000-000000000001"),
-        DcgmDevice(ns, embed, "c" * 100, _flat(GIB), gpu=1, uuid="GPU-bbbbbbbb-0000-0000-0000-000000000002"),
-        DcgmDevice(ns, embed, "", _flat(GIB), gpu=2, uuid="GPU-bbbbbbbb-0000-0000-0000-000000000003"),
-        DcgmDevice("gpu-operator", "nvidia-dcgm-exporter-x7k2p", "nvidia-dcgm-exporter", _flat(3 * GIB), gpu=3,
+        DcgmDevice(ns, embed, "server", flat(5 * GIB), uuid="GPU-bbbbbbbb-0000-0000-0000-000000000001"),
+        DcgmDevice(ns, embed, "c" * 100, flat(GIB), gpu=1, uuid="GPU-bbbbbbbb-0000-0000-0000-000000000002"),
+        DcgmDevice(ns, embed, "", flat(GIB), gpu=2, uuid="GPU-bbbbbbbb-0000-0000-0000-000000000003"),
+        DcgmDevice("gpu-operator", "nvidia-dcgm-exporter-x7k2p", "nvidia-dcgm-exporter", flat(3 * GIB), gpu=3,
                    uuid="GPU-bbbbbbbb-0000-0000-0000-000000000004", extra_labels=exporter),
     ]  # fmt: skip
     prom = prometheus_factory(devices)
 
-    report = _recommend(control_plane, prom.url, ns)
+    report = recommend(control_plane, prom.url, ns)
     assert report["writes"] == {"created": 2}
     assert report["droppedSeries"] == {"invalid container label": 1, "no container label": 1}
-    (server,) = _gsr(kube, ns, "deployment-embed")["status"]["containers"]
+    (server,) = gsr(kube, ns, "deployment-embed")["status"]["containers"]
     assert server["name"] == "server" and server["peak"] == "5Gi"
-    (relabelled,) = _gsr(kube, ns, "deployment-other")["status"]["containers"]
+    (relabelled,) = gsr(kube, ns, "deployment-other")["status"]["containers"]
     assert relabelled["name"] == "server" and relabelled["peak"] == "3Gi"

@@ -18,14 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import select
 import socket
-import ssl
 import threading
-import time
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import kubernetes.client
@@ -35,34 +31,30 @@ import pytest
 from dra.quantity import Quantity
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
-from tests.e2e.test_recommender_e2e import _gsr as _gsr_of
-from tests.e2e.test_recommender_e2e import _recommend as run_recommender
-from tests.e2e.test_recommender_e2e import crd as crd  # noqa: F401 (a fixture: the CRD applied and Established)
-from tests.e2e.test_webhook_e2e import (
+from tests.e2e.harness import (
     A100_NODE,
-    LABEL,
-    TOLERATION,
+    ServeWebhook,
     Webhook,
-    _bound_with_claim,
-    _device_attrs,
-    _vram,
-    _webhook_configurations,
+    WebhookNamespaces,
+    bound_with_claim,
+    device_attributes,
+    gsr,
+    gsr_path,
+    label,
+    recommend,
+    toleration,
+    vram,
 )
-from tests.e2e.test_webhook_e2e import gpu_nodes as gpu_nodes  # noqa: F401 (a fixture)
 from tests.prometheus.fixtures import DcgmDevice, PrometheusServer
-from tests.prometheus.fixtures import prometheus_factory as prometheus_factory  # noqa: F401 (a fixture)
 from webhook.metrics import WebhookMetrics
 from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache
 
 pytestmark = pytest.mark.e2e
 
 GiB = 2**30
-SIZING_LABEL = {"gpudra-e2e": "sizing"}
-
-
-def _path(namespace: str, name: str | None = None, status: bool = False) -> str:
-    path = f"/apis/gpudra.io/v1alpha1/namespaces/{namespace}/gpusizingrecommendations"
-    return path + (f"/{name}" if name else "") + ("/status" if status else "")
+# The pods land on the `webhook` scope's nodes (the `gpu_nodes` fixture); the webhook serves the `sizing` scope.
+LABEL = label("webhook")
+TOLERATION = toleration("webhook")
 
 
 def _recommend(kube: Kube, namespace: str, owner: str, vram: str, peak: str, *, kind: str = "Deployment") -> None:
@@ -75,14 +67,14 @@ def _recommend(kube: Kube, namespace: str, owner: str, vram: str, peak: str, *, 
         "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": kind, "name": owner}},
     }
     with contextlib.suppress(kubernetes.client.ApiException):
-        kube.request("POST", _path(namespace), body)
+        kube.request("POST", gsr_path(namespace), body)
     status = {
         "status": {
             "containers": [{"name": "main", "vram": vram, "peak": peak, "samples": 2016, "window": "168h"}],
             "lastUpdated": "2026-12-03T10:00:00Z",
         }
     }
-    kube.request("PATCH", _path(namespace, name, status=True), status, "application/merge-patch+json")
+    kube.request("PATCH", gsr_path(namespace, name, status=True), status, "application/merge-patch+json")
 
 
 class Proxy:
@@ -184,23 +176,26 @@ def test_the_cache_follows_the_api_server_and_keeps_the_last_value_when_cut_off(
         wait_for(lambda: cache.status().failing or None, timeout=30, what="the cache notices the cut")
         _recommend(kube, ns, "embed", "12Gi", "10Gi")  # behind the cache's back
         _recommend(kube, ns, "other", "2Gi", "1Gi")
-        time.sleep(2.0)  # a few failed relists (backoff 0.2 s doubling to 1 s)
+
+        def errors() -> float:
+            return sum(
+                metrics.registry.get_sample_value("gpudra_sizing_cache_errors_total", {"operation": op}) or 0.0
+                for op in ("list", "watch")
+            )
+
+        # a few failed relists (backoff 0.2 s doubling to 1 s)
+        wait_for(lambda: errors() >= 2, timeout=60, what="two failed relists while the connection is cut")
         assert _sized(cache, ns, "embed") == 8 * GiB  # the last good value, still served
         assert _sized(cache, ns, "other") is None
         ok, detail = cache.readiness()
         assert ok and detail.startswith("warning: stale cache") and "last error" in detail
-        errors = sum(
-            metrics.registry.get_sample_value("gpudra_sizing_cache_errors_total", {"operation": op}) or 0.0
-            for op in ("list", "watch")
-        )
-        assert errors >= 2
 
         proxy.restore()
         wait_for(lambda: _sized(cache, ns, "embed") == 12 * GiB or None, timeout=30, what="the relist after restore")
         assert _sized(cache, ns, "other") == 2 * GiB
         assert not cache.status().failing and not cache.readiness()[1].startswith("warning")
 
-        kube.request("DELETE", _path(ns, "deployment-other"))
+        kube.request("DELETE", gsr_path(ns, "deployment-other"))
         wait_for(lambda: _sized(cache, ns, "other") is None or None, timeout=30, what="the delete seen")
         assert _sized(cache, ns, "embed") == 12 * GiB
     finally:
@@ -212,56 +207,26 @@ def test_the_cache_follows_the_api_server_and_keeps_the_last_value_when_cut_off(
 
 
 @pytest.fixture(scope="module")
-def sizing_webhook(
-    control_plane: ControlPlane, kube: Kube, crd: None, gpu_nodes: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Webhook]:
-    hook = Webhook(tmp_path_factory.mktemp("sizing-webhook"), control_plane.kubeconfig)
-    _start(hook)
-    configs = _webhook_configurations(hook)
-    for config in configs:
-        config["metadata"]["name"] = "gpudra-sizing-e2e"
-        for webhook in config["webhooks"]:
-            for expr in webhook["namespaceSelector"]["matchExpressions"]:
-                if expr["key"] == "gpudra-e2e":
-                    expr["values"] = ["sizing"]
-        kube.apply(config)
-    time.sleep(1.5)  # the API server loads webhook configurations from its informer
-    try:
-        yield hook
-    finally:
-        for config in configs:
-            kube.delete(config["kind"], config["metadata"]["name"])
-        hook.stop()
-
-
-def _start(hook: Webhook) -> None:
-    """`Webhook.start` with `--sizing-recommendations on` (through GPUDRA_SIZING_RECOMMENDATIONS, the flag's env) and
-    `--extended-resource-mapping off` (GPUDRA_EXTENDED_RESOURCE_MAPPING)."""
+def sizing_webhook(serve_webhook: ServeWebhook, crd: None, gpu_nodes: None) -> Webhook:
+    """`gpudra serve --sizing-recommendations on --extended-resource-mapping off` (through their environment
+    variables) for the `sizing` scope."""
     # An unsized pod gets gpudra's whole-GPU claim here (--extended-resource-mapping off), not the scheduler's
     # KEP-5004 claim that gpu.nvidia.com's mapping would give it (tests/e2e/test_kep5004_coexistence_e2e.py).
-    settings = {"GPUDRA_SIZING_RECOMMENDATIONS": "on", "GPUDRA_EXTENDED_RESOURCE_MAPPING": "off"}
-    previous = {name: os.environ.get(name) for name in settings}
-    os.environ.update(settings)
-    try:
-        hook.start()
-    finally:
-        for name, value in previous.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    env = {"GPUDRA_SIZING_RECOMMENDATIONS": "on", "GPUDRA_EXTENDED_RESOURCE_MAPPING": "off"}
+    return serve_webhook("sizing", env=env)
+
+
+@pytest.fixture
+def namespace(webhook_namespaces: WebhookNamespaces, sizing_webhook: Webhook) -> str:
+    return webhook_namespaces("sizing", "sizing")
 
 
 def _metrics(hook: Webhook) -> str:
-    ctx = ssl.create_default_context(cafile=str(hook.certs / "ca.crt"))
-    with urllib.request.urlopen(f"https://127.0.0.1:{hook.port}/metrics", context=ctx, timeout=5) as resp:
-        return str(resp.read().decode())
+    return hook.get("/metrics").decode()
 
 
 def _ready(hook: Webhook) -> dict[str, Any]:
-    ctx = ssl.create_default_context(cafile=str(hook.certs / "ca.crt"))
-    with urllib.request.urlopen(f"https://127.0.0.1:{hook.port}/readyz", context=ctx, timeout=5) as resp:
-        return dict(json.loads(resp.read()))
+    return dict(json.loads(hook.get("/readyz")))
 
 
 def _deployment(name: str, namespace: str) -> dict[str, Any]:
@@ -300,10 +265,9 @@ def _the_pod(kube: Kube, namespace: str, app: str) -> dict[str, Any]:
 
 
 def test_a_deployments_pod_is_sized_from_its_recommendation(
-    kube: Kube, sizing_webhook: Webhook, k8s_namespace: str
+    kube: Kube, sizing_webhook: Webhook, namespace: str
 ) -> None:
-    ns = k8s_namespace
-    kube.patch("Namespace", ns, {"metadata": {"labels": SIZING_LABEL}})
+    ns = namespace
     _recommend(kube, ns, "embed", "6Gi", "5Gi")
 
     def cached() -> bool | None:
@@ -325,11 +289,11 @@ def test_a_deployments_pod_is_sized_from_its_recommendation(
     assert request["firstAvailable"][0]["name"] == "mig-1g-10gb"
     shared = next(r for r in request["firstAvailable"] if r["name"] == "shared")
     assert Quantity.parse(shared["capacity"]["requests"]["memory"]) == Quantity.parse("6Gi")
-    bound, devices = _bound_with_claim(kube, ns, pod["metadata"]["name"])
+    bound, devices = bound_with_claim(kube, ns, pod["metadata"]["name"])
     assert bound["spec"]["nodeName"] == A100_NODE and len(devices) == 1
-    attrs = _device_attrs(kube, devices[0])
+    attrs = device_attributes(kube, devices[0])
     assert attrs["attributes"]["type"]["string"] == "mig" and attrs["attributes"]["profile"]["string"] == "1g.10gb"
-    assert Quantity.parse("6Gi") <= _vram(attrs) < Quantity.parse("20Gi")
+    assert Quantity.parse("6Gi") <= vram(attrs) < Quantity.parse("20Gi")
 
     # The same Deployment without a recommendation: a whole GPU, as before issue 10.
     kube.create(_deployment("plain", ns))
@@ -367,15 +331,32 @@ def _first_request(kube: Kube, pod: dict[str, Any], namespace: str) -> dict[str,
     return dict(kube.get("ResourceClaimTemplate", name, namespace)["spec"]["spec"]["devices"]["requests"][0])
 
 
+def _wait_for_another_size(kube: Kube, namespace: str, pod: dict[str, Any]) -> None:
+    """Until the webhook sizes `pod`'s next sibling otherwise than `pod` (its cache holds a new recommendation): a
+    server-side dry run of a pod as the ReplicaSet makes them (same template, owner and labels) names another claim
+    template than `pod` got (templates are named from a hash of their spec; a dry run creates none)."""
+    template = pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    app = pod["metadata"]["labels"]["app"]
+    spec = _deployment(app, namespace)["spec"]["template"]["spec"]
+    metadata = {"name": f"{app}-probe", "labels": pod["metadata"]["labels"],
+                "ownerReferences": pod["metadata"]["ownerReferences"]}  # fmt: skip
+
+    def resized() -> bool:
+        probe = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        answer = kube.request("POST", kube.path("Pod", namespace) + "?dryRun=All", probe)
+        return bool(answer["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] != template)
+
+    wait_for(resized, timeout=60, what=f"the webhook sizing Deployment {app}'s pods from the new recommendation")
+
+
 def test_observed_usage_right_sizes_the_next_pods_and_grows_back_under_pressure(
     control_plane: ControlPlane,
     kube: Kube,
     sizing_webhook: Webhook,
-    k8s_namespace: str,
-    prometheus_factory: Callable[..., PrometheusServer],  # noqa: F811
+    namespace: str,
+    prometheus_factory: Callable[..., PrometheusServer],
 ) -> None:
-    ns = k8s_namespace
-    kube.patch("Namespace", ns, {"metadata": {"labels": SIZING_LABEL}})
+    ns = namespace
     kube.create(_deployment("loop", ns))
     first = _the_pod(kube, ns, "loop")
     # 1. Nothing observed yet: the legacy request is a whole GPU.
@@ -384,11 +365,11 @@ def test_observed_usage_right_sizes_the_next_pods_and_grows_back_under_pressure(
 
     # 2. A week of DCGM samples of that pod on a whole H100 at 5 GiB -> gpudra recommend -> 6Gi (5Gi x 1.2).
     used = DcgmDevice(ns, first["metadata"]["name"], "main", lambda t: np.full(t.shape, 5 * 1024.0))
-    report = run_recommender(control_plane, prometheus_factory([used]).url, ns)
+    report = recommend(control_plane, prometheus_factory([used]).url, ns)
     assert report["writes"] == {"created": 1}
-    (server,) = _gsr_of(kube, ns, "deployment-loop")["status"]["containers"]
+    (server,) = gsr(kube, ns, "deployment-loop")["status"]["containers"]
     assert server["vram"] == "6Gi" and server["pressure"] is False
-    time.sleep(3)  # the webhook's watch delivers the new object (milliseconds here; a margin for a loaded machine)
+    _wait_for_another_size(kube, ns, first)  # the webhook's watch delivers the new object
 
     # 3. The next pod of the same Deployment is right-sized from it: a MIG 1g.10gb first, a 6Gi share, a whole GPU.
     second = _scale_to(kube, ns, "loop", 2)
@@ -402,11 +383,11 @@ def test_observed_usage_right_sizes_the_next_pods_and_grows_back_under_pressure(
         ns, second["metadata"]["name"], "main", lambda t: np.full(t.shape, 9984.0), total_mib=9984, reserved_mib=0,
         mig_profile="1g.10gb", mig_instance="9", gpu=1, uuid="GPU-aaaaaaaa-0000-0000-0000-00000000000b",
     )  # fmt: skip
-    report = run_recommender(control_plane, prometheus_factory([used, cramped]).url, ns)
+    report = recommend(control_plane, prometheus_factory([used, cramped]).url, ns)
     assert report["writes"] == {"updated": 1}, report["writes"]
-    (grown,) = _gsr_of(kube, ns, "deployment-loop")["status"]["containers"]
+    (grown,) = gsr(kube, ns, "deployment-loop")["status"]["containers"]
     assert grown["pressure"] is True and Quantity.parse(grown["vram"]) > Quantity.parse("9984Mi")
-    time.sleep(3)
+    _wait_for_another_size(kube, ns, second)
 
     # 5. The pod after that gets the bigger size: no 10 GB MIG profile any more.
     third = _scale_to(kube, ns, "loop", 3)

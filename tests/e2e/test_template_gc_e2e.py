@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import yaml
 
+from housekeeping import MANAGED_SELECTOR, collect
 from kubeapi import LAST_USED_ANNOTATION, KubeSideEffects, KubeTemplateStore, api_client
 from policyengine import load_policies
 from policyengine.translate import translate
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube
-from webhook.template_gc import MANAGED_SELECTOR, collect
 
 pytestmark = pytest.mark.e2e
 

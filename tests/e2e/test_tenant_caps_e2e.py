@@ -10,95 +10,34 @@ scheduling, so the claims that exist (and the ones refused) are the observable r
 
 from __future__ import annotations
 
-import base64
 import json
-import os
-import socket
 import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import kubernetes.client
 import pytest
+import yaml
 from kubernetes.client.exceptions import ApiException
 
 from dra.gpus import device_classes
+from housekeeping import QUOTA_NAME
 from kubeapi import LAST_USED_ANNOTATION
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
-from tests.controlplane.webhook_configs import shipped_webhook_configurations
-from webhook.namespace_quota import QUOTA_NAME
+from tests.e2e.harness import ROOT, ServeWebhook, Webhook, webhook_namespace
 from webhook.review import pod_review
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-LABEL = {"gpudra-e2e": "tenant"}
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class MutualWebhook:
-    """`gpudra serve --client-ca <the API server's webhook client CA>` with side effects through the cluster."""
-
-    def __init__(self, workdir: Path, control_plane: ControlPlane) -> None:
-        self.workdir = workdir
-        self.port = _free_port()
-        self.certs = workdir / "certs"
-        subprocess.run(
-            [sys.executable, "-m", "gpudra", "certs", "--out", str(self.certs), "--host", "127.0.0.1"],
-            check=True, capture_output=True, cwd=ROOT,
-        )  # fmt: skip
-        self.ca_bundle = base64.b64encode((self.certs / "ca.crt").read_bytes()).decode()
-        self._log = (workdir / "serve.log").open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gpudra", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--cert", str(self.certs / "tls.crt"), "--key", str(self.certs / "tls.key"),
-             "--client-ca", str(control_plane.webhook_client_ca), "--kubeconfig", str(control_plane.kubeconfig),
-             # gpudra's own claims are what these tests count: whole-GPU pods are translated, not left to the
-             # scheduler's KEP-5004 claim (tests/e2e/test_kep5004_coexistence_e2e.py covers that path).
-             "--extended-resource-mapping", "off"],
-            stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
-        wait_for(self._ready, timeout=60, what="gpudra serve --client-ca ready")
-
-    def anonymous(self) -> httpx.Client:
-        """A client with no certificate: anyone who can reach the webhook's Service."""
-        ctx = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
-        return httpx.Client(base_url=f"https://127.0.0.1:{self.port}", verify=ctx, timeout=10)
-
-    def _ready(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError("gpudra serve exited:\n" + self.logs())
-        try:
-            with self.anonymous() as client:
-                return client.get("/readyz").status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self._log.close()
-
-    def logs(self) -> str:
-        return (self.workdir / "serve.log").read_text(errors="replace")[-4000:]
-
-
-def _configurations(webhook: MutualWebhook) -> list[dict[str, Any]]:
-    # only this module's namespaces: other e2e tests share the control plane
-    return shipped_webhook_configurations("gpudra-e2e-tenant", webhook.port, webhook.ca_bundle, "tenant")
+def _anonymous(webhook: Webhook) -> httpx.Client:
+    """A client with no certificate: anyone who can reach the webhook's Service."""
+    ctx = ssl.create_default_context(cafile=str(webhook.certs / "ca.crt"))
+    return httpx.Client(base_url=f"https://127.0.0.1:{webhook.port}", verify=ctx, timeout=10)
 
 
 def _legacy_pod(name: str, gpus: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:
@@ -157,42 +96,21 @@ class TenantKube(Kube):
 
 
 @pytest.fixture(scope="module")
-def webhook(
-    control_plane: ControlPlane, kube: Kube, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[MutualWebhook]:
+def webhook(control_plane: ControlPlane, kube: Kube, serve_webhook: ServeWebhook) -> Webhook:
+    """`gpudra serve --client-ca <the API server's webhook client CA>` with side effects through the cluster."""
     for cls in device_classes():
         kube.apply(cls)
-    hook = MutualWebhook(tmp_path_factory.mktemp("tenant-webhook"), control_plane)
-    configs = _configurations(hook)
-    try:
-        for config in configs:
-            kube.apply(config)
-        yield hook
-    finally:
-        for config in configs:
-            kube.delete(config["kind"], config["metadata"]["name"])
-        hook.stop()
-
-
-def _wait_for_webhook(kube: Kube, namespace: str) -> None:
-    """Until the API server calls the webhook for this namespace (it loads configurations from an informer): a
-    server-side dry run of a legacy pod comes back translated."""
-
-    def translated() -> bool:
-        pod = _legacy_pod("probe", 1)
-        answer = kube.request(
-            "POST", kube.path("Pod", namespace) + "?dryRun=All", {**pod, "metadata": {"name": "probe"}}
-        )
-        return "resourceClaims" in answer["spec"]
-
-    wait_for(translated, timeout=60, what="the API server calling gpudra for " + namespace)
+    # gpudra's own claims are what these tests count: whole-GPU pods are translated, not left to the scheduler's
+    # KEP-5004 claim (tests/e2e/test_kep5004_coexistence_e2e.py covers that path).
+    return serve_webhook(
+        "tenant", "--client-ca", str(control_plane.webhook_client_ca), "--extended-resource-mapping", "off"
+    )
 
 
 def _tenant_namespace(kube: Kube, control_plane: ControlPlane, labels: dict[str, str]) -> tuple[str, TenantKube]:
     """A namespace with the caps in `labels`, its quota synced by `gpudra quota`, and a ServiceAccount whose Role may
     create pods, ResourceClaims and ResourceClaimTemplates there and nothing else."""
-    name = kube.create_namespace("tenant")
-    kube.patch("Namespace", name, {"metadata": {"labels": {**LABEL, **labels}}})
+    name = webhook_namespace(kube, "tenant", "tenant", labels)
     synced = subprocess.run(
         [sys.executable, "-m", "gpudra", "quota", "--kubeconfig", str(control_plane.kubeconfig)],
         capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
@@ -216,7 +134,6 @@ def _tenant_namespace(kube: Kube, control_plane: ControlPlane, labels: dict[str,
         "POST", kube.path("ServiceAccount", name, "tenant", "token"),
         {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
     )["status"]["token"]  # fmt: skip
-    _wait_for_webhook(kube, name)
     return name, TenantKube(control_plane, token)
 
 
@@ -236,7 +153,7 @@ def _devices_claimed(kube: Kube, namespace: str) -> int:
 
 
 @pytest.fixture
-def capped(kube: Kube, control_plane: ControlPlane, webhook: MutualWebhook) -> Iterator[tuple[str, TenantKube]]:
+def capped(kube: Kube, control_plane: ControlPlane, webhook: Webhook) -> Iterator[tuple[str, TenantKube]]:
     name, tenant = _tenant_namespace(kube, control_plane, {"gpudra.io/max-gpus": "2"})
     yield name, tenant
     kube.delete("Namespace", name)
@@ -282,7 +199,7 @@ def test_five_pods_of_two_gpus_get_two_gpus_in_all(
 
 
 def test_a_forged_review_creates_and_refreshes_nothing(
-    kube: Kube, webhook: MutualWebhook, capped: tuple[str, TenantKube]
+    kube: Kube, webhook: Webhook, capped: tuple[str, TenantKube]
 ) -> None:
     namespace, tenant = capped
     # Through the API server (which presents its client certificate) a legacy pod is translated as usual.
@@ -295,7 +212,7 @@ def test_a_forged_review_creates_and_refreshes_nothing(
     before = kube.get("ResourceClaimTemplate", template["metadata"]["name"], namespace)
     other = kube.create_namespace("forged")
     try:
-        with webhook.anonymous() as forger:
+        with _anonymous(webhook) as forger:
             for i in range(20):
                 replay = forger.post(
                     "/mutate", content=pod_review(_legacy_pod("real", 1), uid=f"r{i}", namespace=namespace)
@@ -309,3 +226,228 @@ def test_a_forged_review_creates_and_refreshes_nothing(
         assert kube.list("ResourceClaimTemplate", other) == []
     finally:
         kube.delete("Namespace", other)
+
+
+# The shipped admission policies (manifests/base/admission-policies.yaml) and the ClusterRoles of gpudra's accounts,
+# applied for the tests below (last in this module: the tests above show the quota's own refusals). The policies name
+# the accounts in gpudra-system; kubectl --as impersonates them.
+BASE = ROOT / "manifests" / "base"
+WEBHOOK_SA = "system:serviceaccount:gpudra-system:gpudra-webhook"
+GC_SA = "system:serviceaccount:gpudra-system:gpudra-template-gc"
+QUOTA_SA = "system:serviceaccount:gpudra-system:gpudra-namespace-quota"
+MANAGED = {"app.kubernetes.io/managed-by": "gpudra"}
+
+
+def _shipped_policy_objects() -> list[dict[str, Any]]:
+    docs = [d for d in yaml.safe_load_all((BASE / "admission-policies.yaml").read_text()) if d]
+    for name in ("rbac.yaml", "template-gc.yaml", "namespace-quota.yaml"):
+        kinds = ("ClusterRole", "ClusterRoleBinding")
+        docs += [d for d in yaml.safe_load_all((BASE / name).read_text()) if d and d["kind"] in kinds]
+    for doc in docs:
+        for subject in doc.get("subjects", []):
+            subject["namespace"] = "gpudra-system"  # kustomize's namespace, which the policy names
+    return docs
+
+
+def _as(control_plane: ControlPlane, user: str, *args: str, obj: dict[str, Any] | None = None) -> tuple[bool, str]:
+    """kubectl as `user`: (succeeded, stderr + stdout)."""
+    out = control_plane.kubectl(
+        f"--as={user}", *args, *(["-f", "-"] if obj is not None else []),
+        input=json.dumps(obj) if obj is not None else None, check=False,
+    )  # fmt: skip
+    return out.returncode == 0, out.stderr + out.stdout
+
+
+def _template(name: str, namespace: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {"spec": _claim_spec(1)},
+    }  # fmt: skip
+
+
+def _quota(name: str, namespace: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {"hard": {"gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "1"}},
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def shipped_policies(control_plane: ControlPlane, kube: Kube) -> Iterator[None]:
+    docs = _shipped_policy_objects()
+    control_plane.kubectl("apply", "--server-side", "--field-manager=gpudra-e2e", "-f", "-",
+                          input=yaml.safe_dump_all(docs))  # fmt: skip
+    probe = kube.create_namespace("probe")
+    kube.patch("Namespace", probe, {"metadata": {"labels": {"gpudra-e2e": "tenant-probe", "gpudra.io/max-gpus": "1"}}})
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "probe"},
+             "spec": _claim_spec(2)}  # fmt: skip
+
+    def in_force() -> bool:
+        try:
+            kube.request("POST", kube.path("ResourceClaim", probe) + "?dryRun=All", claim)
+        except ApiException as exc:
+            return exc.status == 403 and "gpudra.io/max-gpus" in str(exc.body)
+        return False
+
+    try:
+        wait_for(in_force, timeout=60, what="the shipped admission policies in force")
+
+        def held() -> bool:
+            ok, said = _as(control_plane, WEBHOOK_SA, "create", "--dry-run=server", obj=_template("probe", probe))
+            return not ok and "gpudra-managed-objects" in said
+
+        wait_for(held, timeout=60, what="the managed-objects policy in force")
+        yield
+    finally:
+        kube.delete("Namespace", probe)
+        control_plane.kubectl("delete", "--ignore-not-found", "-f", "-", input=yaml.safe_dump_all(docs), check=False)
+
+
+def test_gpudras_accounts_write_only_objects_gpudra_manages(
+    control_plane: ControlPlane, kube: Kube, shipped_policies: None
+) -> None:
+    ns = kube.create_namespace("managed")
+    try:
+        # The webhook's account: its own (labelled) templates, annotated, never another's nor a spec change.
+        ok, said = _as(control_plane, WEBHOOK_SA, "create", obj=_template("theirs", ns))
+        assert not ok and "gpudra-managed-objects" in said and "app.kubernetes.io/managed-by=gpudra" in said, said
+        ok, said = _as(control_plane, WEBHOOK_SA, "create", obj=_template("ours", ns, MANAGED))
+        assert ok, said
+        stamp = json.dumps({"metadata": {"annotations": {LAST_USED_ANNOTATION: "2026-01-01T00:00:00Z"}}})
+        ok, said = _as(control_plane, WEBHOOK_SA, "patch", "-n", ns, "resourceclaimtemplate/ours", "--type=merge",
+                       "-p", stamp)  # fmt: skip
+        assert ok, said
+        unlabel = json.dumps({"metadata": {"labels": {"app.kubernetes.io/managed-by": None}}})
+        ok, said = _as(control_plane, WEBHOOK_SA, "patch", "-n", ns, "resourceclaimtemplate/ours", "--type=merge",
+                       "-p", unlabel)  # fmt: skip
+        assert not ok and "gpudra-managed-objects" in said, said
+        kube.create(_template("theirs", ns), ns)  # an admin (or a tenant) is not held by the policy
+        ok, said = _as(control_plane, WEBHOOK_SA, "patch", "-n", ns, "resourceclaimtemplate/theirs", "--type=merge",
+                       "-p", stamp)  # fmt: skip
+        assert not ok and "gpudra-managed-objects" in said, said
+        # The collector's account deletes only gpudra's templates.
+        ok, said = _as(control_plane, GC_SA, "delete", "-n", ns, "resourceclaimtemplate/theirs")
+        assert not ok and "gpudra-managed-objects" in said, said
+        ok, said = _as(control_plane, GC_SA, "delete", "-n", ns, "resourceclaimtemplate/ours")
+        assert ok, said
+        assert {t["metadata"]["name"] for t in kube.list("ResourceClaimTemplate", ns)} == {"theirs"}
+        # The quota job's account: only gpudra-gpu-cap, only labelled; another quota is out of its RBAC too.
+        ok, said = _as(control_plane, QUOTA_SA, "create", obj=_quota("other", ns, MANAGED))
+        assert not ok and "may write only the ResourceQuota gpudra-gpu-cap" in said, said
+        ok, said = _as(control_plane, QUOTA_SA, "create", obj=_quota(QUOTA_NAME, ns))
+        assert not ok and "gpudra-managed-objects" in said, said
+        ok, said = _as(control_plane, QUOTA_SA, "create", obj=_quota(QUOTA_NAME, ns, MANAGED))
+        assert ok, said
+        kube.create(_quota("foreign", ns), ns)
+        ok, said = _as(control_plane, QUOTA_SA, "delete", "-n", ns, "resourcequota/foreign")
+        assert not ok and "forbidden" in said.lower(), said
+        ok, said = _as(
+            control_plane, QUOTA_SA, "get", "resourcequotas", "-A", f"--field-selector=metadata.name={QUOTA_NAME}"
+        )
+        assert ok and ns in said, said  # the job's list, by name, is allowed
+        ok, said = _as(control_plane, QUOTA_SA, "delete", "-n", ns, f"resourcequota/{QUOTA_NAME}")
+        assert ok, said
+    finally:
+        kube.delete("Namespace", ns)
+
+
+def _pod_claim(kube: Kube, namespace: str) -> dict[str, Any]:
+    claims: list[dict[str, Any]] = wait_for(
+        lambda: kube.list("ResourceClaim", namespace), timeout=60, what="the resourceclaim controller's claim"
+    )
+    (claim,) = claims
+    return claim
+
+
+def _swap(kube: Kube, tenant: TenantKube, namespace: str, old: dict[str, Any], spec: dict[str, Any]) -> None:
+    """Delete the pod's claim and create one of the same name, owner and a new spec, as a tenant would."""
+    name = old["metadata"]["name"]
+    tenant.request("DELETE", kube.path("ResourceClaim", namespace, name))
+    wait_for(lambda: not [c for c in kube.list("ResourceClaim", namespace) if c["metadata"]["name"] == name],
+             timeout=30, what="the claim gone")  # fmt: skip
+    tenant.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                   "metadata": {"name": name, "ownerReferences": old["metadata"].get("ownerReferences", [])},
+                   "spec": spec}, namespace)  # fmt: skip
+
+
+def test_the_claim_swap_is_refused(
+    kube: Kube, control_plane: ControlPlane, webhook: Webhook, shipped_policies: None
+) -> None:
+    namespace, tenant = _tenant_namespace(kube, control_plane, {"gpudra.io/max-gpus": "2"})
+    try:
+        tenant.create(_legacy_pod("one", 1), namespace)  # admitted on a 1-GPU claim
+        claim = _pod_claim(kube, namespace)
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+        eight = _claim_spec(8)
+        message = _refused(_swap, kube, tenant, namespace, claim, eight)
+        assert "asks for 8 GPU devices" in message and "gpudra.io/max-gpus" in message, message
+        every = {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                                         "allocationMode": "All"}}]}}  # fmt: skip
+        assert "asks for 32 GPU devices" in _refused(tenant.create, {"apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim", "metadata": {"name": "every"}, "spec": every}, namespace)  # fmt: skip
+        alternatives = {"devices": {"requests": [{"name": "gpus", "firstAvailable": [
+            {"name": "small", "deviceClassName": "gpu.nvidia.com", "count": 1},
+            {"name": "big", "deviceClassName": "mig.nvidia.com", "count": 4}]}]}}  # fmt: skip
+        assert "asks for 4 GPU devices" in _refused(tenant.create, {"apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim", "metadata": {"name": "alt"}, "spec": alternatives}, namespace)  # fmt: skip
+        # Within the cap a claim of that name goes through (the policy holds the cap, nothing more).
+        name = claim["metadata"]["name"]
+        tenant.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+                       "spec": _claim_spec(1)}, namespace)  # fmt: skip
+        assert kube.get("ResourceClaim", name, namespace)["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+    finally:
+        kube.delete("Namespace", namespace)
+
+
+def _vram_claim(name: str, count: int, selector: str | None = None, memory: str | None = None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": "gpu.nvidia.com", "count": count}
+    if selector is not None:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    if memory is not None:
+        exactly["capacity"] = {"requests": {"memory": memory}}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}}  # fmt: skip
+
+
+def _bound(gib: int) -> str:
+    return f"device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('{gib * 2**30}')) <= 0"
+
+
+def test_a_vram_cap_holds_on_every_claim(
+    kube: Kube, control_plane: ControlPlane, webhook: Webhook, shipped_policies: None
+) -> None:
+    namespace, tenant = _tenant_namespace(kube, control_plane, {"gpudra.io/max-vram": "40Gi"})
+    try:
+        tenant.create(_legacy_pod("one", 1), namespace)  # gpudra's own claim carries the bound, and is created
+        claim = _pod_claim(kube, namespace)
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"]
+        for refused in (_vram_claim("bare", 1), _vram_claim("big", 1, _bound(80)), _vram_claim("two", 2, _bound(40)),
+                        _vram_claim("loose", 1, _bound(40) + " || true")):  # fmt: skip
+            message = _refused(tenant.create, refused, namespace)
+            assert "gpudra.io/max-vram" in message and "40Gi" in message, message
+        message = _refused(_swap, kube, tenant, namespace, claim, _vram_claim("x", 1)["spec"])
+        assert "gpudra.io/max-vram" in message
+        for allowed in (_vram_claim("half", 2, _bound(20)), _vram_claim("shared", 1, memory="10Gi")):
+            tenant.create(allowed, namespace)
+        other = _vram_claim("nic", 4)
+        other["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "nic.example.com"
+        tenant.create(other, namespace)  # not a GPU: not capped
+    finally:
+        kube.delete("Namespace", namespace)
+
+
+def test_doctor_reads_the_protections_back_from_the_api_server(
+    control_plane: ControlPlane, shipped_policies: None
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "gpudra", "doctor", "--kubeconfig", str(control_plane.kubeconfig), "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    assert out.returncode == 4, out.stdout + out.stderr
+    found = {row["name"]: row for row in json.loads(out.stdout)}
+    assert found["managed-objects-policy"]["on"] and found["namespace-caps-policy"]["on"], found
+    # No Deployment, NetworkPolicy or CronJob here: those read back as missing, not as an error.
+    assert found["client-auth"]["detail"] == "no Deployment gpudra-system/gpudra-webhook"
+    assert not found["namespace-quota"]["on"] and not found["replica-spread"]["on"]

@@ -1,6 +1,6 @@
-"""The opt-in components for tenant isolation render onto an overlay and pass the real API server's dry run:
-client-auth (`gpudra serve --client-ca` with the API server's client CA mounted) and namespace-quota (`gpudra quota`
-as a CronJob with only the rights it needs)."""
+"""Tenant isolation renders onto an overlay and passes the real API server's dry run: the opt-in client-auth
+component (`gpudra serve --client-ca` with the API server's client CA mounted) and, in the base, the namespace quota
+(`gpudra quota` as a CronJob with only the rights it needs)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _render(tmp_path: Path) -> list[dict[str, Any]]:
         "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": "gpudra-system",
         "resources": [os.path.relpath(manifests / "base", overlay)],
         "components": [os.path.relpath(manifests / "components" / c, overlay)
-                       for c in ("client-auth", "namespace-quota")],
+                       for c in ("client-auth",)],
     }))  # fmt: skip
     kubectl = binaries.require("components")["kubectl"]
     out = subprocess.run([str(kubectl), "kustomize", str(overlay)], capture_output=True, text=True, check=False)
@@ -47,10 +47,11 @@ def test_the_components_render_and_the_api_server_accepts_them(tmp_path: Path, c
     # The probes stay plain HTTPS GETs: no client certificate is needed for them.
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     (role,) = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "gpudra-namespace-quota"]
-    assert {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]} == {
-        ("namespaces", ("list",)),
-        ("resourcequotas", ("list", "create", "patch", "delete")),
-        ("deviceclasses", ("list",)),  # a class that maps a legacy GPU resource is capped too (KEP-5004)
+    assert {(r["resources"][0], tuple(r["verbs"]), tuple(r.get("resourceNames", ()))) for r in role["rules"]} == {
+        ("namespaces", ("list",), ()),
+        ("resourcequotas", ("create",), ()),  # held to gpudra-gpu-cap by the gpudra-managed-objects policy
+        ("resourcequotas", ("list", "patch", "delete"), ("gpudra-gpu-cap",)),
+        ("deviceclasses", ("list",), ()),  # a class that maps a legacy GPU resource is capped too (KEP-5004)
     }
     (cronjob,) = [d for d in docs if d["kind"] == "CronJob" and d["metadata"]["name"] == "gpudra-namespace-quota"]
     job = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]

@@ -8,169 +8,46 @@ carry a taint and a label so that only this module's pods (which tolerate and se
 
 from __future__ import annotations
 
-import base64
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from dra.gpus import catalog, device_classes, node_resource_slices, synthetic_node
 from dra.quantity import Quantity
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, wait_for
-from tests.controlplane.webhook_configs import shipped_webhook_configurations
+from tests.e2e.harness import (
+    A100_NODE,
+    ROOT,
+    ServeWebhook,
+    Webhook,
+    WebhookNamespaces,
+    bound_with_claim,
+    device_attributes,
+    label,
+    toleration,
+    vram,
+)
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-LABEL = {"gpudra-e2e": "webhook"}
-TAINT = {"key": "gpudra-e2e", "value": "webhook", "effect": "NoSchedule"}
-TOLERATION = {"key": "gpudra-e2e", "operator": "Equal", "value": "webhook", "effect": "NoSchedule"}
-A100_NODE, H100_NODE = "wh-a100", "wh-h100"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Webhook:
-    """`gpudra serve` as a subprocess, restartable on the same port and certificate."""
-
-    def __init__(self, workdir: Path, kubeconfig: Path) -> None:
-        self.workdir = workdir
-        self.port = _free_port()
-        self.certs = workdir / "certs"
-        subprocess.run(
-            [sys.executable, "-m", "gpudra", "certs", "--out", str(self.certs), "--host", "127.0.0.1"],
-            check=True,
-            capture_output=True,
-            cwd=ROOT,
-        )
-        self.ca_bundle = base64.b64encode((self.certs / "ca.crt").read_bytes()).decode()
-        self.kubeconfig = kubeconfig
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self._log = (self.workdir / "serve.log").open("ab")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gpudra",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--cert",
-                str(self.certs / "tls.crt"),
-                "--key",
-                str(self.certs / "tls.key"),
-                "--kubeconfig",
-                str(self.kubeconfig),
-            ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(0.2)
-        raise AssertionError("gpudra serve did not start:\n" + self.logs())
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-            self.proc = None
-            self._log.close()
-
-    def logs(self) -> str:
-        path = self.workdir / "serve.log"
-        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
-
-
-def _webhook_configurations(webhook: Webhook) -> list[dict[str, Any]]:
-    # only this module's namespaces: other e2e tests share the control plane
-    return shipped_webhook_configurations("gpudra-e2e", webhook.port, webhook.ca_bundle, "webhook")
-
-
-def _node(kube: Kube, name: str) -> None:
-    try:
-        kube.create_node(name, labels=LABEL)
-    except ApiException as e:
-        if e.status != 409:
-            raise
-    kube.patch("Node", name, {"spec": {"taints": [TAINT]}})
+LABEL = label("webhook")
+TOLERATION = toleration("webhook")
 
 
 @pytest.fixture(scope="module")
-def gpu_nodes(kube: Kube) -> Iterator[None]:
-    for cls in device_classes():
-        kube.apply(cls)
-    _node(kube, A100_NODE)
-    _node(kube, H100_NODE)
-    a100 = synthetic_node(catalog.get("A100-SXM4-80GB"), A100_NODE, 8)
-    h100 = synthetic_node(catalog.get("H100-SXM5-80GB"), H100_NODE, 8)
-    slices = node_resource_slices(a100, mig_mode="dynamic", k8s_version="1.35")
-    slices += node_resource_slices(h100, mig_mode="none", k8s_version="1.35")
-    for s in slices:
-        kube.apply(s)
-    yield
-    for s in slices:
-        kube.delete("ResourceSlice", s["metadata"]["name"])
-    for name in (A100_NODE, H100_NODE):
-        kube.delete("Node", name)
-
-
-@pytest.fixture(scope="module")
-def webhook(
-    control_plane: ControlPlane, kube: Kube, gpu_nodes: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Webhook]:
-    hook = Webhook(tmp_path_factory.mktemp("webhook"), control_plane.kubeconfig)
-    hook.start()
-    configs = _webhook_configurations(hook)
-    for config in configs:
-        kube.apply(config)
-    time.sleep(1.5)  # the API server loads webhook configurations from its informer
-    try:
-        yield hook
-    finally:
-        for config in configs:
-            kube.delete(config["kind"], config["metadata"]["name"])
-        hook.stop()
+def webhook(serve_webhook: ServeWebhook, gpu_nodes: None) -> Webhook:
+    return serve_webhook("webhook")
 
 
 @pytest.fixture
-def namespace(kube: Kube, webhook: Webhook) -> Iterator[str]:
-    name = kube.create_namespace("wh")
-    kube.patch("Namespace", name, {"metadata": {"labels": LABEL}})
-    yield name
-    kube.delete("Namespace", name)
+def namespace(webhook_namespaces: WebhookNamespaces, webhook: Webhook) -> str:
+    return webhook_namespaces("webhook", "wh")
 
 
 def _pod(example: str, namespace: str, name: str | None = None) -> dict[str, Any]:
-    pod = yaml.safe_load((ROOT / "examples" / example).read_text())
+    pod: dict[str, Any] = yaml.safe_load((ROOT / "examples" / example).read_text())
     pod["metadata"]["namespace"] = namespace
     if name:
         pod["metadata"]["name"] = name
@@ -181,58 +58,6 @@ def _pod(example: str, namespace: str, name: str | None = None) -> dict[str, Any
     return pod
 
 
-def _bound(kube: Kube, namespace: str, name: str, timeout: float = 60) -> dict[str, Any]:
-    def check() -> dict[str, Any] | None:
-        pod = kube.get("Pod", name, namespace)
-        return pod if pod["spec"].get("nodeName") else None
-
-    try:
-        return wait_for(check, timeout=timeout, what=f"pod {namespace}/{name} bound")
-    except TimeoutError as exc:
-        raise AssertionError(f"{exc}; events: {kube.pod_events(namespace, name)}") from exc
-
-
-def _allocated_devices(kube: Kube, namespace: str, pod: dict[str, Any]) -> list[dict[str, Any]]:
-    statuses = pod.get("status", {}).get("resourceClaimStatuses") or []
-    devices: list[dict[str, Any]] = []
-    for status in statuses:
-        claim = kube.get("ResourceClaim", status["resourceClaimName"], namespace)
-        allocation = claim["status"]["allocation"]
-        devices.extend(allocation["devices"]["results"])
-    extended = pod.get("status", {}).get("extendedResourceClaimStatus")
-    if extended:
-        claim = kube.get("ResourceClaim", extended["resourceClaimName"], namespace)
-        devices.extend(claim["status"]["allocation"]["devices"]["results"])
-    return devices
-
-
-def _device_attrs(kube: Kube, result: dict[str, Any]) -> dict[str, Any]:
-    for s in kube.list("ResourceSlice"):
-        if s["spec"]["pool"]["name"] == result["pool"] and s["spec"]["driver"] == result["driver"]:
-            for device in s["spec"].get("devices", []):
-                if device["name"] == result["device"]:
-                    return dict(device)
-    raise AssertionError(f"device {result} not published")
-
-
-def _bound_with_claim(kube: Kube, namespace: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    def check() -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
-        pod = kube.get("Pod", name, namespace)
-        if not pod["spec"].get("nodeName"):
-            return None
-        devices = _allocated_devices(kube, namespace, pod)
-        return (pod, devices) if devices else None
-
-    try:
-        return wait_for(check, timeout=60, what=f"pod {namespace}/{name} bound with its claim allocated")
-    except TimeoutError as exc:
-        raise AssertionError(f"{exc}; events: {kube.pod_events(namespace, name)}") from exc
-
-
-def _vram(attrs: dict[str, Any]) -> Quantity:
-    return Quantity.parse(attrs["capacity"]["memory"]["value"])
-
-
 def test_legacy_vram_pod_gets_a_right_sized_partition(kube: Kube, namespace: str) -> None:
     kube.create(_pod("pod-legacy-vram.yaml", namespace))
     stored = kube.get("Pod", "notebook", namespace)
@@ -240,11 +65,11 @@ def test_legacy_vram_pod_gets_a_right_sized_partition(kube: Kube, namespace: str
     assert "nvidia.com/gpu" not in container["resources"].get("limits", {})
     template = stored["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
     assert kube.get("ResourceClaimTemplate", template, namespace)["metadata"]["name"] == template
-    pod, devices = _bound_with_claim(kube, namespace, "notebook")
+    pod, devices = bound_with_claim(kube, namespace, "notebook")
     assert pod["spec"]["nodeName"] == A100_NODE and len(devices) == 1
-    attrs = _device_attrs(kube, devices[0])
+    attrs = device_attributes(kube, devices[0])
     assert attrs["attributes"]["type"]["string"] == "mig"
-    assert _vram(attrs) >= Quantity.parse("8Gi") and _vram(attrs) < Quantity.parse("20Gi")
+    assert vram(attrs) >= Quantity.parse("8Gi") and vram(attrs) < Quantity.parse("20Gi")
 
 
 def test_deployment_replicas_share_one_template_and_all_bind(kube: Kube, namespace: str) -> None:
@@ -292,9 +117,9 @@ def test_server_dry_run_creates_no_template(control_plane: ControlPlane, kube: K
 def test_vllm_tensor_parallel_pod_gets_four_gpus_under_one_pcie_root(kube: Kube, namespace: str) -> None:
     """The slices are the driver's exactly (no NVLink attribute): the claim falls back to the PCIe root."""
     kube.create(_pod("pod-vllm-tp4.yaml", namespace))
-    _, devices = _bound_with_claim(kube, namespace, "vllm-llama-70b")
+    _, devices = bound_with_claim(kube, namespace, "vllm-llama-70b")
     assert len(devices) == 4
-    attrs = [_device_attrs(kube, d)["attributes"] for d in devices]
+    attrs = [device_attributes(kube, d)["attributes"] for d in devices]
     assert not any("gpu.gpudra.io/nvlinkGroup" in a for a in attrs)
     assert len({a["resource.kubernetes.io/pcieRoot"]["string"] for a in attrs}) == 1
     assert {d["request"] for d in devices} == {"vllm/same-pcieroot"}
@@ -303,7 +128,16 @@ def test_vllm_tensor_parallel_pod_gets_four_gpus_under_one_pcie_root(kube: Kube,
 
 def test_guardrail_denial_and_dra_pod_left_alone(kube: Kube, namespace: str) -> None:
     kube.patch("Namespace", namespace, {"metadata": {"labels": {"gpudra.io/max-gpus": "2"}}})
-    time.sleep(11)  # the webhook caches Namespace objects for 10 s
+
+    def cap_read() -> bool:
+        """The webhook has read the new label (it caches Namespace objects for 10 s): a dry run is refused."""
+        try:
+            kube.request("POST", kube.path("Pod", namespace) + "?dryRun=All", _pod("pod-vllm-tp4.yaml", namespace))
+        except ApiException as e:
+            return e.status == 403 and "gpudra.io/max-gpus" in str(e.body)
+        return False
+
+    wait_for(cap_read, timeout=60, what=f"the webhook reading {namespace}'s gpudra.io/max-gpus")
     with pytest.raises(ApiException) as denied:
         kube.create(_pod("pod-vllm-tp4.yaml", namespace))
     assert denied.value.status == 403 and "gpudra.io/max-gpus" in str(denied.value.body)
@@ -327,7 +161,7 @@ def test_guardrail_denial_and_dra_pod_left_alone(kube: Kube, namespace: str) -> 
     created = kube.create(dra_pod)
     assert created["spec"]["resourceClaims"] == dra_pod["spec"]["resourceClaims"]
     assert "gpudra.io/translated" not in (created["metadata"].get("annotations") or {})
-    _, devices = _bound_with_claim(kube, namespace, "dra-native")
+    _, devices = bound_with_claim(kube, namespace, "dra-native")
     assert len(devices) == 1
     # A user's own template for 8 GPUs is counted against the cap too (it used to be admitted).
     kube.create(
@@ -385,7 +219,7 @@ def test_side_by_side_with_and_without_the_webhook(kube: Kube, namespace: str) -
     plain_ns = kube.create_namespace("plain")  # not labelled: the webhook does not see it
     try:
         results = {}
-        for label, ns in (("without_webhook", plain_ns), ("with_webhook", namespace)):
+        for side, ns in (("without_webhook", plain_ns), ("with_webhook", namespace)):
             names = []
             for i in range(3):
                 pod = _pod("pod-legacy-vram.yaml", ns, name=f"nb-{i}")
@@ -393,17 +227,17 @@ def test_side_by_side_with_and_without_the_webhook(kube: Kube, namespace: str) -
                 names.append(pod["metadata"]["name"])
             devices = []
             for name in names:
-                _, allocated = _bound_with_claim(kube, ns, name)
+                _, allocated = bound_with_claim(kube, ns, name)
                 devices.extend(allocated)
-            attrs = [_device_attrs(kube, d) for d in devices]
+            attrs = [device_attributes(kube, d) for d in devices]
             whole = sum(1 for a in attrs if a["attributes"]["type"]["string"] == "gpu")
-            vram = sum((_vram(a) for a in attrs), Quantity.parse("0"))
-            results[label] = {"devices": len(devices), "whole_gpus": whole, "vram": str(vram)}
+            total = sum((vram(a) for a in attrs), Quantity.parse("0"))
+            results[side] = {"devices": len(devices), "whole_gpus": whole, "vram": str(total)}
         print("side by side:", results)
         assert results["without_webhook"]["whole_gpus"] == 3
         assert results["with_webhook"]["whole_gpus"] == 0
         with_vram, without_vram = (
-            Quantity.parse(results[k]["vram"]).value for k in ("with_webhook", "without_webhook")
+            Quantity.parse(str(results[k]["vram"])).value for k in ("with_webhook", "without_webhook")
         )
         assert with_vram * 4 < without_vram
     finally:

@@ -43,7 +43,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from kubernetes.client.exceptions import ApiException
 
 from tests.controlplane import faults
-from tests.controlplane.cluster import ControlPlane, free_port
+from tests.controlplane.cluster import ControlPlane, _http_ok, free_port
 from tests.controlplane.fixtures import start_control_plane
 from tests.controlplane.kube import Kube, wait_for
 from webhook.review import pod_review
@@ -501,7 +501,9 @@ def test_replica_killed_under_load_no_pod_untranslated_none_lost(stack: Stack) -
         served_before = {"a": a.reviews(), "b": b.reviews()}
         killed_at = stream.done()
         a.kill()
-        time.sleep(1.0)  # readiness probes notice, the EndpointSlice controller updates the slice
+        # Until the readiness probes notice and the EndpointSlice controller updates the slice, the API server still
+        # calls the dead replica: the stream goes on through that window (its failed calls retried) before it ends.
+        stream.wait_done(killed_at + 8)
         stack.set_ready(a, False)
         not_ready_at = stream.done()
         a.start()
@@ -615,7 +617,8 @@ def test_etcd_restarted_under_load(stack: Stack) -> None:
     try:
         stream.wait_done(20)
         faults.kill(stack.cp, "etcd")
-        time.sleep(1.0)
+        wait_for(lambda: not _http_ok(stack.cp.server + "/readyz", context=stack.cp.ssl_context()), timeout=60,
+                 what="the API server noticing etcd is gone")  # fmt: skip
         etcd_back = faults.restart(stack.cp, "etcd")
         apiserver_back = faults.wait_healthy(stack.cp, "kube-apiserver")
         stream.wait_done(stream.done() + 20, timeout=90)

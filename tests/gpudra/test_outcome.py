@@ -38,6 +38,7 @@ def test_cli_registers_every_command() -> None:
         "allocate",
         "cel",
         "certs",
+        "doctor",
         "gc",
         "inventory",
         "policy",

@@ -22,11 +22,10 @@ from typer.testing import CliRunner
 
 from dra.documents import read_documents
 from gpudra.cli import app
+from manifest_translation import translate_documents
 from policyengine import load_policies
-from policyengine.controller_pods import controller_pod
-from policyengine.workload_translation import translate_documents
-from policyengine.workloads import UnknownWorkload, pod_templates
-from tests.policyengine.test_controller_pods import NAMESPACE, _admission, _webhook_claim
+from tests.workloads.test_stamping import NAMESPACE, _admission, _webhook_claim
+from workloads import UnknownWorkload, controller_pod, pod_templates
 
 PATTERNS = Path(__file__).resolve().parents[1] / "fixtures" / "public_patterns"
 FILES = sorted(PATTERNS.glob("*.yaml"))

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from dra.yamlio import load_yaml
 from gpudra.commands.translate import translate_directory
-from policyengine.manifest_tree.edits import edited_text, same_data
+from manifest_translation.tree.edits import edited_text, same_data
 
 FIXTURE = Path(__file__).parent / "fixtures" / "roundtrip" / "production-stack-vllm.yaml"
 _COMMENT = re.compile(r"(?:^|\s)(#.*)$")

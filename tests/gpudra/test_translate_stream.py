@@ -23,7 +23,7 @@ from gpudra.commands.translate import translate_file
 from gpudra.outcome import Outcome
 from gpudra.render.documents import yaml_stream
 from gpudra.render.translation import TranslationOutput, objects_with_templates, translation_json
-from policyengine.workload_translation import translate_documents
+from manifest_translation import translate_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "tests" / "gpudra" / "fixtures" / "workloads"

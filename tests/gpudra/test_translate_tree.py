@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from gpudra.cli import app
 from gpudra.commands.translate import translate_directory
-from policyengine.manifest_tree import add_resource
+from manifest_translation.tree import add_resource
 
 FIXTURES = Path(__file__).parent / "fixtures" / "workloads"
 

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from gpudra.cli import app
 from gpudra.commands.policy import explain
 from gpudra.commands.translate import translate_file
+from manifest_translation import SOURCE_ANNOTATION
 from policyengine.translate import MANAGED_BY
-from policyengine.workload_translation import SOURCE_ANNOTATION
 
 FIXTURES = Path(__file__).parent / "fixtures" / "workloads"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

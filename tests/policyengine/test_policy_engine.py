@@ -287,13 +287,16 @@ def test_a_computed_selector_that_does_not_compile_is_reported() -> None:
     assert not decision.allowed and "device selector does not compile" in decision.message
 
 
-@pytest.mark.parametrize("value", ["1.5", "-1", "lots", True])
-def test_an_unreadable_legacy_count_is_invalid_input(value: Any) -> None:
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("1.5", "'1.5'"), ("-1", "'-1'"), ("lots", "'lots', not a quantity"), (True, "True, not a quantity")],
+)
+def test_an_unreadable_legacy_count_is_invalid_input(value: Any, shown: str) -> None:
     decision = load_policies().evaluate(_pod(value))
     assert decision == Decision(
         False,
         f"pod cannot be read: spec.containers[0].resources.limits[nvidia.com/gpu]: "
-        f"expected a whole number of devices (got {value!r})",
+        f"expected a whole number of devices (got {shown})",
         "Invalid",
         namespace="ns",
     )

@@ -3,6 +3,7 @@ duplicate key are load errors naming the file (and the key and line), so `gpudra
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -56,3 +57,25 @@ def test_translate_refuses_an_alias_bomb_naming_the_file(tmp_path: Path) -> None
     result = runner.invoke(app, ["translate", str(pod)])
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {pod}:") and "aliases expand to more than" in result.stderr
+
+
+def test_a_file_of_the_limit_loads_and_one_byte_more_is_refused(tmp_path: Path) -> None:
+    padding = MAX_POLICY_BYTES - len(WHOLE_GPU.encode())
+    (tmp_path / "full.yaml").write_text(WHOLE_GPU + "#" * (padding - 1) + "\n")
+    assert (tmp_path / "full.yaml").stat().st_size == MAX_POLICY_BYTES
+    loaded = load_policies(tmp_path)
+    assert loaded.names() == ["whole-gpu"] and not loaded.errors
+    (tmp_path / "full.yaml").write_text(WHOLE_GPU + "#" * padding + "\n")
+    refused = load_policies(tmp_path)
+    assert not refused.policies and f"more than the {MAX_POLICY_BYTES}" in str(refused.errors[0])
+
+
+def test_the_policy_file_size_is_one_number_in_code_and_docs() -> None:
+    from webhook.policy_store import DIGEST_READ_LIMIT
+
+    text = (ROOT / "docs" / "webhook-reliability.md").read_text()
+    [row] = [line for line in text.splitlines() if line.startswith("| policy files")]
+    units = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+    sizes = [int(number) * units[unit] for number, unit in re.findall(r"([0-9]+) (KiB|MiB|GiB)", row)]
+    assert sizes == [MAX_POLICY_BYTES] and "per policy file (`MAX_POLICY_BYTES`" in row
+    assert DIGEST_READ_LIMIT == MAX_POLICY_BYTES

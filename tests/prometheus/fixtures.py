@@ -2,7 +2,7 @@
 samples in the NVIDIA DCGM exporter's format (its metric names, HELP texts and labels), served by `prometheus`.
 
 Both binaries come from Debian's `prometheus` package (2.42.0; `.ci/run` installs it). Where they are missing (a
-developer's machine) the tests that need them skip, saying so. Every server started is stopped by the fixture.
+developer's machine) the tests that need them skip, naming them. Every server started is stopped by the fixture.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from tests.controlplane.binaries import MissingBinaries
+from tests.controlplane.fixtures import missing_binaries
+
 __all__ = ["DcgmDevice", "PrometheusServer", "backfill", "openmetrics", "prometheus_factory", "require_binaries"]
 
 STEP = 30.0
@@ -36,11 +39,14 @@ RESERVED_MIB = 500.0
 
 
 def require_binaries() -> tuple[str, str]:
+    """The paths of `prometheus` and `promtool`, or the test skipped naming the missing ones (failed under
+    GPUDRA_REQUIRE_BINARIES=1: tests/controlplane/fixtures.py)."""
     prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if prometheus is None or promtool is None:
-        pytest.skip(
-            "prometheus/promtool not installed (Debian: apt-get install prometheus; .ci/run installs it)",
-        )
+        missing = [name for name, path in (("prometheus", prometheus), ("promtool", promtool)) if path is None]
+        missing_binaries(MissingBinaries(
+            f"{', '.join(missing)} not installed: `apt-get install prometheus` (Debian's package; .ci/run installs it)"
+        ))  # fmt: skip
     return prometheus, promtool
 
 

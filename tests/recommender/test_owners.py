@@ -1,11 +1,11 @@
-"""Owner resolution keys a pod by what the webhook can look up at admission (`dra.sizing.pod_owner`)."""
+"""Owner resolution keys a pod by what the webhook can look up at admission (`workloads.pod_owner`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dra.sizing import pod_owner
 from recommender import OwnerResolver
+from workloads import pod_owner
 
 
 def _ref(kind: str, name: str, api: str) -> dict[str, Any]:

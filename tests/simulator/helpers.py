@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from simulator.cluster import ClusterSpec, NodeSpec, resolve_gpu
+from simulator.driver import simulated_driver
 from simulator.workload import SimPod
 
 
 def node(
     name: str, gpu: str, gpus: int, *, mig: str = "none", cpu: int = 64000, mem: int = 262144, sharing: bool = False
 ) -> NodeSpec:
-    """`sharing`: gpudra's consumable-capacity addition (the NVIDIA driver's slices have none)."""
+    """`sharing`: the node's driver runs ConsumableShares (consumable capacity; off by default, as in the driver)."""
     kind = resolve_gpu(gpu)
-    return NodeSpec(name, "pool", cpu, mem, gpus, kind, kind.key, mig, sharing=sharing)
+    return NodeSpec(
+        name, "pool", cpu, mem, gpus, kind, kind.key, mig, driver_gates=simulated_driver(consumable_capacity=sharing)
+    )
 
 
 def cluster(*nodes: NodeSpec) -> ClusterSpec:

@@ -8,6 +8,7 @@ from dra.allocator import FeatureSet, allocate
 from dra.gpus import catalog, device_classes, node_resource_slices, synthetic_node
 from policyengine import load_policies
 from simulator.cluster import ClusterSpec, NodeSpec, mig_profile, resolve_gpu
+from simulator.driver import simulated_driver
 from simulator.engine import run
 from simulator.kpis import summarize
 from simulator.strategies import make_strategy
@@ -38,7 +39,14 @@ def _allocated(model: str, mig: str, *, shareable: bool) -> dict[str, Any]:
 
 def _simulated(model: str, mig: str, *, sharing: bool) -> dict[str, Any]:
     gpu = resolve_gpu(model)
-    spec = ClusterSpec("one", [NodeSpec("node-a", "p", 64000, 262144, 2, gpu, gpu.key, mig, (), sharing)])
+    spec = ClusterSpec(
+        "one",
+        [
+            NodeSpec(
+                "node-a", "p", 64000, 262144, 2, gpu, gpu.key, mig, (), simulated_driver(consumable_capacity=sharing)
+            )
+        ],
+    )
     pod = SimPod("emb", 2000, 8192, 1, 200, VRAM, workload_class="embedding")
     rec = run(spec, [pod], make_strategy("gpudra", mode="upstream"))
     return summarize(rec) | {"held_vram": rec.samples[-1].vram_held}

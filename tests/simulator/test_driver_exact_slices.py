@@ -7,6 +7,7 @@ from typing import Any
 from dra.gpus import NVLINK_GROUP_ATTRIBUTE, driver_shape
 from simulator.cluster import default_cluster
 from simulator.comparison import SimulationConfig, simulate
+from simulator.driver import simulated_driver
 from simulator.scheduling.devices import node_slices
 from simulator.traces.generator import GeneratorConfig
 
@@ -35,7 +36,11 @@ def test_gpudra_additions_are_opt_in_and_named() -> None:
     node = next(n for n in default_cluster().nodes if n.pool == "l40s")
     plain = _devices(node_slices(node, node.name).slices)
     assert not any(NVLINK_GROUP_ATTRIBUTE in d["attributes"] or "allowMultipleAllocations" in d for d in plain)
-    shared_node = next(n for n in default_cluster().with_consumable_capacity().nodes if n.pool == "l40s")
+    shared_node = next(
+        n
+        for n in default_cluster().with_driver_gates(simulated_driver(consumable_capacity=True)).nodes
+        if n.pool == "l40s"
+    )
     assert all(d.get("allowMultipleAllocations") for d in _devices(node_slices(shared_node, node.name).slices))
     hgx = next(n for n in default_cluster().nodes if n.pool == "hgx-h100")
     opted = _devices(node_slices(hgx, hgx.name, gpudra_attributes=True).slices)
@@ -47,12 +52,15 @@ def test_gpudra_additions_are_opt_in_and_named() -> None:
 def test_the_summary_names_the_additions_a_run_used() -> None:
     gen = GeneratorConfig(seed=3, pods=60)
     plain = simulate(SimulationConfig(strategies=["gpudra"], generator=gen, seed=3)).summary()
-    assert plain["input"]["gpudra_additions"] == {"consumable_capacity": False, "gpudra_attributes": False}
+    assert plain["input"]["gpudra_additions"] == {"gpudra_attributes": False}
+    assert plain["input"]["driver"] == {"release": "0.5", "gates": []}
     assert plain["input"]["cluster"]["shareable_gpus"] == 0
+    shares = simulated_driver(consumable_capacity=True)
     both = simulate(
-        SimulationConfig(strategies=["gpudra"], generator=gen, seed=3, consumable_capacity=True, gpudra_attributes=True)
+        SimulationConfig(strategies=["gpudra"], generator=gen, seed=3, driver=shares, gpudra_attributes=True)
     ).summary()
-    assert both["input"]["gpudra_additions"] == {"consumable_capacity": True, "gpudra_attributes": True}
+    assert both["input"]["gpudra_additions"] == {"gpudra_attributes": True}
+    assert both["input"]["driver"] == {"release": "0.5", "gates": ["ConsumableShares"]}
     assert both["input"]["cluster"]["shareable_gpus"] == 80
     assert both["input"]["strategy_details"]["gpudra"]["gpudra_attributes"] is True
     # Sharing whole GPUs between claims places at least as much of this workload.

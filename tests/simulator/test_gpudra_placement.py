@@ -12,6 +12,7 @@ from dra.allocator import Unsatisfiable, allocate
 from dra.gpus import device_classes
 from dra.quantity import Quantity
 from simulator.cluster import ClusterSpec, NodeSpec, mig_profiles, place_layout, resolve_gpu
+from simulator.driver import simulated_driver
 from simulator.engine import run
 from simulator.kpis import summarize
 from simulator.scheduling.devices import node_slices
@@ -30,7 +31,18 @@ def _node(
     gpu = resolve_gpu(model)
     placed = place_layout(gpu, layout) if layout else ()
     assert placed is not None
-    return NodeSpec(name, name, 64000, 262144, gpus, gpu, gpu.key, "static" if layout else mig, placed, sharing)
+    return NodeSpec(
+        name,
+        name,
+        64000,
+        262144,
+        gpus,
+        gpu,
+        gpu.key,
+        "static" if layout else mig,
+        placed,
+        simulated_driver(consumable_capacity=sharing),
+    )
 
 
 PODS = [  # (GPUs, compute milli, VRAM MiB, workload class)
@@ -44,7 +56,7 @@ PODS = [  # (GPUs, compute milli, VRAM MiB, workload class)
 NODES = [
     _node("h100-dyn", "H100-SXM5-80GB", 4, "dynamic"),
     _node("l40s", "L40S", 2),
-    _node("l40s-shared", "L40S", 2, sharing=True),  # gpudra's consumable-capacity addition
+    _node("l40s-shared", "L40S", 2, sharing=True),  # driver 0.5's ConsumableShares
     _node("a100-static", "A100-PCIE-80GB", 2, layout=["3g.40gb", "2g.20gb", "1g.10gb"]),
     _node("t4", "T4", 2),
 ]

@@ -10,6 +10,7 @@ import pytest
 from simulator.cluster import default_cluster
 from simulator.cluster_sources import load_cluster
 from simulator.comparison import SimulationConfig, simulate
+from simulator.driver import simulated_driver
 from simulator.notes import identical_groups, result_notes
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -45,7 +46,7 @@ def test_a_cluster_with_mig_and_no_sharing_names_only_the_missing_share() -> Non
     rows = {"dra-whole": _row(), "gpudra": _row()}
     notes = result_notes(default_cluster(), rows)
     assert len(notes) == 1 and "shared" in notes[0] and "MIG" not in notes[0]
-    assert result_notes(default_cluster().with_consumable_capacity(), rows) == [
+    assert result_notes(default_cluster().with_driver_gates(simulated_driver(consumable_capacity=True)), rows) == [
         "dra-whole and gpudra give the same results."
     ]
 

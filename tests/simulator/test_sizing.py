@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 from dra.errors import InputError
-from dra.sizing import pod_owner
 from gpudra.cli import app
 from recommender import Settings, vram_for
 from simulator.comparison import OBSERVED_RUN, SimulationConfig, simulate
@@ -29,6 +28,7 @@ from simulator.sizing import (
 )
 from simulator.traces import GeneratorConfig, generate
 from simulator.workload import generated_owner, legacy_pod
+from workloads import pod_owner
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DUMP = FIXTURES / "dcgm_fb_used_7d.json"
@@ -234,7 +234,7 @@ def test_lookup_counts() -> None:
 def test_observed_sizing_lowers_vram_waste_of_unannotated_pods() -> None:
     result = simulate(SimulationConfig(
         generator=GeneratorConfig(pods=240, seed=5), seed=5, strategies=("dra-whole", "gpudra"),
-        sizing="observed:generated", unannotated=True,
+        sizing=parse_sizing("observed:generated"), unannotated=True,
     ))  # fmt: skip
     summary = result.summary()
     runs = summary["strategies"]
@@ -261,7 +261,8 @@ def test_observed_sizing_lowers_vram_waste_of_unannotated_pods() -> None:
 def test_observed_from_the_fixture_file_keeps_annotated_pods_as_they_were(tmp_path: Path) -> None:
     """Annotations win over observed usage: with the annotations kept, only unannotated owners' pods change."""
     result = simulate(SimulationConfig(
-        generator=GeneratorConfig(pods=160, seed=2), seed=2, strategies=("gpudra",), sizing=f"observed:{DUMP}",
+        generator=GeneratorConfig(pods=160, seed=2), seed=2, strategies=("gpudra",),
+        sizing=parse_sizing(f"observed:{DUMP}"),
     ))  # fmt: skip
     summary = result.summary()
     sources = summary["input"]["strategy_details"][OBSERVED_RUN]["sizing_sources"]

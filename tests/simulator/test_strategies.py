@@ -81,7 +81,7 @@ def test_fgd_protocol_reads_the_kpis_at_80_100_and_130_percent_arrived() -> None
     # fine steps (1.25 % and 2.5 % of 8 GPUs), VRAM in proportion to compute (a T4 has 16 GiB), CPU to spare
     a, b = pod("a", milli=100, vram=1638, cpu=100), pod("b", milli=200, vram=3276, cpu=100)
     pods = [a, b, pod("c", gpus=0, cpu=100)]
-    shared = cluster(node("n", "T4", 8, sharing=True))  # gpudra's consumable capacity: fractions share GPUs
+    shared = cluster(node("n", "T4", 8, sharing=True))  # driver 0.5's ConsumableShares: fractions share GPUs
     rec = run(shared, pods, make_strategy("gpudra"), EngineConfig(protocol="fgd", seed=7))
     out = summarize(rec)
     tuned = fgd_workload(pods, 8, 1.3, 7)

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
+from housekeeping import desired_quota, sync_quotas
 from kubeapi import NamespaceCache
 from policyengine import PolicySet, load_policies, shipped_policies_dir
 from webhook.admission import Admission
 from webhook.dra_demand import GPU_DEVICE_CLASSES, gpu_classes, spec_gpu_devices
 from webhook.metrics import WebhookMetrics
-from webhook.namespace_quota import desired_quota, sync_quotas
 from webhook.policy_store import PolicyStore
 from webhook.review import AdmissionDenied, parse_review, pod_review
 

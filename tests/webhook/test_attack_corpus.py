@@ -7,7 +7,6 @@ pristine GPU pod sent after each input must still be translated.
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 import ssl
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.webhook.attack_corpus import Attack, corpus, pristine_review
+from tests.webhook.early_answer import post_reading_early
 from tests.webhook.test_serve_https import Server
 
 BODY_SECONDS = 3.0
@@ -42,18 +42,12 @@ def _tls(server: Server) -> ssl.SSLSocket:
 
 def post(server: Server, body: bytes, path: str = "/mutate") -> tuple[int, Any]:
     """POST over a fresh HTTPS connection; (status, parsed JSON or None). A timeout raises: that is a hang."""
-    ctx = ssl.create_default_context(cafile=str(server.certs / "ca.crt"))
-    conn = http.client.HTTPSConnection("localhost", server.port, context=ctx, timeout=HANG_SECONDS)
+    with _tls(server) as tls:
+        status, payload = post_reading_early(tls, path, body, HANG_SECONDS)
     try:
-        conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-        response = conn.getresponse()
-        payload = response.read()
-    finally:
-        conn.close()
-    try:
-        return response.status, json.loads(payload)
+        return status, json.loads(payload)
     except ValueError:
-        return response.status, None
+        return status, None
 
 
 def send_half(server: Server, body: bytes) -> bytes:

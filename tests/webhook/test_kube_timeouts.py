@@ -55,8 +55,10 @@ def stalled_apiserver(tmp_path: Path) -> Iterator[tuple[str, Path, list[int]]]:
         yield f"https://127.0.0.1:{listener.getsockname()[1]}", tmp_path / "ca.crt", accepted
     finally:
         stop.set()
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() (close alone leaves it blocked on Linux)
         listener.close()
         thread.join(5)
+        assert not thread.is_alive()
         for conn in held:
             conn.close()
 

@@ -122,6 +122,7 @@ def test_a_policy_load_in_progress_does_not_hold_up_the_certificate_reload(polic
             assert loading.wait(60), "the reloader started loading the changed directory"
             seen = ticks
             wait_for(lambda: ticks >= seen + 3)  # the certificate task runs on while the policy load is stuck
+            release.set()  # before the shutdown, which would otherwise wait out its bound on the stuck load
     finally:
         release.set()
 

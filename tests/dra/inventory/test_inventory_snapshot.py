@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -137,3 +138,16 @@ def test_malformed_gpu_record_and_missing_node_name() -> None:
     snap["node"] = ""
     with pytest.raises(InventoryError, match="no node name"):
         node_from_snapshot(snap)
+
+
+def test_addressing_mode_round_trips_from_the_snapshot() -> None:
+    snapshot = copy.deepcopy(load_snapshot(SNAPSHOTS / "hgx-h100-8.json"))
+    for record in snapshot["gpus"]:
+        record["addressingMode"] = 2  # NVML_DEVICE_ADDRESSING_MODE_ATS, as a coherent-memory system answers
+    node = node_from_snapshot(snapshot)
+    assert {g.addressing_mode for g in node.gpus} == {"ATS"}
+    devices = [d for s in node_resource_slices(node, mig_mode="none") for d in s["spec"]["devices"]]
+    assert {d["attributes"]["addressingMode"]["string"] for d in devices} == {"ATS"}
+    snapshot["gpus"][0]["addressingMode"] = 7
+    with pytest.raises(InventoryError, match="addressingMode 7"):
+        node_from_snapshot(snapshot)

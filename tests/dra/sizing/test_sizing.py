@@ -16,7 +16,6 @@ from dra.sizing import (
     lookup_model,
     parse_container,
     parse_server,
-    pod_owner,
     resolve_sizing,
 )
 
@@ -179,24 +178,3 @@ def test_vllm_model_source_asks_for_the_device_memory_its_utilization_needs() ->
     est = estimate_memory(ServerConfig(server="vllm", model="meta-llama/Llama-3.1-8B", max_model_len=8192))
     won = resolve_sizing(None, None, est, None)
     assert won.source == "model" and won.vram_bytes == est.min_device_bytes and won.memory_utilization == 0.9
-
-
-# --------------------------------------------------------------------------------------------- owners
-def _pod(refs: list[dict[str, object]], labels: dict[str, str] | None = None) -> dict[str, object]:
-    return {"metadata": {"ownerReferences": refs, "labels": labels or {}}}
-
-
-def test_owner_heuristics() -> None:
-    rs = {"kind": "ReplicaSet", "name": "embed-7d9f8c6b5", "controller": True}
-    assert pod_owner(_pod([rs], {"pod-template-hash": "7d9f8c6b5"})) == ("Deployment", "embed")
-    assert pod_owner(_pod([rs], {"pod-template-hash": "other"})) == ("ReplicaSet", "embed-7d9f8c6b5")
-    assert pod_owner(_pod([{"kind": "StatefulSet", "name": "db", "controller": True}])) == ("StatefulSet", "db")
-    assert pod_owner(_pod([{"kind": "DaemonSet", "name": "ds"}])) == ("DaemonSet", "ds")
-    assert pod_owner(_pod([{"kind": "Job", "name": "nightly-28934400", "controller": True}])) == ("CronJob", "nightly")
-    assert pod_owner(_pod([{"kind": "Job", "name": "train", "controller": True}])) == ("Job", "train")
-    labels = {"batch.kubernetes.io/job-name": "train", "batch.kubernetes.io/controller-uid": "u"}
-    assert pod_owner(_pod([], labels)) == ("Job", "train")
-    lws = {"leaderworkerset.sigs.k8s.io/name": "llm"}
-    assert pod_owner(_pod([{"kind": "StatefulSet", "name": "llm-0"}], lws)) == ("LeaderWorkerSet", "llm")
-    assert pod_owner(_pod([{"kind": "RayCluster", "name": "rc"}], {"ray.io/cluster": "rc"})) == ("RayCluster", "rc")
-    assert pod_owner({"metadata": {"name": "bare"}}) is None
