@@ -297,6 +297,7 @@ def run_attack(
         "rss_mib_peak": peak[0],
         "rss_mib_after_30s": rss_after,
         "rss_back_s": back_s,
+        "rss_mib_each_process_after": webhook.rss_mib_each(),
         "rss_limit_mib": memory_limit_mib(),
         "server_alive": alive,
         "attack_seconds": round(seconds, 1),

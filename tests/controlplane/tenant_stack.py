@@ -188,13 +188,17 @@ class Webhook:
     def rss_mib(self) -> float:
         """Resident memory of the whole process tree (uvicorn's supervisor and its workers), as the container's
         memory limit counts it."""
-        total = 0
+        return round(sum(self.rss_mib_each()), 1)
+
+    def rss_mib_each(self) -> list[float]:
+        """Resident memory of each process of the tree, the supervisor first."""
+        each = []
         for pid in _process_tree(self.proc.pid):
             with contextlib.suppress(OSError):
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        return round(total / 1024, 1)
+                        each.append(round(int(line.split()[1]) / 1024, 1))
+        return each
 
     def cpu_seconds(self) -> float:
         total = 0.0
