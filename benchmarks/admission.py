@@ -47,9 +47,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pki import write_dev_certificates  # noqa: E402
 from webhook.app import ECHO_PATCH_ANNOTATION  # noqa: E402
 from webhook.review import pod_review  # noqa: E402
-from webhook.tls import write_dev_certificates  # noqa: E402
 
 
 def _outward_address() -> str | None:

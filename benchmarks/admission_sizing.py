@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from admission import _drive  # noqa: E402  (benchmarks/admission.py: the same client)
 
+from pki import write_dev_certificates  # noqa: E402
 from webhook.review import pod_review  # noqa: E402
-from webhook.tls import write_dev_certificates  # noqa: E402
 
 TARGET_P99_RATIO = 1.1
 

@@ -45,8 +45,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pki import write_dev_certificates  # noqa: E402
 from webhook.review import pod_review  # noqa: E402
-from webhook.tls import write_dev_certificates  # noqa: E402
 
 SHAPES = ("pod-legacy-vram.yaml", "pod-legacy-1gpu.yaml", "pod-vllm-tp4.yaml", "pod-mig-legacy.yaml")
 

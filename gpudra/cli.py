@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -48,7 +48,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _root() -> None:
+def _print_version(value: bool) -> None:
+    if value:
+        from gpudra import __version__
+
+        sys.stdout.write(f"gpudra {__version__}\n")
+        raise typer.Exit()
+
+
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print gpudra's version and exit.")
+    ] = False,
+) -> None:
     """gpudra: legacy GPU requests to right-sized DRA claims, policy tooling, allocator and simulator."""
 
 

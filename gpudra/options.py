@@ -21,6 +21,7 @@ __all__ = [
     "OutputFormat",
     "activation_variable",
     "allocator_mode",
+    "deprecated_alias",
     "mig_mode",
     "one_of",
     "output_format",
@@ -35,6 +36,7 @@ MIG_MODES: tuple[MigMode, ...] = ("dynamic", "static", "none")
 ALLOCATOR_MODES: tuple[AllocatorMode, ...] = ("upstream", "scored")
 
 _Choice = TypeVar("_Choice", bound=str)
+_Value = TypeVar("_Value")
 
 
 class OptionError(ValueError):
@@ -92,3 +94,15 @@ def activation_variable(spec: str) -> tuple[str, Any]:
         return name, from_json(json.loads(text))
     except json.JSONDecodeError as exc:
         raise InputError(f"--var {name}: invalid JSON: {exc.msg} at column {exc.colno}", source="--var") from None
+
+
+def deprecated_alias(
+    value: _Value | None, old_value: _Value | None, option: str, old_option: str
+) -> tuple[_Value | None, str]:
+    """The value of `option` or of its deprecated spelling `old_option`, and the `warning: ...` line the old spelling
+    earns ("" otherwise); `OptionError` when both are given."""
+    if old_value is None:
+        return value, ""
+    if value is not None:
+        raise OptionError(f"{old_option} is the deprecated spelling of {option}: give one of them", expected=option)
+    return old_value, f"warning: {old_option} is deprecated and will be removed: use {option}\n"

@@ -9,6 +9,8 @@ timeout, with one idea of what a failed call is (`errors`), one paging loop (`pa
 - `listwatch`: the one list+watch loop of every cache kept by list+watch (a cache says what it does with events);
 - `clusterlistwatch`: its source for one resource of an API group, every namespace;
 - `deviceclasses`: the DeviceClasses' KEP-5004 extended-resource mapping, kept by a list+watch cache;
+- `deviceshapes`: ResourceSlices and DeviceClasses folded into the cluster's device shapes (`dra.shapes`), kept by
+  two list+watch loops;
 - `version`: the API server's minor version (`/version`).
 """
 

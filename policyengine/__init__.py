@@ -1,11 +1,13 @@
 """The policy engine: load `GPUClaimPolicy` files, compile their CEL once, and decide what happens to a pod.
 
-`load_policies(*paths)` → `PolicySet`; `PolicySet.evaluate(pod, namespace, request)` → `Decision`;
+`load_policies(*paths)` → `PolicySet`; `PolicySet.evaluate(pod, namespace, request)` → `Decision`
+(`PolicySet.with_claim_check(ClaimCheck(shapes))`: each claim checked against device shapes first);
 `policyengine.testing.run_tests(*paths)` runs policy test files (`gpudra policy test`). The file format is in
 docs/policy-authoring.md.
 """
 
 from ._form import API_VERSION, KIND
+from .claim_check import ClaimCheck
 from .coverage import translates_nothing
 from .decision import ContainerRequest, Decision, Violation
 from .engine import MODE_LABEL, PolicySet
@@ -30,6 +32,7 @@ __all__ = [
     "MAX_POLICY_BYTES",
     "MIG_PREFIX",
     "MODE_LABEL",
+    "ClaimCheck",
     "CompiledPolicy",
     "ContainerRequest",
     "Decision",

@@ -8,6 +8,7 @@ under a `dra.cancellation` deadline it stops between policies, containers, expre
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from . import _cel
 from ._claim import build_request, claim_expressions, validate_claim
 from ._eval import Failed, check, run
 from ._memo import ClaimEntry, ClaimFacts, Outcome, PodMemo, PolicyMemo, weigh
+from .claim_check import ClaimCheck
 from .decision import ContainerRequest, Decision, JsonView, Violation, claim_digest
 from .facts import ContainerFacts, PodFacts, pod_facts
 from .loader import CompiledExpr, CompiledPolicy, CompiledRule
@@ -261,6 +263,8 @@ class PolicySet:
     all_variables: bool = False
     # Off: every expression is evaluated for every pod (the benchmark's cold baseline; decisions are the same).
     memoize: bool = True
+    # Set: every decided claim is checked against device shapes before it leaves (`with_claim_check`).
+    claim_check: ClaimCheck | None = field(default=None, repr=False, compare=False)
     _memo: PolicyMemo = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -272,6 +276,10 @@ class PolicySet:
     ) -> PolicySet:
         ordered = sorted(policies, key=lambda p: (-p.priority, p.name))
         return cls(tuple(ordered), tuple(errors), memoize=memoize)
+
+    def with_claim_check(self, check: ClaimCheck | None) -> PolicySet:
+        """The same policies, each decided claim checked by `check` (`policyengine.claim_check`; None: unchecked)."""
+        return dataclasses.replace(self, claim_check=check)
 
     def explaining(self) -> PolicySet:
         """The same policies, evaluating every variable (not only those read) so a decision shows them all."""
@@ -356,7 +364,11 @@ class PolicySet:
         # What sizing could not read (an expansion or script cut at its budget) is said whatever the mode, so an
         # enforced claim sized from a partial read is never silent.
         state.warnings.extend(facts.warnings)
-        return self._decide(state, ns_name, sizing=_sizing_notes(facts), sizing_source=facts.sizing.source)
+        decision = self._decide(state, ns_name, sizing=_sizing_notes(facts), sizing_source=facts.sizing.source)
+        if self.claim_check is not None and decision.claim is not None:
+            action = next((p.on_unsatisfiable for p in self.policies if p.name == decision.policy), "Deny")
+            decision = self.claim_check.apply(decision, action, namespace)
+        return decision
 
     def _apply(
         self,

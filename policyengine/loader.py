@@ -106,6 +106,7 @@ class CompiledPolicy:
     validations: tuple[CompiledRule, ...]
     warnings: tuple[CompiledRule, ...]
     extended_resource_mapping: str
+    on_unsatisfiable: str = "Deny"  # spec.onUnsatisfiable (policyengine.claim_check)
     # `_memo.Analysis`, set on first ask by the memo (derived from the sources above; pickled with the policy)
     memo_analysis: Any = field(default=None, repr=False, compare=False)
 
@@ -296,6 +297,7 @@ def _compile_document(doc: LocatedDocument, file: str) -> tuple[CompiledPolicy |
         validations=validations,
         warnings=warnings,
         extended_resource_mapping=document.spec.extendedResourceMapping,
+        on_unsatisfiable=document.spec.onUnsatisfiable,
     )
     return policy, []
 

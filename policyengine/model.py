@@ -201,6 +201,10 @@ class PolicySpec(_Strict):
     # but whole devices of that class, as kube-scheduler's own claim would: LeaveToScheduler admits the pod
     # unchanged (no template, no patch); Translate gives it gpudra's claim anyway (policyengine.scheduler_path).
     extendedResourceMapping: Literal["LeaveToScheduler", "Translate"] = "LeaveToScheduler"
+    # A claim no device can satisfy (dra.shapes: the cluster's shapes in the webhook, the catalog or a slice dump in the
+    # CLI): Deny refuses the pod naming the evidence; Warn admits the claim with a warning (it stays Pending);
+    # LeaveUnchanged admits the pod untranslated, with a warning. In audit mode nothing is refused: it is recorded.
+    onUnsatisfiable: Literal["Deny", "Warn", "LeaveUnchanged"] = "Deny"
     params: dict[str, Any] = Field(default_factory=dict)
     matchConditions: list[MatchCondition] = Field(default_factory=list)
     variables: list[NamedExpression] = Field(default_factory=list)

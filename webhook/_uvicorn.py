@@ -20,9 +20,12 @@ PROTOCOL_METHODS = (
     "connection_made",
     "connection_lost",
     "data_received",
+    "on_message_begin",
     "on_headers_complete",
     "on_response_complete",
     "send_400_response",
+    "pause_writing",
+    "resume_writing",
 )
 PROTOCOL_ATTRIBUTES = ("app", "app_state", "loop", "transport", "cycle", "pipeline", "timeout_keep_alive", "logger")
 

@@ -87,7 +87,9 @@ class _DecisionInputs(NamedTuple):
 
     `sizing` stands for the sizing lookup: the version of the pod owner's recommendation (`SizingSource.version`);
     `mapped` for the cluster's KEP-5004 mapping: its legacy GPU pairs (`extended_resource_pairs`), all any
-    decision reads of it."""
+    decision reads of it; `shapes` for the cluster's device shapes the claims are checked against
+    (`DeviceShapes.token`, policyengine.claim_check): a decision cached before the devices changed is not served
+    after."""
 
     pod: dict[str, Any]
     namespace: dict[str, Any] | None
@@ -95,6 +97,7 @@ class _DecisionInputs(NamedTuple):
     dra_devices: int
     sizing: str
     mapped: tuple[tuple[str, str], ...]
+    shapes: str
 
 
 _INFO = _DecisionInputs._fields.index("info")
@@ -164,6 +167,7 @@ class Admission:
         sizing: SizingSource | None = None,
         extended_resources: Callable[[], Mapping[str, str]] | None = None,
         k8s_minor: int | None = None,
+        shapes_token: Callable[[], str] | None = None,
     ) -> None:
         self.store = store
         self.metrics = metrics
@@ -178,6 +182,8 @@ class Admission:
         self.extended_resources = extended_resources
         # The API server's minor version: templates get a warning for what it does not serve (k8s_features).
         self.k8s_minor = k8s_minor
+        # The generation of the device shapes the policies' claim check reads (webhook.cluster_view), for the key.
+        self.shapes_token = shapes_token
         # Decisions (and their translations) by a digest of every input they depend on; see `_key`.
         self._cache: DecisionCache[_Cached] = DecisionCache(cache_size, cache_bytes)
         self._cache_policies: PolicySet | None = None
@@ -291,6 +297,7 @@ class Admission:
             self._dra_devices(review, pod, namespace, mapping),
             self.sizing.version(pod, review.namespace) if self.sizing is not None else "",
             extended_resource_pairs(mapping),
+            self.shapes_token() if self.shapes_token is not None else "",
         )
         keyed = self._key(policies, inputs) if self.cache_size > 0 else None
         if keyed is not None:

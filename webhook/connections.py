@@ -7,7 +7,11 @@ uvicorn's httptools protocol. Whatever is refused is aborted, never drained:
 - a source over its budget, or a table that is full, gets its TCP connection reset at accept;
 - a handshake not done within the deadline is aborted (asyncio would wait 60 s);
 - a request's headers must arrive within the idle timeout of the connection's TLS set-up or of its previous
-  response, and any byte does not restart the clock;
+  response, and any byte does not restart the clock; they may take at most `MAX_HEADER_BYTES` (431, reset);
+- a response the client does not read within the idle timeout (its writes paused that long) is reset;
+- at most `MAX_PIPELINED` requests may wait behind the one being answered (uvicorn queues them without bound:
+  measured, one connection pipelining `GET /metrics` grew a worker by 1.7 GB in 20 s); past that, reset. No
+  Kubernetes client pipelines;
 - a connection closed before its request's body was read whole (a refusal, a stalled body) is aborted, since a
   graceful TLS shutdown reads on for the peer's close_notify and buffers whatever still arrives (measured: 100
   clients refused mid-way through 4 MB bodies held 72 MB, aborted 1 MB; benchmarks/webhook_reliability.py);
@@ -40,6 +44,13 @@ ALPN_PROTOCOLS = ["http/1.1"]
 SETUP_KEY = "gpudra.connections"
 log = logging.getLogger("gpudra.webhook.connections")
 DEFAULT_HANDSHAKE_SECONDS = 5.0
+MAX_PIPELINED = 4
+# The request line and headers of one request (Go's client sends a few hundred bytes; its server allows 1 MB).
+MAX_HEADER_BYTES = 64 * 1024
+_HEADERS_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: 41\r\n\r\nrequest line and headers above 65536 bytes"
+)
 
 
 @dataclass(frozen=True)
@@ -79,6 +90,9 @@ class GatedProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_deadline: asyncio.TimerHandle | None = None
+        self._write_deadline: asyncio.TimerHandle | None = None
+        self._awaiting_headers = True
+        self._header_bytes = 0
         self._tcp: asyncio.Transport | None = None
         self._entry: Entry | None = None
         self._serving = False
@@ -142,8 +156,30 @@ class GatedProtocol(HttpToolsProtocol):
         self._serving = True
         self._arm_header_deadline()
 
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._awaiting_headers and not self.transport.is_closing():  # all of `data` went to the request's head
+            self._header_bytes += len(data)
+            if self._header_bytes > MAX_HEADER_BYTES:
+                self.transport.write(_HEADERS_TOO_LARGE)
+                self._abort()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_deadline is None:
+            self._write_deadline = self.loop.call_later(self.timeout_keep_alive, self._abort)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_deadline()
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
         self._release()
         if self._serving:
             super().connection_lost(exc)
@@ -178,11 +214,19 @@ class GatedProtocol(HttpToolsProtocol):
         elif not self.transport.is_closing():
             self.transport.close()
 
+    def on_message_begin(self) -> None:
+        self._awaiting_headers = True  # also for a request pipelined behind one still being answered
+        super().on_message_begin()
+
     def on_headers_complete(self) -> None:
         self._cancel_header_deadline()  # from here the app's body deadline (webhook.body) bounds the request
+        self._awaiting_headers = False
+        self._header_bytes = 0
         if self._entry is not None and self._setup is not None:
             self._setup.gate.set_state(self._entry, State.BUSY)
         super().on_headers_complete()
+        if len(self.pipeline) > MAX_PIPELINED:
+            self._abort()
 
     def on_response_complete(self) -> None:
         # uvicorn has closed the transport (Connection: close) with the response written to the socket already.
@@ -196,6 +240,7 @@ class GatedProtocol(HttpToolsProtocol):
         if self._entry is not None and self._setup is not None and not self.pipeline:
             self._setup.gate.set_state(self._entry, State.IDLE)
         if not self.pipeline:  # a pipelined request already has its headers
+            self._awaiting_headers = True
             self._arm_header_deadline()
 
     def send_400_response(self, msg: str) -> None:

@@ -114,6 +114,21 @@ class WebhookMetrics:
             ["event"],
             registry=r,
         )
+        # The cluster's device shapes (kubeapi.deviceshapes, dra.shapes).
+        self.device_shape_cache_events = Counter(
+            "gpudra_device_shape_cache_events",
+            "ResourceSlice and DeviceClass cache lists, new generations of shapes, failures, watch restarts and lists "
+            "not served, by event (list|change|error|restart|absent).",
+            ["event"],
+            registry=r,
+        )
+        self.device_shapes = Gauge(
+            "gpudra_device_shapes",
+            "The cluster's device shapes as the webhook sees them, by what is counted (shapes: distinct node shapes "
+            "kept; nodes: nodes folded into them; overflow: nodes past the cap; pending: incomplete pools).",
+            ["what"],
+            registry=r,
+        )
 
     def watch_gate(self, gate: ConnectionGate) -> None:
         """Expose the connection gate's table and its refusals (read at scrape time: nothing on the hot path)."""

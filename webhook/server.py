@@ -18,13 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from kubeapi import KubeSideEffects, ListWatchSource, NamespaceCache, SharedTemplates, TemplateWriter, api_client
-from policyengine import PolicySet, load_policies
+from policyengine import ClaimCheck, PolicySet, load_policies
 from webhook._uvicorn import logging_config
 from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
 from webhook.app import DEFAULT_DEADLINE_SECONDS, BackgroundService, WebhookApp, create_app
 from webhook.body import DEFAULT_BODY_SECONDS, DEFAULT_LARGE_BODY_BYTES
 from webhook.client_auth import require_client_certificates
-from webhook.cluster_view import DeviceClassCache, device_class_cache, server_minor
+from webhook.cluster_view import (
+    DeviceClassCache,
+    DeviceShapeCache,
+    device_class_cache,
+    device_shape_cache,
+    server_minor,
+)
 from webhook.connections import ALPN_PROTOCOLS, DEFAULT_HANDSHAKE_SECONDS, SETUP_KEY, ConnectionSetup
 from webhook.gate import DEFAULT_MAX_CONNECTIONS, DEFAULT_PER_SOURCE, ConnectionGate, GateLimits
 from webhook.log_throttle import ThrottleFilter
@@ -68,6 +74,10 @@ class ServeSettings:
     # KEP-5004 coexistence (webhook.cluster_view): auto reads the DeviceClasses and admits unchanged the pods whose
     # decision is only whole devices of a class mapping their resource; off translates every GPU pod. Needs API access.
     extended_resource_mapping: str = "auto"
+    # Claims checked against the cluster's devices (webhook.cluster_view's device-shape cache, policyengine's
+    # ClaimCheck): auto (with API-server access) drops alternatives no device can satisfy and refuses a claim with
+    # none left, as its policy's onUnsatisfiable says; off leaves claims unchecked.
+    device_shapes: str = "auto"
     # With a CA file (PEM), /mutate and /validate answer only clients with a certificate it signed
     # (webhook.client_auth).
     client_ca: str | None = None
@@ -129,9 +139,21 @@ def build_app(
     """Wire policies, certificate, side effects, the recommendation cache, metrics and the gate into the app."""
     reads_cluster = writer is None and settings.side_effects  # DeviceClasses and /version (webhook.cluster_view)
     metrics = WebhookMetrics()
+    if settings.device_shapes not in ("auto", "off"):
+        raise ValueError(f"device_shapes must be auto or off (got {settings.device_shapes!r})")
+    shapes: DeviceShapeCache | None = None
+    load: Callable[[Path], PolicySet] = load_policies
+    if reads_cluster and settings.device_shapes == "auto":
+        shapes = device_shape_cache(
+            api_client(settings.kubeconfig, in_cluster=settings.in_cluster),
+            metrics,
+            timeout=max(5.0, settings.api_timeout_seconds),
+        )
+        check = ClaimCheck(shapes.shapes)
+        load = lambda path: load_policies(path).with_claim_check(check)  # noqa: E731 (every reload checked too)
     store = PolicyStore(
         Path(settings.policies),
-        load_policies,
+        load,
         on_reload=lambda ok: metrics.policy_reloads.labels("success" if ok else "failure").inc(),
         refuse=refuse_empty,
     )
@@ -171,6 +193,7 @@ def build_app(
         store, metrics, writer=writer, namespaces=namespaces, rollout=RolloutConfig(), exempt_namespaces=exempt,
         claims=kube or (writer if isinstance(writer, KubeSideEffects) else None), sizing=sizing,
         extended_resources=device_classes.mapping if device_classes is not None else None, k8s_minor=k8s_minor,
+        shapes_token=(lambda: shapes.shapes().token) if shapes is not None else None,
     )  # fmt: skip
     certificate = _certificate(settings)
 
@@ -216,6 +239,9 @@ def build_app(
     if device_classes is not None:
         readiness["deviceClasses"] = device_classes.readiness  # never unready: see kubeapi.deviceclasses
         services.append(device_classes)
+    if shapes is not None:
+        readiness["deviceShapes"] = shapes.readiness  # unready until both lists are in, 30 s at most
+        services.append(shapes)
     services.append(heap)  # last: what the others loaded at start is set aside too (webhook.settled_heap)
     gate = ConnectionGate(
         GateLimits(max_connections=settings.max_connections, per_source=settings.per_source_connections)

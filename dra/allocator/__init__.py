@@ -13,6 +13,7 @@ from typing import Any
 from dra.allocator._allocator import Allocator, Mode
 from dra.allocator._errors import AllocationError, Unsatisfiable
 from dra.allocator._objects import Claim, Node, parse_claim
+from dra.allocator.diagnosis import DeviceCheck, RequestDiagnosis
 from dra.allocator.features import FeatureSet
 from dra.allocator.requests import SelectorMatcher, cel_selector_matcher
 
@@ -20,9 +21,11 @@ __all__ = [
     "AllocationError",
     "Allocator",
     "Claim",
+    "DeviceCheck",
     "FeatureSet",
     "Mode",
     "Node",
+    "RequestDiagnosis",
     "SelectorMatcher",
     "Unsatisfiable",
     "allocate",

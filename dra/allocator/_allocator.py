@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dra.allocator._errors import AllocationError, Unsatisfiable
 from dra.allocator._objects import (
@@ -30,6 +30,9 @@ from dra.allocator.pools import Pool, gather_pools
 from dra.allocator.requests import Candidate, SelectorCache, SelectorMatcher, cel_selector_matcher
 from dra.allocator.result import build_allocation
 from dra.allocator.search import AllocatedState, Search
+
+if TYPE_CHECKING:
+    from dra.allocator.diagnosis import RequestDiagnosis
 
 __all__ = ["Allocator", "Mode"]
 
@@ -172,6 +175,18 @@ class Allocator:
             return diagnose(search, (name for name in self._on_node if name))
 
         return run
+
+    def unsatisfied_requests(
+        self, claims: Iterable[Any], *, node: Any, mode: Mode = "upstream"
+    ) -> list[RequestDiagnosis]:
+        """Per (sub)request that too few devices of `node` fit on their own: the closest device and the check it
+        failed (`Unsatisfiable.details` as data). Empty when the claims allocate or fail only together."""
+        from dra.allocator.diagnosis import request_diagnoses
+
+        search, _ = self.search(claims, node, mode)
+        if search.run():
+            return []
+        return request_diagnoses(search)
 
     def allocate(self, claims: Iterable[Any], *, node: Any, mode: Mode = "upstream") -> list[dict[str, Any]]:
         """One `status.allocation` dict per claim, or raise `Unsatisfiable` / `AllocationError`."""

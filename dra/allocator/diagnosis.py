@@ -27,7 +27,7 @@ from dra.allocator.pools import node_matches
 from dra.allocator.requests import Candidate, RequestData, SelectorCompileError, SelectorRuntimeError
 from dra.allocator.search import Search, taint_prevents
 
-__all__ = ["DeviceCheck", "RequestDiagnosis", "diagnose"]
+__all__ = ["DeviceCheck", "RequestDiagnosis", "diagnose", "request_diagnoses"]
 
 Key = tuple[int, int, int]
 
@@ -198,12 +198,8 @@ def _closest(checks: Iterable[DeviceCheck]) -> DeviceCheck | None:
     return best
 
 
-def diagnose(failed: Search, slice_nodes: Iterable[str] = ()) -> list[str]:
-    """Lines that say why `failed` (a search that found no allocation) failed; empty when nothing more is known.
-
-    `slice_nodes` are the node names the allocator's slices name, for the "no devices at all" case.
-    """
-    search = Search(
+def _fresh(failed: Search) -> Search:
+    return Search(
         claims=failed.claims,
         node=failed.node,
         pools=failed.pools,
@@ -215,6 +211,31 @@ def diagnose(failed: Search, slice_nodes: Iterable[str] = ()) -> list[str]:
         available=failed.available,
         view_cache=failed.view_cache,
     )
+
+
+def request_diagnoses(failed: Search) -> list[RequestDiagnosis]:
+    """Per (sub)request that too few devices fit on their own, the closest device: `diagnose`'s first part as data.
+
+    A request in `All` mode counts as needing one device; constraints and shared use are not looked at."""
+    search = _fresh(failed)
+    search.prepare()
+    checker = _Checker(search)
+    out: list[RequestDiagnosis] = []
+    for (ci, _, _), rd in search.data.items():
+        checks = [checker.check(rd, cand) for cand in search.candidates]
+        fitting = sum(1 for c in checks if c.failure is None)
+        needed = 1 if rd.request.mode == "All" else rd.num_devices
+        if fitting < needed:
+            out.append(RequestDiagnosis(search.claims[ci].ref, rd.name, needed, fitting, _closest(checks)))
+    return out
+
+
+def diagnose(failed: Search, slice_nodes: Iterable[str] = ()) -> list[str]:
+    """Lines that say why `failed` (a search that found no allocation) failed; empty when nothing more is known.
+
+    `slice_nodes` are the node names the allocator's slices name, for the "no devices at all" case.
+    """
+    search = _fresh(failed)
     lines: list[str] = []
     node = search.node.name if search.node is not None else "(none)"
     bad_pools = [p for p in search.pools if p.incomplete or p.invalid]

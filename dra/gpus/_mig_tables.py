@@ -30,14 +30,26 @@ _SHAPE: dict[int, tuple[int, int, tuple[int, ...], int]] = {
     0: (7, 8, (0,), 1),
 }
 
+# The A30's own table: 4 compute and 4 memory slices, and other GI profile ids (`nvidia-smi mig -lgipp` on an A30:
+# 14 and 21 at {0,1,2,3}:1, 5 and 6 at {0,2}:2, 0 at {0}:4).
+_SHAPE_4_SLICES: dict[int, tuple[int, int, tuple[int, ...], int]] = {
+    14: (1, 1, (0, 1, 2, 3), 4),
+    21: (1, 1, (0, 1, 2, 3), 1),
+    5: (2, 2, (0, 2), 2),
+    6: (2, 2, (0, 2), 1),
+    0: (4, 4, (0,), 1),
+}
+
 # One row per profile: GI id, name, memory MiB, SMs, copy engines, decoders, encoders, jpeg, ofa.
 _Row = tuple[int, str, int, int, int, int, int, int, int]
 
 
-def _geometry(name: str, rows: list[_Row]) -> MigGeometry:
+def _geometry(name: str, rows: list[_Row], slices: int = 7) -> MigGeometry:
+    """The geometry of a board with `slices` compute slices (7: eight memory slices; 4: four, the A30's)."""
+    shapes = _SHAPE if slices == 7 else _SHAPE_4_SLICES
     profiles = []
     for gi, pname, mib, sms, ce, dec, enc, jpg, ofa in rows:
-        compute, memory, starts, count = _SHAPE[gi]
+        compute, memory, starts, count = shapes[gi]
         profiles.append(
             MigProfile(
                 name=pname,
@@ -53,9 +65,12 @@ def _geometry(name: str, rows: list[_Row]) -> MigGeometry:
                 encoders=enc,
                 jpeg_engines=jpg,
                 ofa_engines=ofa,
+                gpu_compute_slices=slices,
             )
         )
-    return MigGeometry(name=name, profiles=tuple(profiles))
+    if slices == 7:
+        return MigGeometry(name=name, profiles=tuple(profiles))
+    return MigGeometry(name=name, profiles=tuple(profiles), compute_slices=slices, memory_slices=slices)
 
 
 # A100: 14 SMs per compute slice, 98 in a 7g instance (108 on the die); MIG User Guide engine counts.
@@ -82,6 +97,21 @@ A100_80GB = _geometry(
         (5, "4g.40gb", 40192, 56, 4, 2, 0, 0, 0),
         (0, "7g.80gb", 80384, 98, 7, 5, 0, 1, 1),
     ],
+)
+
+# A30 24GB: an `nvidia-smi` capture on an A30 (driver 535.183.01): `mig -lgip` SM/DEC/ENC/CE/JPEG/OFA per profile
+# (NVML reports one decoder in 1g.6gb, where the MIG User Guide's table says none), MIG devices of 5952 MiB
+# (1g) and 11968 MiB (2g); the 4g's 24000 MiB is lgip's 23.44 GiB (UNVERIFIED as a device).
+A30_24GB = _geometry(
+    "A30-24GB",
+    [
+        (14, "1g.6gb", 5952, 14, 1, 1, 0, 0, 0),
+        (21, "1g.6gb+me", 5952, 14, 1, 1, 0, 1, 1),
+        (5, "2g.12gb", 11968, 28, 2, 2, 0, 0, 0),
+        (6, "2g.12gb+me", 11968, 28, 2, 2, 0, 1, 1),
+        (0, "4g.24gb", 24000, 56, 4, 4, 0, 1, 1),
+    ],
+    slices=4,
 )
 
 
@@ -140,5 +170,5 @@ B200_180GB = _geometry(
 )
 
 GEOMETRIES: dict[str, MigGeometry] = {
-    g.name: g for g in (A100_40GB, A100_80GB, H100_80GB, H100_PCIE_80GB, H100_94GB, H200_141GB, B200_180GB)
+    g.name: g for g in (A100_40GB, A100_80GB, A30_24GB, H100_80GB, H100_PCIE_80GB, H100_94GB, H200_141GB, B200_180GB)
 }

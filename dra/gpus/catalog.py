@@ -74,6 +74,8 @@ _MODELS: tuple[GPUModel, ...] = (
              name_verified=True),
     GPUModel("A100-PCIE-80GB", "NVIDIA A100 80GB PCIe", _m(81920), "Ampere", "8.0", "pairs", 12, _G["A100-80GB"],
              name_verified=True),
+    # NVIDIA A30 (PCIe; NVLink bridges are optional, so none assumed): the name and 24576 MiB as nvidia-smi prints them.
+    GPUModel("A30-24GB", "NVIDIA A30", _m(24576), "Ampere", "8.0", "none", 0, _G["A30-24GB"], 4, aliases=("A30",)),
     GPUModel("H100-SXM5-80GB", "NVIDIA H100 80GB HBM3", _m(81559), "Hopper", "9.0", "nvswitch", 18, _G["H100-80GB"],
              aliases=("H100", "H100-80GB"), memory_verified=True, name_verified=True),
     # H100 PCIe takes an NVLink bridge (600 GB/s) in pairs; nodes without bridges override the kind to "none".

@@ -11,6 +11,7 @@ to them, and the differences between releases are parameters of the slice genera
 | `addressingMode` (coherent systems) | no | when NVML reports one | as 25.12 | as 25.12 |
 | DynamicMIG (partitionable devices) | no | yes (feature gate) | yes | yes |
 | VFIO passthrough devices | no | none announced (below) | yes (feature gate PassthroughSupport) | yes |
+| DynamicMIG on Ampere | - | whole GPU and partitions | MIG on: partitions only; MIG off: the whole GPU only | as 0.4 |
 | ConsumableShares, FabricManagerPartitioning | no | no | no | alpha gates (`dra.gpus.driver_gates`) |
 
 The project moved to kubernetes-sigs/dra-driver-nvidia-gpu after 25.12 and restarted its numbering at v0.4.0;
@@ -23,6 +24,11 @@ function is skipped. Commit 3b96cd74 ("Bug fixes for PassthroughSupport feature"
 that and added `iommuFDEnabled`; `vfio_attributes()` is that published set, which gpudra generates for release
 0.4 on request (`passthrough=True`; 25.12 refuses, naming the bug). The compute-domain plugin's devices
 (`channel-0`, `daemon-0`) are the same in every release (`dra.gpus.compute_domain`).
+
+DynamicMIG on Ampere (0.4 and later, commit 13882467 "Prevent mig toggle on A100s"): nvlib.go
+`isDynamicMIGCapable` lets only Hopper and newer (`supportsMIGModeToggle`: architecture >= Hopper) toggle MIG mode
+without a GPU reset; an Ampere GPU with MIG off is not DynamicMIG-capable (its whole GPU, no counter set) and one
+with MIG on announces its partitions only (`GetPerGpuAllocatableDevices`).
 
 No release publishes a NUMA node or anything about NVLink for a GPU; what gpudra adds on request is
 `GPUDRA_ATTRIBUTES`, in gpudra's own domain.
@@ -75,6 +81,8 @@ class DriverShape:
     dynamic_mig: bool
     vfio: bool
     no_vfio_reason: str = ""  # why `passthrough` is refused for this release
+    # DynamicMIG announces an Ampere GPU by its MIG mode (isDynamicMIGCapable); 25.12: whole GPU and partitions
+    dynamic_mig_needs_mode_toggle: bool = False
 
     def gpu_attributes(self) -> frozenset[str]:
         """Every attribute a whole GPU may carry (`pcieRoot` and `addressingMode` only when the node has them)."""
@@ -112,9 +120,9 @@ _SHAPES: dict[str, DriverShape] = {
         "its kubelet plugin announces no VFIO devices (enumerateGpuPciDevices skips every PCI function; fixed by "
         "commit 3b96cd74 in release 0.4)",
     ),
-    "0.4": DriverShape("0.4", PCI_BUS_ID_ATTRIBUTE, True, True, True, True),
+    "0.4": DriverShape("0.4", PCI_BUS_ID_ATTRIBUTE, True, True, True, True, dynamic_mig_needs_mode_toggle=True),
     # 0.5 publishes 0.4's sets; what it adds is behind its alpha gates (dra.gpus.driver_gates)
-    "0.5": DriverShape("0.5", PCI_BUS_ID_ATTRIBUTE, True, True, True, True),
+    "0.5": DriverShape("0.5", PCI_BUS_ID_ATTRIBUTE, True, True, True, True, dynamic_mig_needs_mode_toggle=True),
 }
 
 

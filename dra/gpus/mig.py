@@ -36,6 +36,7 @@ class MigProfile:
     encoders: int
     jpeg_engines: int
     ofa_engines: int
+    gpu_compute_slices: int = 7  # the whole GPU's compute slices (4 on an A30): what `compute_milli` divides
 
     @property
     def memory_bytes(self) -> int:
@@ -47,8 +48,8 @@ class MigProfile:
 
     @property
     def compute_milli(self) -> int:
-        """The profile's compute as thousandths of a 7-slice GPU (a trace's `gpu_milli` unit; 3g -> 428)."""
-        return self.compute_slices * 1000 // 7
+        """The profile's compute in thousandths of its GPU (a trace's `gpu_milli`; 3g of 7 -> 428, 2g of 4 -> 500)."""
+        return self.compute_slices * 1000 // self.gpu_compute_slices
 
     @property
     def device_name_part(self) -> str:

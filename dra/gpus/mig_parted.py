@@ -76,6 +76,7 @@ PCI_DEVICE_IDS: dict[str, int] = {
     "A100-PCIE-40GB": 0x20F1,
     "A100-SXM4-80GB": 0x20B2,
     "A100-PCIE-80GB": 0x20B5,
+    "A30-24GB": 0x20B7,  # mig-parted's default config: "# A30-24GB / device-filter: 0x20B710DE"
     "H100-SXM5-80GB": 0x2330,
     "H100-PCIE-80GB": 0x2331,
     "H100-NVL-94GB": 0x2321,

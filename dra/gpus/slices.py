@@ -50,6 +50,7 @@ __all__ = [
     "parse_k8s_version",
     "resource_slices",
     "slice_limit_errors",
+    "supports_mig_mode_toggle",
     "to_models",
     "vfio_device_uuid",
 ]
@@ -261,21 +262,45 @@ def counter_set_name(gpu: PhysicalGpu) -> str:
     return f"{gpu.name}-counter-set"
 
 
+# nvmlDeviceArchitecture_t below DEVICE_ARCH_HOPPER, as the driver's architecture attribute names them. An
+# architecture NVML does not name (`Unknown`, DEVICE_ARCH_UNKNOWN = 0xFFFFFFFF) compares as newer, as in the driver.
+_BEFORE_HOPPER = frozenset({"Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace"})
+
+
+def supports_mig_mode_toggle(gpu: PhysicalGpu) -> bool:
+    """Whether `gpu` can turn MIG mode on or off without a GPU reset: Hopper and newer (driver nvlib.go
+    `supportsMIGModeToggle`, `arch >= nvml.DEVICE_ARCH_HOPPER`)."""
+    return gpu.architecture not in _BEFORE_HOPPER
+
+
+def _dynamic_mig_capable(gpu: PhysicalGpu, shape: DriverShape) -> bool:
+    """Whether DynamicMIG announces `gpu`'s partitions (driver nvlib.go `isDynamicMIGCapable`, 0.4 and later):
+    MIG-capable, and Hopper or newer, or an Ampere GPU whose MIG mode is already on. 25.12 asked MIG capability
+    only. (A vGPU guest is never capable; gpudra models no vGPU guest.)"""
+    if not gpu.mig_capable or gpu.mig is None or not gpu.mig.profiles:
+        return False
+    return not shape.dynamic_mig_needs_mode_toggle or supports_mig_mode_toggle(gpu) or gpu.mig_enabled
+
+
 def _dynamic_devices(
     gpu: PhysicalGpu, node: NodeGpus, pub: _Publish, index: DeviceIndex
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """(counter set or None, devices) of one GPU with DynamicMIG (driver partitions.go)."""
-    if gpu.mig is None or not gpu.mig.profiles:
+    """(counter set or None, devices) of one GPU with DynamicMIG (driver nvlib.go `GetPerGpuAllocatableDevices`,
+    partitions.go). A GPU that is not DynamicMIG-capable is its whole GPU, without a counter set: on 0.4 and later,
+    an Ampere GPU with MIG off (it cannot enable MIG without a GPU reset)."""
+    if not _dynamic_mig_capable(gpu, pub.shape):
         index[gpu.name] = SliceDevice(gpu.index)
         return None, [_full_gpu_device(gpu, node, pub)]
     geometry = gpu.mig
+    assert geometry is not None  # _dynamic_mig_capable
     maxcap = geometry.max_capacities()
     slices = geometry.memory_slices
     set_name = counter_set_name(gpu)
     counter_set = {"name": set_name, "counters": _counters(maxcap, 0, slices)}
     devices: list[dict[str, Any]] = []
-    # Ampere cannot leave MIG mode without a GPU reset: with MIG on, only the partitions are announced.
-    if not (gpu.mig_enabled and gpu.architecture == "Ampere"):
+    # Ampere cannot leave MIG mode without a GPU reset: with MIG on, only the partitions are announced (0.4 and
+    # later: `if !gpuInfo.migEnabled || supportsMIGModeToggle(d)` around the full GPU).
+    if not (pub.shape.dynamic_mig_needs_mode_toggle and gpu.mig_enabled and not supports_mig_mode_toggle(gpu)):
         index[gpu.name] = SliceDevice(gpu.index)
         devices.append(
             {
@@ -507,10 +532,11 @@ def indexed_node_slices(
         if not pub.shape.dynamic_mig:
             raise ValueError(f"DynamicMIG is not published by NVIDIA DRA driver {pub.shape.release} (25.12 or later)")
         per_gpu = [_dynamic_devices(gpu, node, pub, index) for gpu in gpus]
-        if split:
+        if split and _splits_slices(gpus, pub.shape):
             sets = [cs for cs, _ in per_gpu if cs is not None]
-            if sets:
-                specs.extend({"sharedCounters": c} for c in _chunks(sets, MAX_COUNTER_SETS_PER_SLICE_135))
+            # 0.4 and later emit the counter slice first even when it holds no set (every Ampere GPU with MIG off)
+            if sets or pub.shape.dynamic_mig_needs_mode_toggle:
+                specs.extend({"sharedCounters": c} if c else {} for c in _chunks(sets, MAX_COUNTER_SETS_PER_SLICE_135))
             for _, devices in per_gpu:
                 specs.extend({"devices": c} for c in _chunks(devices, MAX_DEVICES_WITH_COUNTERS_135))
         else:
@@ -523,6 +549,12 @@ def indexed_node_slices(
         raise ValueError(f"mig_mode must be one of none, static, dynamic (got {mig_mode!r})")
     slices = [_slice(node.node_name, j, spec, generation, len(specs)) for j, spec in enumerate(specs)]
     return IndexedSlices(slices, index)
+
+
+def _splits_slices(gpus: Sequence[PhysicalGpu], shape: DriverShape) -> bool:
+    """Whether the driver uses the 1.35 split layout on a 1.35 cluster: 0.4 and later only on a node with a
+    MIG-capable GPU (driver.go `NewDriver`: `state.IsMigCapable()`, else the combined layout); 25.12 always."""
+    return not shape.dynamic_mig_needs_mode_toggle or any(gpu.mig_capable for gpu in gpus)
 
 
 def _slice(node_name: str, j: int, spec: dict[str, Any], generation: int, count: int) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dra.inventory.nvml import SCHEMA, InventoryError, NvmlUnavailable, capture
 from dra.inventory.snapshot import load_snapshot, node_from_snapshot, save_snapshot, snapshot_from_node
-from dra.inventory.sources import default_node_name, inventory_slices, write_capture
+from dra.inventory.sources import default_node_name, inventory_slices, named_model, write_capture
 
 __all__ = [
     "InventoryError",
@@ -18,6 +18,7 @@ __all__ = [
     "default_node_name",
     "inventory_slices",
     "load_snapshot",
+    "named_model",
     "node_from_snapshot",
     "save_snapshot",
     "snapshot_from_node",

@@ -9,6 +9,7 @@ topology, and a GPU's recorded `sysfsPci` files into `dra.gpus.VfioFacts` (for p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import defaultdict
@@ -60,6 +61,8 @@ BRANDS: dict[int, str] = {
 }
 # GI profile id -> NVML_GPU_INSTANCE_PROFILE_* index, for catalog-built snapshots.
 _PROFILE_INDEX = {19: 0, 14: 1, 9: 2, 5: 3, 0: 4, 20: 7, 15: 9}
+# The A30 numbers its GI profiles otherwise (1_SLICE 14, 1_SLICE_REV1 21, 2_SLICE 5, 2_SLICE_REV1 6, 4_SLICE 0).
+_PROFILE_INDEX_4_SLICES = {14: 0, 5: 1, 0: 3, 21: 7, 6: 8}
 NVLINK_DEVICE_GPU = 0
 NVLINK_DEVICE_SWITCH = 2
 P2P_STATUS_OK = 0
@@ -149,6 +152,7 @@ def _geometry(product: str, records: list[Mapping[str, Any]]) -> MigGeometry | N
         return None
     memory = max(p.starts[-1] + p.memory_slices for p in profiles)
     compute = max(p.compute_slices for p in profiles)
+    profiles = [dataclasses.replace(p, gpu_compute_slices=compute) for p in profiles]
     return MigGeometry(product, tuple(profiles), compute_slices=compute, memory_slices=memory)
 
 
@@ -391,9 +395,10 @@ def _sysfs_link(g: PhysicalGpu) -> str | None:
 def _profile_records(g: PhysicalGpu) -> list[dict[str, Any]]:
     if g.mig is None:
         return []
+    index = _PROFILE_INDEX if g.mig.compute_slices == 7 else _PROFILE_INDEX_4_SLICES
     return [
         {
-            "profileIndex": _PROFILE_INDEX.get(p.gi_profile_id, p.gi_profile_id),
+            "profileIndex": index.get(p.gi_profile_id, p.gi_profile_id),
             "id": p.gi_profile_id,
             "name": f"MIG {p.name}",
             "sliceCount": p.compute_slices,
@@ -407,7 +412,7 @@ def _profile_records(g: PhysicalGpu) -> list[dict[str, Any]]:
             "memorySizeMB": p.memory_mib,
             "placements": [{"start": s, "size": p.memory_slices} for s in p.starts],
         }
-        for p in sorted(g.mig.profiles, key=lambda p: _PROFILE_INDEX.get(p.gi_profile_id, p.gi_profile_id))
+        for p in sorted(g.mig.profiles, key=lambda p: index.get(p.gi_profile_id, p.gi_profile_id))
     ]
 
 

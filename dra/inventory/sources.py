@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dra import gpus
+from dra.errors import UnknownName
 from dra.gpus import (
     DEFAULT_DRIVER_RELEASE,
     DriverGates,
@@ -21,7 +22,24 @@ from dra.gpus import (
 from dra.inventory.nvml import capture
 from dra.inventory.snapshot import load_snapshot, node_from_snapshot, save_snapshot, snapshot_from_node
 
-__all__ = ["default_node_name", "inventory_slices", "write_capture"]
+__all__ = ["default_node_name", "inventory_slices", "named_model", "write_capture"]
+
+
+def _tokens(text: str) -> set[str]:
+    return set(text.lower().replace("-", " ").split())
+
+
+def named_model(name: str) -> gpus.GPUModel:
+    """The catalog model `name` means for a node of its own: a key or NVML product name as it is; any other name
+    (an alias, a part of a key) only when it names one model. `A100` names four: an `UnknownName` lists them."""
+    model = gpus.find(name)
+    if model is not None and " ".join(name.lower().split()) in (model.key.lower(), model.product_name.lower()):
+        return model
+    wanted = _tokens(name)
+    candidates = [m.key for m in gpus.all_models() if wanted and wanted <= _tokens(m.key)]
+    if len(candidates) > 1:
+        raise UnknownName(f"GPU model {name!r} is ambiguous: it may be {', '.join(candidates)}; name one of them")
+    return gpus.get(name)
 
 
 def default_node_name() -> str:
@@ -43,18 +61,28 @@ def inventory_slices(
     mig_config: str | Path | None = None,
     mig_config_name: str | None = None,
     nvml: Any | None = None,
+    mig_enabled: bool = False,
 ) -> list[dict[str, Any]]:
     """ResourceSlices for a snapshot file, a catalog model (synthetic node) or, by default, this machine, exactly
     as NVIDIA DRA driver `driver_release` publishes them; `gpudra_attributes` adds gpudra's NVLink groups.
 
     `mig_config` + `mig_config_name`: first apply that named layout of a mig-parted config file (what the GPU
-    Operator does for a node labelled `nvidia.com/mig.config=<name>`), so `static` mode publishes its MIG devices."""
+    Operator does for a node labelled `nvidia.com/mig.config=<name>`), so `static` mode publishes its MIG devices.
+    `mig_enabled`: the catalog node's GPUs have MIG mode on and no MIG device (an Ampere GPU under DynamicMIG
+    announces its partitions only then); a model without MIG is an error."""
     if (mig_config is None) != (mig_config_name is None):
         raise ValueError(
             "a mig-parted config needs both the file and the config name (--mig-config, --mig-config-name)"
         )
+    if mig_enabled and catalog_model is None:
+        raise ValueError("MIG mode on (--mig-enabled) is chosen for a --catalog node; a real node says its own")
     if catalog_model is not None:
-        node = synthetic_node(gpus.get(catalog_model), node_name or "node-0", count)
+        model = named_model(catalog_model)
+        if mig_enabled and model.mig is None:
+            raise ValueError(f"{model.key} has no MIG: its MIG mode cannot be on")
+        n = model.gpus_per_node if count is None else count
+        layouts: dict[int, list[Any]] | None = {i: [] for i in range(n)} if mig_enabled else None
+        node = synthetic_node(model, node_name or "node-0", n, mig_layouts=layouts)
         snapshot = snapshot_from_node(node)
     elif from_file is not None:
         snapshot = load_snapshot(from_file)

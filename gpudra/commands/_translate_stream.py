@@ -30,7 +30,7 @@ from policyengine.k8s_features import unserved_features
 
 from ..render.translation import Rendered, TranslationOutput, rendered
 
-__all__ = ["PARALLEL_MIN_CHARS", "Found", "lone_pod_json", "translate_stream"]
+__all__ = ["PARALLEL_MIN_CHARS", "Found", "translate_stream"]
 
 Progress = Callable[[int, int], None]
 
@@ -48,16 +48,6 @@ _UNSPLITTABLE = re.compile(r"^(?:%|\.\.\.(?:[ \t\n]|$))|[\r\x85\u2028\u2029\ufef
 _ALIAS = re.compile(r"(?:^|(?<=[\s\[{,]))\*[^\s\[\]{},\"']", re.MULTILINE)
 
 
-def lone_pod_json(t: TemplateTranslation) -> dict[str, Any]:
-    """The contract for a file of one Pod: `{"pod", "templates", "patch", "warnings"}`."""
-    return {
-        "pod": t.rewritten_template(),
-        "templates": list(t.templates),
-        "patch": list(t.patch),
-        "warnings": list(t.warnings),
-    }
-
-
 @dataclass
 class _DocumentResult:
     """One document translated: its messages and its rendered output (picklable: strings and tuples)."""
@@ -69,7 +59,6 @@ class _DocumentResult:
     warnings: list[tuple[str, str]]
     unserved: list[tuple[str, str]]
     translations: int
-    first_pod: dict[str, Any] | None  # the lone-pod JSON of its first translation, when that is a Pod
     first_is_pod: bool
     output: list[Rendered]
 
@@ -85,8 +74,7 @@ class Found:
     unserved: list[tuple[str, str]] = field(default_factory=list)  # what the target cluster would not serve
     kinds: set[str] = field(default_factory=set)
     translations: int = 0
-    first_pod: dict[str, Any] | None = None
-    first_is_pod: bool = False
+    first_is_pod: bool = False  # the first translation is a Pod's (its messages then go unlabelled)
     jobs: int = 1  # the processes that translated the stream
 
     def merge(self, result: _DocumentResult, out: TranslationOutput) -> None:
@@ -98,7 +86,7 @@ class Found:
         self.warnings.extend(result.warnings)
         self.unserved.extend(result.unserved)
         if result.translations and not self.translations:
-            self.first_pod, self.first_is_pod = result.first_pod, result.first_is_pod
+            self.first_is_pod = result.first_is_pod
         self.translations += result.translations
         if not self.errors and not self.denied:
             for piece in result.output:
@@ -139,7 +127,6 @@ def document_result(document: Document, job: _Job) -> _DocumentResult:
         warnings=[(t.pod.label, w) for t in translations for w in t.warnings],
         unserved=[u for t in translations for u in _unserved(t, job.minor)] if job.minor is not None else [],
         translations=len(translations),
-        first_pod=lone_pod_json(first) if first is not None and first.pod.is_pod and job.fmt == "json" else None,
         first_is_pod=first is not None and first.pod.is_pod,
         output=[rendered(job.fmt, obj) for obj in objects],
     )

@@ -27,7 +27,7 @@ class CertsOptions:
 
 def certs(options: CertsOptions) -> None:
     """Write the CA and serving certificate; what was written on stderr, the caBundle on stdout (exit 2 on error)."""
-    from webhook.tls import CertificateError, service_dns_names, write_dev_certificates
+    from pki import CertificateError, service_dns_names, write_dev_certificates
 
     dns = service_dns_names(options.service, options.namespace)
     ips: list[str] = []

@@ -3,7 +3,8 @@
 The slices carry exactly what the chosen driver release publishes; `--gpudra-attributes` adds gpudra's own
 NVLink group attribute, named as gpudra's (`gpu.gpudra.io/nvlinkGroup`).
 
-Exit codes: 0 ok, 1 bad input (snapshot file, option value), 3 no NVIDIA driver/GPU/NVML on this machine.
+Exit codes: 0 ok, 2 bad input (snapshot file, option value, a `--catalog` name that is unknown or names several
+models), 3 no NVIDIA driver/GPU/NVML on this machine.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..outcome import Outcome
 from ..render.documents import json_list, slice_stream
 from ..signature import add_command
 
-EXIT_INPUT = 1
+EXIT_INPUT = 2  # as every command's bad input, and click's own usage errors
 EXIT_NO_GPU = 3
 
 
@@ -45,6 +46,13 @@ class InventoryOptions:
         None
     )
     count: Annotated[int | None, typer.Option("--count", min=0, help="GPUs of the --catalog node.")] = None
+    mig_enabled: Annotated[
+        bool,
+        typer.Option(
+            "--mig-enabled",
+            help="The --catalog node's GPUs have MIG mode on (DynamicMIG announces an Ampere GPU's partitions then).",
+        ),
+    ] = False
     driver_release: Annotated[
         str, typer.Option("--driver-release", help="The NVIDIA DRA driver release whose shape to publish.")
     ] = DEFAULT_DRIVER_RELEASE
@@ -98,6 +106,7 @@ def inventory(options: InventoryOptions) -> Outcome:
             from_file=options.from_file,
             catalog_model=options.catalog_model,
             count=options.count,
+            mig_enabled=options.mig_enabled,
             node_name=options.node,
             mig_mode=mode,
             k8s_version=options.k8s_version,

@@ -1,10 +1,12 @@
 """`gpudra policy lint|test|explain`: check, test and explain GPUClaimPolicy files.
 
-Exit codes: 0 fine, 1 the policies said no (lint errors, a failed test, a denied pod), 2 an unreadable pod file.
+Exit codes: 0 fine, 1 the policies said no (lint errors, a failed test, a denied pod), 2 an unreadable pod file, a
+bad option or a `--policies` path that is missing or holds no policy file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -29,6 +31,7 @@ from policyengine.k8s_features import parse_minor, unserved_features
 from policyengine.scheduler_path import scheduler_path
 from policyengine.testing import run_tests
 
+from ..options import OptionError, deprecated_alias
 from ..outcome import Outcome
 from ..render.policy import (
     controller_additions,
@@ -49,8 +52,27 @@ Source = str | os.PathLike[str]
 
 
 def policy_set(directory: Source | None) -> PolicySet:
-    """The policies of `directory`, or the shipped ones; files that loaded cleanly before come from the user's cache."""
+    """The policies of `directory`, or the shipped ones; files that loaded cleanly before come from the user's cache.
+    Raises `InputError` naming `directory` when it does not exist or holds no policy file (*.yaml, *.yml)."""
+    if directory is not None:
+        if not Path(directory).exists():
+            raise InputError(f"--policies {directory}: no such file or directory")
+        if not any(policy_files([directory])):
+            raise InputError(f"--policies {directory}: no policy file (*.yaml, *.yml) in the directory")
     return load_policies(*([directory] if directory is not None else []), reuse_verified=True)
+
+
+def translation_policies(directory: Source | None) -> PolicySet:
+    """`policy_set`, refused (`InputError`) where it would translate less than it says: a policy file that does not
+    load, or a set in which no policy could ever translate a pod (a CI step must not pass with translation off)."""
+    policies = policy_set(directory)
+    where = f"--policies {directory}" if directory is not None else "the shipped policies"
+    if policies.errors:
+        raise InputError(f"{where}: {len(policies.errors)} policy error(s):\n" + policy_errors(policies).rstrip("\n"))
+    idle = translates_nothing(policies)
+    if idle is not None:
+        raise InputError(f"{where}: {idle}")
+    return policies
 
 
 def lint(paths: Sequence[Source], strict: bool = False) -> Outcome:
@@ -135,7 +157,10 @@ def explain(
     if not pods and not input_errors:
         note = "" if unknown else f"note: {nothing_to_translate(pod_file, documents)}; nothing to explain\n"
         return Outcome(stderr=passed + note)
-    policies = policy_set(policies_dir).explaining()
+    try:
+        policies = policy_set(policies_dir).explaining()
+    except InputError as exc:
+        return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     known = namespaces_of(documents)
     # Each template decided as the pod its controller creates, as translate and the webhook decide it.
     decided = [
@@ -212,7 +237,13 @@ class ExplainOptions:
     """`gpudra policy explain`'s options as typer shows them (the command's one signature)."""
 
     pod: Annotated[Path, typer.Argument(help="Pods or workloads (YAML or JSON, streams and Lists): each pod template.")]
-    namespace: Annotated[Path | None, typer.Option("--namespace", help="Namespace object YAML.")] = None
+    namespace_file: Annotated[
+        Path | None,
+        typer.Option("--namespace-file", help="A file holding the Namespace object the pods are decided in (YAML)."),
+    ] = None
+    namespace: Annotated[
+        Path | None, typer.Option("--namespace", hidden=True, help="Deprecated spelling of --namespace-file.")
+    ] = None
     policies: Annotated[Path | None, typer.Option("--policies", help="Policy directory (default: shipped).")] = None
     as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False
     extended_resource_class: Annotated[
@@ -244,7 +275,12 @@ def policy_test_command(options: PolicyTestOptions) -> Outcome:
 def explain_command(options: ExplainOptions) -> Outcome:
     """`explain` with the command's options."""
     o = options
-    return explain(o.pod, o.namespace, o.policies, o.as_json, o.extended_resource_class or [], o.k8s_version)
+    try:
+        namespace, deprecated = deprecated_alias(o.namespace_file, o.namespace, "--namespace-file", "--namespace")
+    except OptionError as exc:
+        return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
+    done = explain(o.pod, namespace, o.policies, o.as_json, o.extended_resource_class or [], o.k8s_version)
+    return dataclasses.replace(done, stderr=deprecated + done.stderr)
 
 
 policy_app = typer.Typer(help="Lint, test and explain GPUClaimPolicy files.", no_args_is_help=True)

@@ -92,6 +92,16 @@ class ServeOptions:
             "Needs --kubeconfig or --in-cluster.",
         ),
     ] = "auto"
+    device_shapes: Annotated[
+        str,
+        typer.Option(
+            "--device-shapes",
+            envvar="GPUDRA_DEVICE_SHAPES",
+            help="auto: read the cluster's ResourceSlices and DeviceClasses and check every claim against them, "
+            "dropping alternatives no device can satisfy and refusing a claim with none left (onUnsatisfiable); "
+            "off: claims unchecked. Needs --kubeconfig or --in-cluster.",
+        ),
+    ] = "auto"
 
 
 def serve_settings(options: ServeOptions) -> ServeSettings:
@@ -107,6 +117,8 @@ def serve_settings(options: ServeOptions) -> ServeSettings:
         raise typer.BadParameter("--sizing-recommendations must be auto, on or off")
     if options.extended_resource_mapping not in ("auto", "off"):
         raise typer.BadParameter("--extended-resource-mapping must be auto or off")
+    if options.device_shapes not in ("auto", "off"):
+        raise typer.BadParameter("--device-shapes must be auto or off")
 
     def text(path: Path | None) -> str | None:
         return str(path) if path else None
@@ -129,6 +141,7 @@ def serve_settings(options: ServeOptions) -> ServeSettings:
         max_connections=options.max_connections,
         sizing_recommendations=options.sizing_recommendations,
         extended_resource_mapping=options.extended_resource_mapping,
+        device_shapes=options.device_shapes,
         per_source_connections=options.per_source_connections,
         handshake_seconds=options.handshake_seconds,
     )

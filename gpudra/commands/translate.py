@@ -7,20 +7,24 @@ time, over worker processes when it is long (`_translate_stream`), with a progre
 directory is rewritten (`manifest_translation.tree`: only the changed lines of a document are edited).
 
 Exit codes: 0 translated (an object of a kind gpudra cannot rewrite ahead of time passes through with a warning),
-1 a pod template denied (the policy's message on stderr), 2 an unreadable file or document, or a bad option.
-Nothing is printed to stdout (or written with `-R`'s file) when anything in the file failed.
+1 a pod template denied (the policy's message on stderr), 2 an unreadable file or document, a bad option, or a
+policy set that cannot translate (`--policies` missing or empty, a policy file that does not load, no policy with a
+claim). Nothing is printed to stdout (or written with `-R`'s file) when anything in the file failed.
+`-o json` is always `{"objects", "templates", "translations"}` (`render.translation.translation_json`), whatever
+the file holds.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -29,15 +33,17 @@ from dra.errors import InputError
 from dra.yamlio import read_source
 from policyengine.k8s_features import parse_minor
 
-from ..options import OptionError, output_format
+from ..options import OptionError, deprecated_alias, output_format
 from ..outcome import Outcome
-from ..render.policy import policy_errors
 from ..render.translation import TranslationOutput, tree_table
 from ..signature import add_command
 from ..terminal import styled
 from ._translate_stream import translate_stream
 from ._workload_inputs import nothing_to_translate, read_namespace
-from .policy import EXIT_DENIED, EXIT_INPUT, Source, policy_set
+from .policy import EXIT_DENIED, EXIT_INPUT, Source, translation_policies
+
+if TYPE_CHECKING:
+    from policyengine import ClaimCheck, PolicySet
 
 Progress = Callable[[int, int], None]
 
@@ -69,6 +75,28 @@ def _progress_bar(label: str) -> Iterator[Progress | None]:
         yield advance
 
 
+@functools.cache
+def _catalog_check() -> ClaimCheck:
+    """One check against the GPU catalog per process: its verdicts serve every later call (tests, -R trees)."""
+    from dra.shapes import catalog_shapes
+    from policyengine import ClaimCheck
+
+    return ClaimCheck(catalog_shapes, few_products=2, where="the GPU catalog")
+
+
+def checked(policies: PolicySet, slices_file: Source | None) -> PolicySet:
+    """`policies` with each claim checked against device shapes: the ResourceSlices and DeviceClasses of
+    `slices_file` (a cluster dump), or the GPU catalog (`dra.shapes`; folded when the first claim is checked)."""
+    from dra.documents import load_documents
+    from dra.shapes import DeviceShapes, dump_shapes
+    from policyengine import ClaimCheck
+
+    if slices_file is None:
+        return policies.with_claim_check(_catalog_check())
+    shapes: DeviceShapes = dump_shapes(load_documents(Path(slices_file)))
+    return policies.with_claim_check(ClaimCheck(lambda: shapes))
+
+
 def translate_file(
     pod_file: Source,
     policies_dir: Source | None = None,
@@ -76,8 +104,10 @@ def translate_file(
     namespace_file: Source | None = None,
     k8s_version: str | None = None,
     jobs: int | None = None,
+    slices_file: Source | None = None,
 ) -> Outcome:
-    """Every object of the file with its pod templates translated, as a YAML stream or the JSON of the CLI contract.
+    """Every object of the file with its pod templates translated, as a YAML stream or as JSON, always
+    `{"objects", "templates", "translations"}` (one Pod or many, with the objects gpudra passes through).
 
     The stream is read and translated one document at a time, the output kept as text (a long stream costs about
     its text and its output's, never all its objects at once), over `jobs` worker processes for a long stream
@@ -87,9 +117,9 @@ def translate_file(
         minor = parse_minor(k8s_version) if k8s_version is not None else None
         text, name = read_source("-" if str(pod_file) == "-" else Path(pod_file))
         namespace = read_namespace(namespace_file)
+        policies = checked(translation_policies(policies_dir), slices_file)
     except (OptionError, InputError, ValueError) as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
-    policies = policy_set(policies_dir)
     out = TranslationOutput(fmt)
     try:
         with _progress_bar(f"translating {name}") as progress:
@@ -107,13 +137,11 @@ def translate_file(
     def named(label: str, message: str) -> str:
         return message if lone_pod else f"{label}: {message}"
 
-    stderr = policy_errors(policies) + "".join(f"error: {e}\n" for e in found.errors)
+    stderr = "".join(f"error: {e}\n" for e in found.errors)
     stderr += "".join(f"denied: {named(label, m)}\n" for label, m in found.denied)
     if found.errors or found.denied:
         return Outcome(stderr=stderr, code=EXIT_INPUT if found.errors else EXIT_DENIED)
     stderr += passed + "".join(f"warning: {named(label, w)}\n" for label, w in found.warnings + found.unserved)
-    if fmt == "json" and lone_pod and found.first_pod is not None:
-        return Outcome(stdout=json.dumps(found.first_pod, indent=2) + "\n", stderr=stderr)
     return Outcome(stdout=out.text(), stderr=stderr)
 
 
@@ -124,6 +152,7 @@ def translate_directory(
     out: Source | None = None,
     dry_run: bool = False,
     output: str = "yaml",
+    slices_file: Source | None = None,
 ) -> Outcome:
     """Rewrite a directory of manifests (in place, or a copy into `out`); the summary on stdout, problems on stderr."""
     from manifest_translation.tree import translate_tree  # only `-R` rewrites a directory
@@ -131,14 +160,13 @@ def translate_directory(
     try:
         fmt = output_format(output)
         namespace = read_namespace(namespace_file)
-        policies = policy_set(policies_dir)
+        policies = checked(translation_policies(policies_dir), slices_file)
         report = translate_tree(
             Path(root), policies, out=Path(out) if out is not None else None, namespace=namespace, dry_run=dry_run
         )
     except (OptionError, InputError) as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
-    stderr = policy_errors(policies)
-    stderr += "".join(f"warning: {w}\n" for w in report.warnings)
+    stderr = "".join(f"warning: {w}\n" for w in report.warnings)
     stderr += "".join(f"error: {e}\n" for e in report.errors)
     stderr += "".join(f"denied: {d}\n" for d in report.denied)
     if fmt == "json":
@@ -163,8 +191,19 @@ class TranslateOptions:
         ),
     ]
     policies: Annotated[Path | None, typer.Option("--policies", help="Policy directory (default: shipped).")] = None
-    output: Annotated[str, typer.Option("-o", "--output", help="yaml (a YAML stream) or json.")] = "yaml"
-    namespace: Annotated[Path | None, typer.Option("--namespace", help="Namespace object YAML.")] = None
+    output: Annotated[
+        str,
+        typer.Option(
+            "-o", "--output", help='yaml (a YAML stream) or json (always {"objects", "templates", "translations"}).'
+        ),
+    ] = "yaml"
+    namespace_file: Annotated[
+        Path | None,
+        typer.Option("--namespace-file", help="A file holding the Namespace object the pods are decided in (YAML)."),
+    ] = None
+    namespace: Annotated[
+        Path | None, typer.Option("--namespace", hidden=True, help="Deprecated spelling of --namespace-file.")
+    ] = None
     recursive: Annotated[
         bool,
         typer.Option(
@@ -190,16 +229,31 @@ class TranslateOptions:
             "--jobs", min=1, help="Worker processes for a long FILE stream (default: the CPUs, for 4 MB or more)."
         ),
     ] = None
+    slices: Annotated[
+        Path | None,
+        typer.Option(
+            "--slices",
+            help="Check each claim against the ResourceSlices and DeviceClasses of this cluster dump (default: the "
+            "GPU catalog): alternatives no device satisfies are dropped; a claim with none left follows its "
+            "policy's onUnsatisfiable.",
+        ),
+    ] = None
 
 
 def translate(options: TranslateOptions) -> Outcome:
     """A directory rewritten with `-R` (`translate_directory`), else a file or stream translated (`translate_file`)."""
     o = options
+    try:
+        namespace, deprecated = deprecated_alias(o.namespace_file, o.namespace, "--namespace-file", "--namespace")
+    except OptionError as exc:
+        return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
     if o.recursive:
-        return translate_directory(o.path, o.policies, o.namespace, o.out, o.dry_run, o.output)
-    if o.out is not None or o.dry_run:
-        return Outcome(stderr="error: --out and --dry-run go with -R DIR\n", code=EXIT_INPUT)
-    return translate_file(o.path, o.policies, o.output, o.namespace, o.k8s_version, o.jobs)
+        done = translate_directory(o.path, o.policies, namespace, o.out, o.dry_run, o.output, o.slices)
+    elif o.out is not None or o.dry_run:
+        done = Outcome(stderr="error: --out and --dry-run go with -R DIR\n", code=EXIT_INPUT)
+    else:
+        done = translate_file(o.path, o.policies, o.output, namespace, o.k8s_version, o.jobs, o.slices)
+    return dataclasses.replace(done, stderr=deprecated + done.stderr)
 
 
 def register(app: typer.Typer) -> None:

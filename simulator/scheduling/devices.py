@@ -71,7 +71,13 @@ def node_slices(spec: NodeSpec, name: str, *, gpudra_attributes: bool = False) -
             item["spec"]["pool"] = {**(item["spec"].get("pool") or {}), "name": name}
             item["spec"]["nodeName"] = name
         return IndexedSlices(renamed, index_devices(spec.slices, spec.gpu))
-    layouts = {i: list(spec.layout) for i in range(spec.gpu_count)} if spec.layout else None
+    layouts: dict[int, list[Any]] | None = (
+        {i: list(spec.layout) for i in range(spec.gpu_count)} if spec.layout else None
+    )
+    if spec.mig == "dynamic":
+        # MIG on demand needs MIG mode on where it cannot be toggled without a GPU reset (Ampere): the driver then
+        # announces the partitions only (dra.gpus.slices, isDynamicMIGCapable); Hopper and newer are unchanged.
+        layouts = {i: [] for i in range(spec.gpu_count)}
     node = synthetic_node(_slice_model(spec.gpu), name, spec.gpu_count, mig_layouts=layouts)
     gates = spec.driver_gates
     if spec.mig == "dynamic":  # applyConsumableShares runs for whole GPUs and static MIG devices only

@@ -22,13 +22,15 @@ from dra.allocator import Claim, Mode, prepare_claim
 from dra.sizing import SizingLookup
 
 from ..frag import TypicalPod, fgd_score, frag_amount, typical_pods
-from ..scheduling import Devices, Placer, Profile, claim_devices
+from ..scheduling import Devices, Placer, Profile, claim_devices, node_slices
 from ..state import PLAIN, STATIC, ClusterState, Part
 from ..workload import SimPod
 from .base import NODE_SCORES, Demand, Option
 from .kube import KubeScheduled
 
 if TYPE_CHECKING:
+    from policyengine import ClaimCheck
+
     from .base import Strategy
     from .settings import RunSettings
 
@@ -112,6 +114,7 @@ class PolicyClaims(KubeScheduled):
         self.policies = load_policies(self.policy_dir)
         if self.policies.errors:
             raise self.policies.errors[0]
+        self._decide = self.policies  # `prepare` checks its claims against the simulated cluster's device shapes
         self.outcomes: Counter[str] = Counter()  # per distinct pod shape: which policy / what happened
         # Observed-usage recommendations the policies may size unannotated pods from (simulator.sizing).
         self.sizing = sizing
@@ -143,6 +146,7 @@ class PolicyClaims(KubeScheduled):
         return runs
 
     def prepare(self, state: ClusterState, pods: list[SimPod]) -> None:
+        self._decide = self.policies.with_claim_check(self._claim_check(state))
         if self.node_score == "fragmentation":
             self.typical = typical_pods(pods)
         self.outcomes.clear()
@@ -153,6 +157,23 @@ class PolicyClaims(KubeScheduled):
         self._answers.clear()
         self._gpu_ids.clear()
         self._gpu_states.clear()
+
+    def _claim_check(self, state: ClusterState) -> ClaimCheck:
+        """Claims shaped by the simulated cluster, as the webhook shapes them by the real one (`dra.shapes`): one
+        node per template, its slices as the Placer builds them; alternatives no node can satisfy are dropped, a
+        claim with none left follows its policy's onUnsatisfiable (Deny: counted as denied, never placed)."""
+        from dra.gpus import device_classes
+        from dra.shapes import fold_shapes
+        from policyengine import ClaimCheck
+
+        slices = [
+            s
+            for i, spec in enumerate(state.template_specs)
+            if spec.gpu is not None
+            for s in node_slices(spec, f"template-{i}", gpudra_attributes=self.gpudra_attributes).slices
+        ]
+        shapes = fold_shapes(slices, device_classes())
+        return ClaimCheck(lambda: shapes)
 
     def demand_key(self, pod: SimPod) -> Any:
         """The policies read more than the shape: the workload class, the namespace and the pod object itself."""
@@ -166,7 +187,7 @@ class PolicyClaims(KubeScheduled):
         if not pod.is_gpu:
             return Demand(pod.cpu_milli, pod.memory_mib, (), pod.gpu_models)
         obj = pod.as_pod()
-        decision = self.policies.evaluate(obj, pod.namespace_object, sizing=self.sizing)
+        decision = self._decide.evaluate(obj, pod.namespace_object, sizing=self.sizing)
         self.sizing_sources[decision.sizing_source or "unreadable"] += 1
         if not decision.allowed:
             self.outcomes["denied"] += 1

@@ -12,7 +12,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from webhook.tls import issue_certificate, new_ca
+from pki import issue_certificate, new_ca
 
 _VALIDITY = datetime.timedelta(days=2)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 
+from pki import issue_certificate, new_ca
 from simulator.verify.controlplane import (
     CONTROLLERS,
     FEATURE_GATES,
@@ -27,7 +28,6 @@ from simulator.verify.controlplane import ControlPlane as _ProductControlPlane
 from simulator.verify.controlplane import http_ok as _http_ok
 from simulator.verify.pki import Pki
 from tests.controlplane import binaries
-from webhook.tls import issue_certificate, new_ca
 
 __all__ = [
     "CONTROLLERS",

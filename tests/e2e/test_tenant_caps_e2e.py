@@ -377,7 +377,11 @@ def test_the_claim_swap_is_refused(
 ) -> None:
     namespace, tenant = _tenant_namespace(kube, control_plane, {"gpudra.io/max-gpus": "2"})
     try:
-        tenant.create(_legacy_pod("one", 1), namespace)  # admitted on a 1-GPU claim
+        pending = _legacy_pod("one", 1)
+        # Kept from scheduling: a claim reserved for a running pod cannot be deleted (delete-protection), and the
+        # swap this test is about is made while the pod waits.
+        pending["spec"]["nodeSelector"] = {"gpudra-e2e/no-such-node": "true"}
+        tenant.create(pending, namespace)  # admitted on a 1-GPU claim
         claim = _pod_claim(kube, namespace)
         assert claim["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
         eight = _claim_spec(8)

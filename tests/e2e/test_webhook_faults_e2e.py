@@ -42,12 +42,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from kubernetes.client.exceptions import ApiException
 
+from pki import issue_certificate
 from tests.controlplane import faults
 from tests.controlplane.cluster import ControlPlane, _http_ok, free_port
 from tests.controlplane.fixtures import start_control_plane
 from tests.controlplane.kube import Kube, wait_for
 from webhook.review import pod_review
-from webhook.tls import issue_certificate
 
 pytestmark = pytest.mark.e2e
 

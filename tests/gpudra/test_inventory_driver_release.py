@@ -43,7 +43,7 @@ def test_driver_release_25_8_shape_and_bad_release() -> None:
         "pcieBusID" in d["attributes"] and "resource.kubernetes.io/pciBusID" not in d["attributes"] for d in devices
     )
     result = runner.invoke(app, ["inventory", "--from", HGX, "--driver-release", "26.1"])
-    assert result.exit_code == 1 and "must be one of 25.8, 25.12" in result.stderr and "Traceback" not in result.output
+    assert result.exit_code == 2 and "must be one of 25.8, 25.12" in result.stderr and "Traceback" not in result.output
 
 
 MIG_PARTED = """version: v1
@@ -65,6 +65,6 @@ def test_a_mig_parted_layout_is_published_as_the_static_mig_devices(tmp_path: Pa
     per_gpu = ["mig-1g10gb-19-0", "mig-1g10gb-19-1", "mig-2g20gb-14-2", "mig-3g40gb-9-4"]
     assert names == sorted(f"gpu-{g}-{n}" for g in (0, 1) for n in per_gpu)
     unknown = runner.invoke(app, [*args, "--mig-config-name", "all-7g"])
-    assert unknown.exit_code == 1 and "no mig-config 'all-7g' (configs: all-balanced)" in unknown.stderr
+    assert unknown.exit_code == 2 and "no mig-config 'all-7g' (configs: all-balanced)" in unknown.stderr
     half = runner.invoke(app, args)
-    assert half.exit_code == 1 and "needs both the file and the config name" in half.stderr
+    assert half.exit_code == 2 and "needs both the file and the config name" in half.stderr

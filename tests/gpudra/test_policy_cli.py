@@ -37,13 +37,14 @@ def test_translate_prints_the_pod_and_its_template_as_a_yaml_stream() -> None:
     assert alternatives[0]["deviceClassName"] == "mig.nvidia.com" and alternatives[-1]["name"] == "whole"
 
 
-def test_translate_json_has_pod_templates_patch_and_warnings() -> None:
+def test_translate_json_has_objects_templates_and_translations_with_patch_and_warnings() -> None:
     code, out, _ = _run("translate", str(EXAMPLES / "pod-init-sidecar.yaml"), "-o", "json")
     assert code == 0
     data = json.loads(out)
-    assert list(data) == ["pod", "templates", "patch", "warnings"]
-    assert len(data["templates"]) == 1 and data["patch"]
-    assert data["warnings"] == [
+    assert list(data) == ["objects", "templates", "translations"]
+    (translation,) = data["translations"]
+    assert len(data["objects"]) == 1 and len(data["templates"]) == 1 and translation["patch"]
+    assert translation["warnings"] == [
         "container metrics sets GPU resources in requests but not in limits; Kubernetes requires limits for "
         "extended resources (gpudra translated it to a DRA claim)"
     ]
@@ -57,7 +58,7 @@ def test_translate_exits_1_with_the_policy_message_when_denied() -> None:
 
 def test_translate_with_a_namespace_applies_its_guardrails() -> None:
     code, _, err = _run(
-        "translate", str(EXAMPLES / "pod-ray-train.yaml"), "--namespace", str(EXAMPLES / "namespace-team-a.yaml")
+        "translate", str(EXAMPLES / "pod-ray-train.yaml"), "--namespace-file", str(EXAMPLES / "namespace-team-a.yaml")
     )
     assert code == 1 and "allows at most 4 (label gpudra.io/max-gpus)" in err
 
@@ -117,13 +118,13 @@ def test_policy_test_runs_the_shipped_tests_and_diffs_failures(tmp_path: Path) -
 
 def test_explain_shows_the_evaluation_and_json_the_decision() -> None:
     pod, namespace = str(EXAMPLES / "pod-vllm-tp4.yaml"), str(EXAMPLES / "namespace-team-a.yaml")
-    code, out, _ = _run("policy", "explain", pod, "--namespace", namespace)
+    code, out, _ = _run("policy", "explain", pod, "--namespace-file", namespace)
     assert code == 0
     assert "multi-gpu            priority 300   builds the claim (enforce)" in out
     assert "whole-gpu            priority 100   matched, shadowed by a higher-priority claim policy" in out
     assert "matchAttribute: gpu.gpudra.io/nvlinkGroup" in out
     assert "matchAttribute: resource.kubernetes.io/pcieRoot" in out
-    code, out, _ = _run("policy", "explain", pod, "--namespace", namespace, "--json")
+    code, out, _ = _run("policy", "explain", pod, "--namespace-file", namespace, "--json")
     data = json.loads(out)
     assert code == 0 and data["policy"] == "multi-gpu" and data["errors"] == []
     assert data["variables"]["multi-gpu"]["topologyAttribute"] == "gpu.gpudra.io/nvlinkGroup"

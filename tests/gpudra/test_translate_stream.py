@@ -19,7 +19,7 @@ from dra.errors import InputError
 from gpudra.commands import _translate_stream as stream_module
 from gpudra.commands import translate as translate_command
 from gpudra.commands.policy import policy_set
-from gpudra.commands.translate import translate_file
+from gpudra.commands.translate import checked, translate_file
 from gpudra.outcome import Outcome
 from gpudra.render.documents import yaml_stream
 from gpudra.render.translation import TranslationOutput, objects_with_templates, translation_json
@@ -42,7 +42,7 @@ def stream(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("fmt", ["yaml", "json"])
 def test_the_streamed_output_is_the_whole_file_translation(stream: Path, fmt: str) -> None:
-    policies = policy_set(None)
+    policies = checked(policy_set(None), None)  # as translate_file checks them: against the catalog
     objects, errors = translate_documents(read_documents(stream), policies)
     assert not errors
     expected = (

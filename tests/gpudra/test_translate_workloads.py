@@ -353,14 +353,16 @@ def test_the_template_goes_to_the_namespace_object_or_nowhere(tmp_path: Path) ->
     assert rct["metadata"]["namespace"] == "team-a"
 
 
-def test_the_lone_pod_contract_is_kept() -> None:
+def test_one_pod_has_the_shape_of_many() -> None:
+    """`-o json` is one shape: a file of one Pod gives `{"objects", "templates", "translations"}` too (the pod is
+    `objects[0]`, its patch and warnings `translations[0]`'s)."""
     data = json.loads(translate_file(EXAMPLES / "pod-legacy-1gpu.yaml", output="json").stdout)
-    assert list(data) == ["pod", "templates", "patch", "warnings"]
-    assert data["templates"][0]["metadata"]["name"].startswith("cuda-job-")
-    assert (
-        data["pod"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
-        == (data["templates"][0]["metadata"]["name"])
-    )
+    assert list(data) == ["objects", "templates", "translations"]
+    (pod,), (template,), (translation,) = data["objects"], data["templates"], data["translations"]
+    assert template["metadata"]["name"].startswith("cuda-job-")
+    assert pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] == template["metadata"]["name"]
+    assert translation["kind"] == "Pod" and translation["templates"] == [template["metadata"]["name"]]
+    assert any(op["path"] == "/spec/resourceClaims" for op in translation["patch"])
 
 
 def test_explain_names_each_pod_template_by_workload_kind_and_path() -> None:

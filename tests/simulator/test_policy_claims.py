@@ -79,3 +79,22 @@ def test_modes_and_errors() -> None:
         PolicyClaims(mode="fast")
     upstream, scored = PolicyClaims(mode="upstream"), PolicyClaims(mode="scored")
     assert (upstream.placer.mode, scored.placer.mode) == ("upstream", "scored")
+
+
+def test_claims_are_shaped_by_the_simulated_cluster() -> None:
+    """As the webhook shapes them by the real one (dra.shapes): alternatives no node of the cluster can satisfy are
+    dropped before placement; a claim left with none is denied (onUnsatisfiable: Deny), never left pending."""
+    spec = legacy_pod("vllm", 8000, 65536, 4, "llm-serving")
+    spec["metadata"]["annotations"] = {"gpudra.io/vram": "40Gi"}  # per device: an H100 holds it, a T4 does not
+    tp4 = SimPod("tp4", 1000, 1024, 4, 1000, 40960, workload_class="llm-serving", pod=spec)
+    strategy = make_strategy("gpudra")
+    assert isinstance(strategy, PolicyClaims)
+    out = summarize(run(cluster(node("h", "H100-SXM5-80GB", 8)), [tp4], strategy))
+    assert out["pods_placed"] == 1
+    _, demand = strategy._demand(tp4)
+    assert isinstance(demand, ClaimDemand)
+    names = [alt["name"] for alt in json.loads(demand.claim)["devices"]["requests"][0]["firstAvailable"]]
+    assert names == ["same-pcieroot", "any"]  # the driver publishes no partition4 and no gpudra NVLink group
+    small = make_strategy("gpudra")
+    out = summarize(run(cluster(node("t", "T4", 4)), [tp4], small))
+    assert out["pods_placed"] == 0 and isinstance(small, PolicyClaims) and small.outcomes["denied"] == 1

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from policyengine import PolicySet, load_policies, shipped_policies_dir
+from policyengine import ClaimCheck, PolicySet, load_policies, shipped_policies_dir
 from policyengine.scheduler_path import scheduler_path
 from policyengine.translate import translate
 from webhook.admission import Admission, _DecisionInputs
@@ -27,6 +27,7 @@ BASE = _DecisionInputs(
     dra_devices=1,
     sizing="v1",
     mapped=(("nvidia.com/gpu", "gpu.nvidia.com"),),
+    shapes="fold-1:7",
 )
 # Other values for each field, one at a time: a new field without one here fails the completeness check.
 CHANGES: dict[str, Sequence[Any]] = {
@@ -36,6 +37,7 @@ CHANGES: dict[str, Sequence[Any]] = {
     "dra_devices": [0, 2],
     "sizing": ["", "v2"],
     "mapped": [(), (("nvidia.com/gpu", "other.example.com"),)],
+    "shapes": ["", "fold-1:8"],
 }
 # Where each input of what a cached entry holds comes from: a field of the inputs, or (None, not keyed) the set of
 # policies, whose change clears the cache, the decision, which is the entry's own output, or a default never passed.
@@ -46,6 +48,8 @@ READS: dict[Callable[..., Any], dict[str, str | None]] = {
     },
     scheduler_path: {"pod": "pod", "mapping": "mapped", "decision": None, "policies": None},
     translate: {"pod": "pod", "decision": None, "template_prefix": None},
+    # The claim check inside the policies reads the shapes it was built with at every decision: their token is keyed.
+    ClaimCheck.__init__: {"shapes": "shapes", "checker": None, "few_products": None, "where": None},
 }  # fmt: skip
 
 

@@ -11,10 +11,10 @@ import jsonpatch
 import pytest
 from starlette.testclient import TestClient
 
+from pki import write_dev_certificates
 from policyengine import shipped_policies_dir
 from tests.webhook.test_admission import RecordingApiServer, example, review_body
 from webhook.server import ServeSettings, build_app
-from webhook.tls import write_dev_certificates
 
 
 @pytest.fixture

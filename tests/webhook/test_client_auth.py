@@ -17,10 +17,10 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from pki import issue_certificate, new_ca, write_dev_certificates
 from policyengine import shipped_policies_dir
 from tests.webhook.test_admission import example, review_body
 from tests.webhook.test_serve_https import free_port
-from webhook.tls import issue_certificate, new_ca, write_dev_certificates
 
 DAY = dt.timedelta(days=1)
 

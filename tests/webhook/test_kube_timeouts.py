@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 
 from kubeapi import ApiServerError, KubeSideEffects
-from webhook.tls import write_dev_certificates
+from pki import write_dev_certificates
 
 TIMEOUT = 0.5
 

@@ -141,3 +141,33 @@ def test_a_refused_body_is_not_read_on(gated: Server) -> None:
     assert sent < 64 * 2**20
     with gated.client() as c:
         wait_for(lambda: c.get("/healthz").status_code == 200)
+
+
+def test_headers_past_their_byte_cap_are_431_and_reset(gated: Server) -> None:
+    with _tls(gated) as tls:
+        tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
+        answer = b""
+        with pytest.raises((ConnectionResetError, BrokenPipeError, ssl.SSLError, OSError)):
+            for i in range(10_000):  # 10,000 headers of 100 bytes: 1 MB, never ending the head
+                tls.sendall(f"X-Pad-{i}: {'a' * 90}\r\n".encode())
+            while chunk := tls.recv(65536):
+                answer += chunk
+            raise ConnectionResetError("closed")
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 431")
+    with gated.client() as c:
+        assert c.get("/healthz").status_code == 200
+
+
+def test_a_connection_pipelining_past_the_cap_is_reset(gated: Server) -> None:
+    """uvicorn would queue pipelined requests without bound (1.7 GB in 20 s from one connection)."""
+    with _tls(gated) as tls:
+        tls.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n" * 64)
+        answer = b""
+        try:
+            while chunk := tls.recv(65536):
+                answer += chunk
+        except (ConnectionResetError, ssl.SSLError):
+            pass
+    assert answer.count(b"HTTP/1.1 200") < 64  # reset before it answered them all
+    with gated.client() as c:
+        assert c.get("/healthz").status_code == 200

@@ -21,9 +21,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from pki import issue_certificate, write_dev_certificates
 from policyengine import shipped_policies_dir
 from tests.webhook.test_admission import example, review_body
-from webhook.tls import issue_certificate, write_dev_certificates
 
 
 def free_port() -> int:

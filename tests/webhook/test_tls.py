@@ -14,13 +14,8 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from webhook.tls import (
-    CertificateError,
-    ReloadingCertificate,
-    generate_dev_certificates,
-    service_dns_names,
-    write_dev_certificates,
-)
+from pki import CertificateError, generate_dev_certificates, service_dns_names, write_dev_certificates
+from webhook.tls import ReloadingCertificate
 
 
 @contextlib.contextmanager

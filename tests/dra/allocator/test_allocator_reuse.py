@@ -22,7 +22,9 @@ def allocated(c: dict[str, Any], allocation: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("mode", ["upstream", "scored"])
 def test_with_allocated_equals_a_fresh_allocator_as_allocations_grow(mode: str) -> None:
-    slices = node_resource_slices(synthetic_node(catalog.get("A100-SXM4-80GB"), "n", 2), mig_mode="dynamic")
+    # MIG mode on: DynamicMIG announces an Ampere GPU's partitions only then (dra.gpus.slices, isDynamicMIGCapable)
+    node = synthetic_node(catalog.get("A100-SXM4-80GB"), "n", 2, mig_layouts={0: [], 1: []})
+    slices = node_resource_slices(node, mig_mode="dynamic")
     classes = device_classes()
     base = Allocator(slices=slices, classes=classes)
     done: list[dict[str, Any]] = []

@@ -14,6 +14,8 @@ from dra.gpus import (
     DRIVER,
     DRIVER_RELEASES,
     NVLINK_GROUP_ATTRIBUTE,
+    GPUModel,
+    NodeGpus,
     all_models,
     device_classes,
     driver_shape,
@@ -133,14 +135,19 @@ def test_static_mode_mixes_whole_gpus_and_mig_devices() -> None:
     assert [d["name"] for d in devices(node_resource_slices(node, mig_mode="none"))] == ["gpu-0", "gpu-1", "gpu-2"]
 
 
+def _mig_on(model: GPUModel, node: str, count: int) -> NodeGpus:
+    """A node whose GPUs have MIG mode on and no MIG device (what DynamicMIG needs on Ampere)."""
+    return synthetic_node(model, node, count, mig_layouts={i: [] for i in range(count)})
+
+
 def test_dynamic_mig_134_one_slice_per_gpu() -> None:
-    node = synthetic_node(A100, "dgx", 8)
+    node = synthetic_node(H100, "hgx", 8)
     slices = node_resource_slices(node, mig_mode="dynamic", k8s_version="1.34")
     assert len(slices) == 8
-    per_gpu_devices = 1 + sum(len(p.starts) for p in A100.mig.profiles)  # type: ignore[union-attr]
+    per_gpu_devices = 1 + sum(len(p.starts) for p in H100.mig.profiles)  # type: ignore[union-attr]
     for j, s in enumerate(slices):
         spec = s["spec"]
-        assert spec["pool"] == {"name": "dgx", "generation": 1, "resourceSliceCount": 8}
+        assert spec["pool"] == {"name": "hgx", "generation": 1, "resourceSliceCount": 8}
         (counter_set,) = spec["sharedCounters"]
         assert counter_set["name"] == f"gpu-{j}-counter-set"
         assert len(spec["devices"]) == per_gpu_devices == 26
@@ -154,7 +161,7 @@ def test_dynamic_mig_134_one_slice_per_gpu() -> None:
 
 
 def test_dynamic_counter_set_and_partition_consumption() -> None:
-    node = synthetic_node(A100, "dgx", 1)
+    node = _mig_on(A100, "dgx", 1)
     (s,) = node_resource_slices(node, mig_mode="dynamic", k8s_version="1.34")
     counters = {k: v["value"] for k, v in s["spec"]["sharedCounters"][0]["counters"].items()}
     assert counters == {
@@ -172,8 +179,10 @@ def test_dynamic_counter_set_and_partition_consumption() -> None:
     assert {k for k in consumed if k.startswith("memory-slice")} == {"memory-slice-4", "memory-slice-5"}
     assert consumed["multiprocessors"] == {"value": "28"} and consumed["memory"] == {"value": "19968Mi"}
     assert "memorySlice4" not in dev["capacity"]  # only static MIG publishes memorySlice capacities
-    whole = next(d for d in s["spec"]["devices"] if d["name"] == "gpu-0")
-    assert whole["capacity"]["memory"] == {"value": "80384Mi"}  # max over profiles, as the driver does
+    assert "gpu-0" not in {d["name"] for d in s["spec"]["devices"]}  # Ampere with MIG on: partitions only
+    (h,) = node_resource_slices(synthetic_node(H100, "hgx", 1), mig_mode="dynamic", k8s_version="1.34")
+    whole = next(d for d in h["spec"]["devices"] if d["name"] == "gpu-0")
+    assert whole["capacity"]["memory"] == {"value": "81152Mi"}  # max over profiles, as the driver does
 
 
 def test_dynamic_mig_135_counters_first_then_devices() -> None:
@@ -226,7 +235,7 @@ def test_every_catalog_model_respects_the_limits(mode: str, version: str) -> Non
 
 
 def test_limit_checker_reports_what_and_where() -> None:
-    node = synthetic_node(A100, "dgx", 1)
+    node = synthetic_node(H100, "dgx", 1)
     (s,) = node_resource_slices(node, mig_mode="dynamic", k8s_version="1.34")
     s["spec"]["devices"] = s["spec"]["devices"] * 5
     s["spec"]["pool"]["resourceSliceCount"] = 2
@@ -297,7 +306,7 @@ def test_valid_layouts_fit_the_published_counters(data: st.DataObject) -> None:
     geometry = model.mig
     assert geometry is not None
     layout = data.draw(st.lists(st.sampled_from(geometry.placements()), max_size=8))
-    (s,) = node_resource_slices(synthetic_node(model, "n", 1), mig_mode="dynamic", k8s_version="1.34")
+    (s,) = node_resource_slices(_mig_on(model, "n", 1), mig_mode="dynamic", k8s_version="1.34")
     capacity = {k: Quantity(v["value"]).as_int() for k, v in s["spec"]["sharedCounters"][0]["counters"].items()}
     by_name = {d["name"]: d for d in s["spec"]["devices"]}
     used: Counter[str] = Counter()
@@ -362,9 +371,10 @@ def test_device_index_names_every_generated_device(mig_mode: str) -> None:
         assert A100.mig is not None
         assert made.devices["gpu-1-mig-3g40gb-9-4"] == SliceDevice(1, A100.mig.profile("3g.40gb"), 4)
         assert "gpu-1" not in made.devices
-    if mig_mode == "dynamic":  # every placement of every profile, +me variants included
+    if mig_mode == "dynamic":  # every placement of every profile, +me variants included, on GPU 1 (MIG on) only
         assert A100.mig is not None
-        assert sum(1 for d in made.devices.values() if d.profile is not None) == 2 * len(A100.mig.placements())
+        assert sum(1 for d in made.devices.values() if d.profile is not None) == len(A100.mig.placements())
+        assert {d.gpu for d in made.devices.values() if d.profile is not None} == {1}
 
 
 @pytest.mark.parametrize(
@@ -455,7 +465,7 @@ def test_addressing_mode_is_published_by_25_12_when_nvml_reports_one() -> None:
 def test_counter_limits_per_consumption_in_135_per_device_in_134() -> None:
     """1.35 bounds each consumesCounters entry (ResourceSliceMaxCountersPerDeviceCounterConsumption), 1.34 a device's
     total (ResourceSliceMaxCountersPerDevice): two entries of 20 counters are valid in 1.35 only."""
-    node = synthetic_node(A100, "dgx", 1)
+    node = _mig_on(A100, "dgx", 1)
     slices = node_resource_slices(node, mig_mode="dynamic", k8s_version="1.35")
     device = next(d for d in devices(slices) if d.get("consumesCounters"))
     counters = {f"c{i}": {"value": "1"} for i in range(20)}

@@ -1,0 +1,106 @@
+"""webhook.connections' protocol on a stand-in transport: the write deadline and the gate's bookkeeping."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.config import Config
+from uvicorn.server import ServerState
+
+from webhook.connections import SETUP_KEY, ConnectionSetup, GatedProtocol
+from webhook.gate import ConnectionGate, GateLimits, State
+
+
+class _Transport(asyncio.Transport):
+    def __init__(self, peer: str) -> None:
+        super().__init__()
+        self.peer = peer
+        self.aborted = False
+        self.closing = False
+        self.written = b""
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": (self.peer, 40000), "sockname": ("127.0.0.1", 8443)}.get(name, default)
+
+    def abort(self) -> None:
+        self.aborted = self.closing = True
+
+    def close(self) -> None:
+        self.closing = True
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += bytes(data)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def _app(scope: Any, receive: Any, send: Any) -> None:
+    """A request that is being answered for as long as the test runs: its headers are in, its response is not."""
+    await asyncio.Event().wait()
+
+
+_REQUEST = b"GET /slow HTTP/1.1\r\nHost: webhook\r\n\r\n"
+_SHORT: Any = 0.05  # seconds (uvicorn types the setting as int, and takes any number)
+
+
+def _protocol(gate: ConnectionGate) -> GatedProtocol:
+    config = Config(app=_app, timeout_keep_alive=_SHORT)  # the idle timeout bounds a paused write too
+    config.load()
+    setup = ConnectionSetup(gate, tls=None)
+    return GatedProtocol(config=config, server_state=ServerState(), app_state={SETUP_KEY: setup})
+
+
+def test_a_response_the_client_does_not_read_is_reset_after_the_idle_timeout() -> None:
+    async def run() -> tuple[bool, int]:
+        gate = ConnectionGate()
+        protocol = _protocol(gate)
+        transport = _Transport("10.0.0.9")
+        protocol.connection_made(transport)
+        protocol.data_received(_REQUEST)  # busy: the header deadline is off, only the write deadline can fire
+        assert len(gate) == 1
+        protocol.pause_writing()  # the transport's buffer passed its high-water mark: the client is not reading
+        for _ in range(10_000):
+            if transport.aborted:
+                break
+            await asyncio.sleep(0.01)
+        protocol.connection_lost(None)
+        return transport.aborted, len(gate)
+
+    assert asyncio.run(run()) == (True, 0)
+
+
+def test_a_resumed_write_cancels_the_deadline() -> None:
+    async def run() -> bool:
+        protocol = _protocol(ConnectionGate())
+        transport = _Transport("10.0.0.9")
+        protocol.connection_made(transport)
+        protocol.data_received(_REQUEST)
+        protocol.pause_writing()
+        protocol.resume_writing()
+        await asyncio.sleep(0.2)  # four idle timeouts: nothing may fire now
+        aborted = transport.aborted
+        protocol.connection_lost(None)
+        return aborted
+
+    assert asyncio.run(run()) is False
+
+
+def test_a_refused_source_is_reset_at_accept_and_an_admitted_one_is_idle() -> None:
+    async def run() -> tuple[bool, bool, State]:
+        gate = ConnectionGate(GateLimits(per_source=1))
+        first, second = _Transport("10.0.0.9"), _Transport("10.0.0.9")
+        protocol = _protocol(gate)
+        protocol.connection_made(first)
+        _protocol(gate).connection_made(second)
+        (entry,) = list(gate._entries)
+        return first.aborted, second.aborted, entry.state
+
+    assert asyncio.run(run()) == (False, True, State.IDLE)
