@@ -30,10 +30,10 @@ from typing import Any
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from pki import write_dev_certificates
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.kube import Kube, exists, wait_for
 from tests.controlplane.webhook_configs import shipped_webhook_configurations
-from webhook.tls import write_dev_certificates
 
 __all__ = [
     "DEPLOYMENT",
