@@ -4,13 +4,25 @@ strategy lists and `--var NAME=JSON`. Each check returns the typed value or rais
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+import typer
 
 from dra.cel import from_json
 from dra.errors import InputError
 
 if TYPE_CHECKING:  # the type only: dra.gpus brings the Kubernetes object model, which `gpudra cel` never needs
     from dra.gpus import MigMode
+
+# The Namespace a command's pods are decided in, shared by `translate` and `policy explain`.
+NamespaceFileOption = Annotated[
+    Path | None,
+    typer.Option("--namespace-file", help="A file holding the Namespace object the pods are decided in (YAML)."),
+]
+DeprecatedNamespaceOption = Annotated[
+    Path | None, typer.Option("--namespace", hidden=True, help="Deprecated spelling of --namespace-file.")
+]
 
 __all__ = [
     "ALLOCATOR_MODES",

@@ -31,7 +31,7 @@ from policyengine.k8s_features import parse_minor, unserved_features
 from policyengine.scheduler_path import scheduler_path
 from policyengine.testing import run_tests
 
-from ..options import OptionError, deprecated_alias
+from ..options import DeprecatedNamespaceOption, NamespaceFileOption, OptionError, deprecated_alias
 from ..outcome import Outcome
 from ..render.policy import (
     controller_additions,
@@ -237,13 +237,8 @@ class ExplainOptions:
     """`gpudra policy explain`'s options as typer shows them (the command's one signature)."""
 
     pod: Annotated[Path, typer.Argument(help="Pods or workloads (YAML or JSON, streams and Lists): each pod template.")]
-    namespace_file: Annotated[
-        Path | None,
-        typer.Option("--namespace-file", help="A file holding the Namespace object the pods are decided in (YAML)."),
-    ] = None
-    namespace: Annotated[
-        Path | None, typer.Option("--namespace", hidden=True, help="Deprecated spelling of --namespace-file.")
-    ] = None
+    namespace_file: NamespaceFileOption = None
+    namespace: DeprecatedNamespaceOption = None
     policies: Annotated[Path | None, typer.Option("--policies", help="Policy directory (default: shipped).")] = None
     as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False
     extended_resource_class: Annotated[

@@ -33,7 +33,7 @@ from dra.errors import InputError
 from dra.yamlio import read_source
 from policyengine.k8s_features import parse_minor
 
-from ..options import OptionError, deprecated_alias, output_format
+from ..options import DeprecatedNamespaceOption, NamespaceFileOption, OptionError, deprecated_alias, output_format
 from ..outcome import Outcome
 from ..render.translation import TranslationOutput, tree_table
 from ..signature import add_command
@@ -197,13 +197,8 @@ class TranslateOptions:
             "-o", "--output", help='yaml (a YAML stream) or json (always {"objects", "templates", "translations"}).'
         ),
     ] = "yaml"
-    namespace_file: Annotated[
-        Path | None,
-        typer.Option("--namespace-file", help="A file holding the Namespace object the pods are decided in (YAML)."),
-    ] = None
-    namespace: Annotated[
-        Path | None, typer.Option("--namespace", hidden=True, help="Deprecated spelling of --namespace-file.")
-    ] = None
+    namespace_file: NamespaceFileOption = None
+    namespace: DeprecatedNamespaceOption = None
     recursive: Annotated[
         bool,
         typer.Option(

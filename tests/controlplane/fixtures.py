@@ -37,26 +37,26 @@ def _needs_binaries(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(name) is not None for name in ("e2e", "oracle"))
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    """An e2e or oracle test whose fixture meets missing binaries skips (see `missing_binaries`)."""
+def _skipping_missing_binaries(item: pytest.Item) -> Generator[None, None, None]:
+    """The hook wrappers' body: an e2e or oracle test that meets missing binaries skips (see `missing_binaries`)."""
     try:
         return (yield)
     except binaries.MissingBinaries as e:
         if not _needs_binaries(item):
             raise
         missing_binaries(e)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    """A fixture of the test met missing binaries."""
+    return (yield from _skipping_missing_binaries(item))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    """An e2e or oracle test that meets missing binaries itself (`binaries.require("components")` for kubectl) skips."""
-    try:
-        return (yield)
-    except binaries.MissingBinaries as e:
-        if not _needs_binaries(item):
-            raise
-        missing_binaries(e)
+    """The test itself met missing binaries (`binaries.require("components")` for kubectl)."""
+    return (yield from _skipping_missing_binaries(item))
 
 
 def start_control_plane() -> ControlPlane:
