@@ -64,13 +64,20 @@ def large_reviews(
     control.armed()
     started = time.perf_counter()
 
+    refusals: Counter[str] = Counter()
+    waits: list[float] = []
+
     def one(i: int) -> None:
         nonlocal with_patch
         review = body.replace(b"LARGE-NAME", f"large-{i}".encode()).replace(b"LARGE-UID", f"large-{i}".encode())
+        sent = time.perf_counter()
         status, answer = post(target, "127.0.0.1", "/mutate", review, cert=True, timeout=60)
         with lock:
             answers[status] += 1
             with_patch += patched(answer)
+            if status != "200":
+                refusals[f"{status}: {answer[:100].decode(errors='replace')}"] += 1
+                waits.append(time.perf_counter() - sent)
 
     with concurrent.futures.ThreadPoolExecutor(clients) as pool:
         list(pool.map(one, range(count)))
@@ -80,6 +87,8 @@ def large_reviews(
         "review_bytes": len(body),
         "answers": dict(answers),
         "refused_503": answers["503"],
+        "refusals": dict(refusals),
+        "seconds_to_a_refusal_max": round(max(waits, default=0.0), 2),
         "translated": with_patch,
         "seconds": round(time.perf_counter() - started, 1),
     }
