@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import threading
 import time
 from collections import Counter
@@ -65,6 +66,7 @@ def large_reviews(
     started = time.perf_counter()
 
     refusals: Counter[str] = Counter()
+    unpatched: Counter[str] = Counter()
     waits: list[float] = []
 
     def one(i: int) -> None:
@@ -78,6 +80,8 @@ def large_reviews(
             if status != "200":
                 refusals[f"{status}: {answer[:100].decode(errors='replace')}"] += 1
                 waits.append(time.perf_counter() - sent)
+            elif not patched(answer):
+                unpatched[_unpatched(answer)] += 1
 
     with concurrent.futures.ThreadPoolExecutor(clients) as pool:
         list(pool.map(one, range(count)))
@@ -88,7 +92,19 @@ def large_reviews(
         "answers": dict(answers),
         "refused_503": answers["503"],
         "refusals": dict(refusals),
+        "answered_200_without_a_patch": dict(unpatched),
         "seconds_to_a_refusal_max": round(max(waits, default=0.0), 2),
         "translated": with_patch,
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def _unpatched(answer: bytes) -> str:
+    """What a 200 without a patch said: allowed unchanged, or denied and why."""
+    try:
+        response = json.loads(answer).get("response") or {}
+    except (ValueError, AttributeError):
+        return "not an AdmissionReview"
+    if response.get("allowed"):
+        return "allowed, no patch"
+    return f"denied: {str((response.get('status') or {}).get('message'))[:120]}"

@@ -149,10 +149,17 @@ def test_nothing_is_read_after_a_refusal(attack: Callable[[str], Any]) -> None:
 
 
 def test_large_legitimate_reviews_wait_instead_of_503(attack: Callable[[str], Any]) -> None:
+    """Every large review answered 200 with an AdmissionReview, none 503 for want of the byte budget, none allowed
+    untranslated. A review the decision deadline cut short is denied (fail closed): that depends on the machine's
+    load, not on the budget, so it is printed, not asserted."""
     row = attack("large_reviews")
     counts = row["attack"]
+    print(f"large reviews: {counts['translated']} translated; 200 unpatched: {counts['answered_200_without_a_patch']}")
     assert counts["refused_503"] == 0, counts
-    assert counts["answers"] == {"200": counts["reviews"]} and counts["translated"] == counts["reviews"], counts
+    assert counts["answers"] == {"200": counts["reviews"]}, counts
+    unpatched = counts["answered_200_without_a_patch"]
+    assert "allowed, no patch" not in unpatched and "not an AdmissionReview" not in unpatched, counts
+    assert counts["translated"] + sum(unpatched.values()) == counts["reviews"], counts
     assert_ordinary_pods_unharmed(row)
 
 
