@@ -56,6 +56,7 @@ SMOKE: dict[str, tuple[list[str], bool]] = {
     "simulate_scaling.py": (["{traces}", "--strategies", "gpudra", "--scales", "1,2"], False),
     "simulate_vs_baseline.py": (["{root}", "{traces}", "--strategies", "gpudra", "--scales", "1"], False),
     "sizing_bounds.py": (["--repeats", "1", "--cases", "ordinary,expansion"], False),
+    "tenant_attacks.py": (["--smoke", "--only", "forged_reviews", "--only", "bytes_after_refusal"], True),
     "timing_bounds.py": (["--repeat", "1"], False),
     "translate_stream.py": (["--mb", "0.2"], False),
     "webhook_memory.py": (["--pods", "10", "--annotation-bytes", "1024"], False),
@@ -120,6 +121,14 @@ def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
             assert [run["reviews"] for run in at_rate[path]["runs"]] == [200, 200]
             assert [run["failures"] for run in at_rate[path]["runs"]] == [0, 0]
         assert at_rate["p99_mutate_over_echo"] > 0
+    if name == "tenant_attacks.py":  # through the API server, the rows' keys, forged reviews both ways
+        assert isinstance(printed, dict) and printed["through_apiserver"]
+        forged = printed["attacks"]["forged_reviews"]
+        rows = [forged["with_client_ca"], forged["without_client_ca"], printed["attacks"]["bytes_after_refusal"]]
+        for row in rows:
+            assert row["ordinary_pods"] > 0 and row["p99_ms_baseline"] > 0 and row["rss_mib_peak"] > 0
+            assert {"admitted", "translated", "p99_ms_under_attack", "p99_ratio", "rss_mib_after_30s"} <= set(row)
+        assert forged["with_client_ca"]["attack"]["forged_reviews"] == 20
 
 
 @pytest.mark.slow

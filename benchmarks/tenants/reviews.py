@@ -1,0 +1,110 @@
+"""Rows 4 and 7 of issue 37: forged AdmissionReviews from a tenant, and large legitimate ones from the API server."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+from benchmarks.tenants.wire import Control, Target, patched, post
+from tests.controlplane.tenant_stack import legacy_pod
+from webhook.review import pod_review
+
+
+def forged_pod(i: int, namespace: str) -> dict[str, Any]:
+    """A legacy GPU pod of a shape of its own (GPU count and memory), so that each asks for a template of its own."""
+    pod = legacy_pod(f"forged-{i}", namespace)
+    pod["metadata"]["labels"] = {"forged": "true"}
+    pod["metadata"]["annotations"] = {"gpudra.io/vram": f"{1 + i // 4}Gi"}
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 1 + i % 4
+    return pod
+
+
+def forged_reviews(target: Target, control: Control, namespace: str, count: int = 50) -> dict[str, Any]:
+    """Row 4: `count` AdmissionReviews of distinct GPU pods in `namespace`, sent with no client certificate."""
+    answers: Counter[str] = Counter()
+    with_patch = 0
+    lock = threading.Lock()
+    control.armed()
+
+    def one(i: int) -> None:
+        nonlocal with_patch
+        body = pod_review(forged_pod(i, namespace), uid=f"forged-{i}")
+        status, answer = post(target, target.sources[i % len(target.sources)], "/mutate", body)
+        with lock:
+            answers[status] += 1
+            with_patch += patched(answer)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(one, range(count)))
+    return {"forged_reviews": count, "answers": dict(answers), "answered_with_a_patch": with_patch}
+
+
+def large_pod(mb: float) -> bytes:
+    """A valid legacy GPU pod of about `mb` MB (its container's environment), as review bytes with the name and uid
+    left as placeholders."""
+    pod = legacy_pod("LARGE-NAME", "LARGE-NS")
+    value = "v" * 1000
+    count = int(mb * 1_000_000 / 1030)
+    pod["spec"]["containers"][0]["env"] = [{"name": f"SETTING_{i}", "value": value} for i in range(count)]
+    return pod_review(pod, uid="LARGE-UID")
+
+
+def large_reviews(
+    target: Target, control: Control, namespace: str, count: int = 550, clients: int = 32, mb: float = 2.5
+) -> dict[str, Any]:
+    """Row 7: `count` valid ~`mb` MB reviews from `clients` clients at once, each with the API server's client
+    certificate (from 127.0.0.1, the API server's address): the answers by status."""
+    body = large_pod(mb).replace(b"LARGE-NS", namespace.encode())
+    answers: Counter[str] = Counter()
+    with_patch = 0
+    lock = threading.Lock()
+    control.armed()
+    started = time.perf_counter()
+
+    refusals: Counter[str] = Counter()
+    unpatched: Counter[str] = Counter()
+    waits: list[float] = []
+
+    def one(i: int) -> None:
+        nonlocal with_patch
+        review = body.replace(b"LARGE-NAME", f"large-{i}".encode()).replace(b"LARGE-UID", f"large-{i}".encode())
+        sent = time.perf_counter()
+        status, answer = post(target, "127.0.0.1", "/mutate", review, cert=True, timeout=60)
+        with lock:
+            answers[status] += 1
+            with_patch += patched(answer)
+            if status != "200":
+                refusals[f"{status}: {answer[:100].decode(errors='replace')}"] += 1
+                waits.append(time.perf_counter() - sent)
+            elif not patched(answer):
+                unpatched[_unpatched(answer)] += 1
+
+    with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+        list(pool.map(one, range(count)))
+    return {
+        "reviews": count,
+        "clients": clients,
+        "review_bytes": len(body),
+        "answers": dict(answers),
+        "refused_503": answers["503"],
+        "refusals": dict(refusals),
+        "answered_200_without_a_patch": dict(unpatched),
+        "seconds_to_a_refusal_max": round(max(waits, default=0.0), 2),
+        "translated": with_patch,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _unpatched(answer: bytes) -> str:
+    """What a 200 without a patch said: allowed unchanged, or denied and why."""
+    try:
+        response = json.loads(answer).get("response") or {}
+    except (ValueError, AttributeError):
+        return "not an AdmissionReview"
+    if response.get("allowed"):
+        return "allowed, no patch"
+    return f"denied: {str((response.get('status') or {}).get('message'))[:120]}"
