@@ -33,6 +33,7 @@ from webhook.cluster_view import (
 )
 from webhook.connections import ALPN_PROTOCOLS, DEFAULT_HANDSHAKE_SECONDS, SETUP_KEY, ConnectionSetup
 from webhook.gate import DEFAULT_MAX_CONNECTIONS, DEFAULT_PER_SOURCE, ConnectionGate, GateLimits
+from webhook.heap_trim import HeapTrim
 from webhook.log_throttle import ThrottleFilter
 from webhook.metrics import WebhookMetrics
 from webhook.policy_reloader import PolicyReloader
@@ -247,6 +248,7 @@ def build_app(
         GateLimits(max_connections=settings.max_connections, per_source=settings.per_source_connections)
     )
     metrics.watch_gate(gate)
+    periodic.append(HeapTrim(lambda: len(gate)))  # a burst of connections gone: their memory back to the system
     tls_context: Callable[[], ssl.SSLContext] | None = None
     if certificate is not None:
         serving = certificate
