@@ -107,7 +107,7 @@ def test_two_pools_plan_is_minimal_against_the_brute_force_grid(tmp_path: Path) 
     pools = _pools(tmp_path, H100.replace("max: 8", "max: 6"), A100)
     workload = plan_workload(None, None, 40, 0)
     goal = parse_target("p95-pending<=5h")
-    sizes = [(a, b) for a in range(7) for b in range(9)]
+    sizes: list[Counts] = [(a, b) for a in range(7) for b in range(9)]
     grid = {size: _measure(pools, size, "device-plugin", workload, 0).meets(goal) for size in sizes}
     found = plan(_config(pools, "p95-pending<=5h", workload, ("device-plugin",), 0)).plans["device-plugin"].counts
     assert grid[found] and found[1] > 0, "the case must need both pools"
