@@ -70,6 +70,7 @@ class Measure:
     allocation: float
 
     def pending(self, pct: float) -> float:
+        """The `pct` percentile of the GPU pods' waits in seconds (inf: that many pods were never placed)."""
         return percentile(list(self.waits), pct)
 
     def meets(self, target: Target) -> bool:
@@ -115,6 +116,8 @@ class StrategyPlan:
 
 @dataclass(slots=True)
 class PlanResult:
+    """The plan per strategy, with the config it answers."""
+
     config: PlanConfig
     plans: dict[str, StrategyPlan]
     wall_seconds: float = 0.0
@@ -187,6 +190,7 @@ class _Probes:
         self.done: dict[tuple[str, Counts], Measure] = {}
 
     def run(self, wanted: list[tuple[str, Counts]]) -> None:
+        """Run the probes of `wanted` not run yet, all in one parallel batch."""
         config = self.config
         new = [key for key in dict.fromkeys(wanted) if key not in self.done]
         empty = [key for key in new if config.pools.gpus(key[1]) == 0]
@@ -207,6 +211,7 @@ class _Probes:
             self.done[(trial.strategy, trial.counts)] = measure
 
     def met(self, strategy: str, counts: Counts) -> bool:
+        """Whether the probe of `counts` under `strategy` (run already) met the target's pending clauses."""
         return self.done[(strategy, counts)].meets(self.config.target)
 
 
