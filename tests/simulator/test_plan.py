@@ -238,3 +238,17 @@ def test_cost_power_and_saving_follow_the_prices(tmp_path: Path) -> None:
     base, other = summary["strategies"]["device-plugin"], summary["strategies"]["dra-whole"]
     assert saved["gpus"] == base["gpus"] - other["gpus"]
     assert saved["cost_per_month"] == pytest.approx(base["cost_per_month"] - other["cost_per_month"])
+
+
+def test_ray_backend_gives_the_process_answer(tmp_path: Path) -> None:
+    import ray  # in the dev extra, as for the sweep's Ray test
+
+    pools = _pools(tmp_path, H100)
+    workload = plan_workload(None, None, 40, 0)
+    answers = {}
+    for backend in ("process", "ray"):
+        config = PlanConfig(pools, parse_target("p95-pending<=10m"), workload, ("device-plugin",), 0,
+                            backend=backend, workers=1)  # fmt: skip
+        answers[backend] = plan(config).plans["device-plugin"].counts
+    ray.shutdown()
+    assert answers["ray"] == answers["process"]
