@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "simulate": ("simulate", "Compare placement strategies; with no arguments: the built-in cluster and workload."),
     "sweep": ("sweep", "Run every grid point; writes results.csv, results.json and index.html to the config's output."),
+    "plan": ("plan", "Smallest cluster of candidate pools meeting a target, per strategy: nodes, GPUs, cost, power."),
     "serve": ("serve", "Serve /mutate, /validate, /healthz, /readyz and /metrics."),
     "certs": (
         "certs",

@@ -28,7 +28,6 @@ import itertools
 import json
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from dra.errors import InputError
 
 from .comparison import SimulationConfig, simulate
 from .driver import simulated_driver
+from .parallel import parallel_map
 from .strategies import NODE_SCORES
 
 __all__ = ["SweepConfig", "Job", "load_sweep", "run_job", "run_sweep"]
@@ -160,39 +160,12 @@ def run_job(job: Job) -> dict[str, Any]:
     return row
 
 
-def _ray_map(jobs: list[Job]) -> list[dict[str, Any]]:
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS") or None)
-    remote = ray.remote(run_job)
-    return list(ray.get([remote.remote(job) for job in jobs]))
-
-
 def run_sweep(config: SweepConfig, progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Run every job (all cores, or Ray), write results.csv/results.json/index.html, return the rows."""
     jobs = list(config.jobs)
-    rows: list[dict[str, Any]]
-    if config.backend == "ray":
-        try:
-            rows = _ray_map(jobs)
-        except ImportError as exc:
-            raise InputError("backend: ray needs the ray package (pip install 'gpudra[ray]')") from exc
-    else:
-        workers = config.workers or os.cpu_count() or 1
-        if workers == 1 or len(jobs) == 1:
-            rows = []
-            for i, job in enumerate(jobs):
-                rows.append(run_job(job))
-                if progress:
-                    progress(i + 1, len(jobs))
-        else:
-            with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-                rows = []
-                for i, row in enumerate(pool.map(run_job, jobs)):
-                    rows.append(row)
-                    if progress:
-                        progress(i + 1, len(jobs))
+    workers = min(config.workers or os.cpu_count() or 1, max(1, len(jobs)))
+    with parallel_map(config.backend, workers) as mapped:
+        rows = mapped(run_job, jobs, None if progress is None else lambda done: progress(done, len(jobs)))
     write_results(rows, config.output)
     return rows
 

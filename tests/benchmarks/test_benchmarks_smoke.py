@@ -48,6 +48,7 @@ SMOKE: dict[str, tuple[list[str], bool]] = {
     "fgd_gpudra.py": (["--traces", "{traces}", "--names", "default", "--seeds", "42", "--workers", "1"], False),
     "fgd_peer_table.py": (["--traces", "{traces}", "--seeds", "42", "--workers", "1"], False),
     "hostile_neighbours.py": (["--smoke", "--hostile", "2"], False),
+    "plan.py": (["{root}/examples/plan/pools.yaml", "--pods", "40", "--workers", "1"], False),
     "policy_eval.py": (["--pods", "200"], False),
     "satisfiability.py": (["--pods", "100"], False),
     "recommender_passes.py": (["--pods", "200", "--replicas", "2", "--days", "1"], False),

@@ -1,0 +1,308 @@
+"""`gpudra plan`: the smallest cluster of candidate pools that meets a target, per strategy, with its cost and power.
+
+Each strategy's search (`simulator.plan_search`) runs in lockstep with the others; every round's probes (a
+simulation of the fixed workload on one candidate cluster under one strategy, replay protocol) go through
+`simulator.parallel` together, so the rounds use every core (or Ray). The workload is drawn or read once, so every
+probe sees the same pods: same seed, same answer.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dra.errors import InputError
+from dra.gpus import DriverGates
+
+from .cluster import default_cluster
+from .cluster_sources import load_cluster
+from .comparison import SimulationConfig, simulate
+from .kpis import summarize
+from .parallel import parallel_map
+from .plan_inputs import HOURS_PER_MONTH, PoolSet, Price, Target, percentile
+from .plan_search import Counts, Search, smallest
+from .traces import GeneratorConfig, generate, load_trace
+from .vram import VramModel
+from .workload import Workload
+
+__all__ = ["PLAN_STRATEGIES", "Measure", "PlanConfig", "PlanResult", "StrategyPlan", "plan", "plan_workload"]
+
+PLAN_STRATEGIES = ("device-plugin", "dra-whole", "gpudra")
+BASELINE = "device-plugin"
+Progress = Callable[[int, int], None]
+
+
+def plan_workload(trace: str | Path | None, cluster: str | Path | None, pods: int, seed: int) -> Workload:
+    """The plan's one workload: the trace, or the generator's `pods` pods at the load it offers `cluster` (the
+    built-in cluster by default), as `gpudra simulate` draws it."""
+    if trace is not None:
+        return load_trace(trace)
+    reference = default_cluster() if cluster is None else load_cluster(cluster)
+    return generate(GeneratorConfig(pods=pods, seed=seed), reference.total_gpus, vram=VramModel(kind="class"))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanConfig:
+    """Everything a plan reads; `prices` (currency, per catalog key) is optional: without it no cost or power."""
+
+    pools: PoolSet
+    target: Target
+    workload: Workload
+    strategies: tuple[str, ...] = PLAN_STRATEGIES
+    seed: int = 0
+    policies: str | None = None
+    driver: DriverGates = field(default_factory=DriverGates)
+    prices: tuple[str, dict[str, Price]] | None = None
+    backend: str = "process"
+    workers: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """What one probe measured: the GPU pods' waits (inf: never placed) and the run's GPU allocation ratio."""
+
+    waits: tuple[float, ...]
+    allocation: float
+
+    def pending(self, pct: float) -> float:
+        """The `pct` percentile of the GPU pods' waits in seconds (inf: that many pods were never placed)."""
+        return percentile(list(self.waits), pct)
+
+    def meets(self, target: Target) -> bool:
+        """Whether every pending clause of `target` holds (allocation clauses are checked once, at the end)."""
+        return all(self.pending(c.percentile) <= c.value for c in target.conditions if c.metric == "pending")
+
+
+@dataclass(frozen=True, slots=True)
+class _Trial:
+    pools: PoolSet
+    counts: Counts
+    strategy: str
+    workload: Workload
+    seed: int
+    policies: str | None
+    driver: DriverGates
+
+
+def _run_trial(trial: _Trial) -> Measure:
+    """One probe: the workload on the cluster of `trial.counts` under one strategy (module level: it is pickled)."""
+    config = SimulationConfig(
+        trial.pools.cluster(trial.counts), trial.workload, (trial.strategy,), trial.seed, "replay",
+        policies=trial.policies, driver=trial.driver,
+    )  # fmt: skip
+    rec = simulate(config).runs[trial.strategy]
+    waits = tuple(w if n in rec.placed else math.inf for n, w in rec.waits.items() if rec.gpus.get(n, 0) > 0)
+    allocation = float(summarize(rec)["gpu_allocation_ratio"])
+    return Measure(waits, allocation)
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyPlan:
+    """The smallest cluster found for one strategy and what it costs."""
+
+    strategy: str
+    counts: Counts
+    gpus: int
+    measure: Measure
+    simulations: int
+    cost_month: float | None
+    power_kw: float | None
+
+
+@dataclass(slots=True)
+class PlanResult:
+    """The plan per strategy, with the config it answers."""
+
+    config: PlanConfig
+    plans: dict[str, StrategyPlan]
+    wall_seconds: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        """The stable JSON of `gpudra plan --json`."""
+        pools = self.config.pools.pools
+        pcts = sorted({95.0, *(c.percentile for c in self.config.target.conditions if c.metric == "pending")})
+        strategies = {
+            name: {
+                "nodes": {p.name: c for p, c in zip(pools, found.counts, strict=True)},
+                "total_nodes": sum(found.counts),
+                "gpus": found.gpus,
+                "cost_per_month": None if found.cost_month is None else round(found.cost_month, 2),
+                "power_kw": None if found.power_kw is None else round(found.power_kw, 3),
+                "pending_seconds": {f"p{p:g}": _seconds(found.measure.pending(p)) for p in pcts},
+                "gpu_allocation_ratio": found.measure.allocation,
+                "pods_never_placed": sum(1 for w in found.measure.waits if w == math.inf),
+                "simulations": found.simulations,
+            }
+            for name, found in self.plans.items()
+        }
+        return {
+            "target": self.config.target.text,
+            "workload": self.config.workload.summary(),
+            "protocol": "replay",
+            "seed": self.config.seed,
+            "driver_gates": sorted(self.config.driver.enabled),
+            "pools": [
+                {"name": p.name, "gpu": p.model, "gpus_per_node": p.gpus, "min": p.low, "max": p.high} for p in pools
+            ],  # fmt: skip
+            "currency": self.config.prices[0] if self.config.prices else None,
+            "strategies": strategies,
+            "savings_vs_device_plugin": self.savings(),
+            "wall_seconds": round(self.wall_seconds, 3),
+        }
+
+    def savings(self) -> dict[str, dict[str, float | None]]:
+        """Per strategy other than the device plugin: nodes, GPUs, cost and power it saves (and GPUs in %)."""
+        base = self.plans.get(BASELINE)
+        if base is None:
+            return {}
+        out: dict[str, dict[str, float | None]] = {}
+        for name, found in self.plans.items():
+            if name == BASELINE:
+                continue
+            out[name] = {
+                "nodes": sum(base.counts) - sum(found.counts),
+                "gpus": base.gpus - found.gpus,
+                "gpus_pct": round(100 * (base.gpus - found.gpus) / base.gpus, 1) if base.gpus else None,
+                "cost_per_month": _less(base.cost_month, found.cost_month, 2),
+                "power_kw": _less(base.power_kw, found.power_kw, 3),
+            }
+        return out
+
+
+def _less(base: float | None, other: float | None, digits: int) -> float | None:
+    return None if base is None or other is None else round(base - other, digits)
+
+
+def _seconds(value: float) -> float | None:
+    return None if value == math.inf else round(value, 1)
+
+
+class _Probes:
+    """Every probe run so far, by (strategy, counts): a point two searches (or two rounds) share runs once."""
+
+    def __init__(self, config: PlanConfig, mapped: Any, progress: Progress | None, estimate: int) -> None:
+        self.config, self.mapped, self.progress, self.estimate = config, mapped, progress, estimate
+        self.done: dict[tuple[str, Counts], Measure] = {}
+
+    def run(self, wanted: list[tuple[str, Counts]]) -> None:
+        """Run the probes of `wanted` not run yet, all in one parallel batch."""
+        config = self.config
+        new = [key for key in dict.fromkeys(wanted) if key not in self.done]
+        empty = [key for key in new if config.pools.gpus(key[1]) == 0]
+        for key in empty:  # nothing to simulate: no GPU pod can run
+            self.done[key] = Measure(tuple(math.inf for p in config.workload.pods if p.is_gpu), 0.0)
+        trials = [
+            _Trial(config.pools, counts, strategy, config.workload, config.seed, config.policies, config.driver)
+            for strategy, counts in new if config.pools.gpus(counts) > 0
+        ]  # fmt: skip
+        before = len(self.done)
+
+        def done(count: int) -> None:
+            if self.progress is not None:
+                self.estimate = max(self.estimate, before + count)
+                self.progress(before + count, self.estimate)
+
+        for trial, measure in zip(trials, self.mapped(_run_trial, trials, done), strict=True):
+            self.done[(trial.strategy, trial.counts)] = measure
+
+    def met(self, strategy: str, counts: Counts) -> bool:
+        """Whether the probe of `counts` under `strategy` (run already) met the target's pending clauses."""
+        return self.done[(strategy, counts)].meets(self.config.target)
+
+
+def _estimate(config: PlanConfig) -> int:
+    """Roughly how many probes the search takes (the progress bar's total; it grows if the search needs more)."""
+    pools = config.pools.pools
+    rounds = sum(math.ceil(math.log2(p.high - p.low + 1)) for p in pools)
+    if len(pools) > 1:
+        rounds += math.ceil(math.log2(max(p.high for p in pools) + 1))
+    return len(config.strategies) * (1 + rounds)
+
+
+def _unmet(config: PlanConfig, strategy: str, measure: Measure) -> InputError:
+    pools = config.pools.pools
+    bounds = ", ".join(f"{p.name} {p.high}" for p in pools)
+    reached = "; ".join(
+        f"p{c.percentile:g} pending {_duration(measure.pending(c.percentile))}"
+        for c in config.target.conditions if c.metric == "pending"
+    )  # fmt: skip
+    return InputError(
+        f"--target {config.target.text}: {strategy} does not meet it within the pools' bounds; the best reached, at "
+        f"every pool's max ({bounds} nodes): {reached}. Raise pools[].max or relax --target",
+        source=config.pools.source,
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds == math.inf:
+        return "never placed"
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def _costed(config: PlanConfig, strategy: str, counts: Counts, measure: Measure, runs: int) -> StrategyPlan:
+    pools = config.pools.pools
+    cost = power = None
+    if config.prices is not None:
+        prices = config.prices[1]
+        gpus_of = [(prices[p.model], p.gpus * c) for p, c in zip(pools, counts, strict=True)]
+        cost = sum(price.gpu_hour * n for price, n in gpus_of) * HOURS_PER_MONTH
+        power = sum(price.watts * n for price, n in gpus_of) / 1000
+    return StrategyPlan(strategy, counts, config.pools.gpus(counts), measure, runs, cost, power)
+
+
+def plan(config: PlanConfig, progress: Progress | None = None) -> PlanResult:
+    """The smallest cluster per strategy that meets `config.target` (`InputError` naming `--target` when a strategy
+    misses it at every pool's max, or an allocation clause fails at the smallest size)."""
+    started = time.perf_counter()
+    pools = config.pools.pools
+    low, high = tuple(p.low for p in pools), tuple(p.high for p in pools)
+    workers = config.workers or os.cpu_count() or 1
+    width = max(1, workers // len(config.strategies))
+    # trim the pools whose nodes cost most first: their nodes are the ones worth saving
+    weight = [p.gpus * (config.prices[1][p.model].gpu_hour if config.prices else 1.0) for p in pools]
+    order = sorted(range(len(pools)), key=lambda i: -weight[i])
+    with parallel_map(config.backend, config.workers) as mapped:
+        probes = _Probes(config, mapped, progress, _estimate(config))
+        probes.run([(s, high) for s in config.strategies])
+        for strategy in config.strategies:
+            if not probes.met(strategy, high):
+                raise _unmet(config, strategy, probes.done[(strategy, high)])
+        searches: dict[str, Search] = {s: smallest(low, high, order, width) for s in config.strategies}
+        found: dict[str, Counts] = {}
+        asked: dict[str, list[Counts]] = {}
+        for strategy, search in searches.items():
+            _advance(strategy, search, None, asked, found)
+        while asked:
+            probes.run([(s, c) for s, batch in asked.items() for c in batch])
+            for strategy, batch in list(asked.items()):
+                _advance(strategy, searches[strategy], [probes.met(strategy, c) for c in batch], asked, found)
+    plans = {}
+    for strategy in config.strategies:
+        measure = probes.done[(strategy, found[strategy])]
+        for clause in (c for c in config.target.conditions if c.metric == "allocation"):
+            if measure.allocation < clause.value:
+                raise InputError(
+                    f"--target {config.target.text}: at the smallest cluster that meets the pending clauses, "
+                    f"{strategy}'s GPU allocation is {measure.allocation:.3f} (< {clause.value}); a larger cluster "
+                    "only lowers it, so no size within the bounds meets the target",
+                    source=config.pools.source,
+                )
+        runs = sum(1 for s, _ in probes.done if s == strategy)
+        plans[strategy] = _costed(config, strategy, found[strategy], measure, runs)
+    return PlanResult(config, plans, time.perf_counter() - started)
+
+
+def _advance(
+    strategy: str, search: Search, met: list[bool] | None, asked: dict[str, list[Counts]], found: dict[str, Counts]
+) -> None:
+    """Send `met` to the strategy's search (None: start it); record its next batch, or its answer."""
+    try:
+        asked[strategy] = next(search) if met is None else search.send(met)
+    except StopIteration as stop:
+        asked.pop(strategy, None)
+        found[strategy] = stop.value
