@@ -407,8 +407,11 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": rounds,
         "whole_claims": "whole-gpu.yaml templates: exactly {deviceClassName: gpu.nvidia.com, count: N}",
         "gpudra_against": args.gpudra_against,
-        "sizes": [measure_size(n, pods, rounds, args.settle, args.limit, args.gpudra_against) for n in sizes],
+        "sizes": [],
     }
+    for nodes in sizes:
+        result["sizes"].append(measure_size(nodes, pods, rounds, args.settle, args.limit, args.gpudra_against))
+        print(json.dumps(result["sizes"][-1]), file=sys.stderr, flush=True)  # kept if a later size is cut off
     print(json.dumps(result, indent=2))
     return 0
 
