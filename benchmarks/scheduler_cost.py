@@ -19,7 +19,10 @@ Each run submits the templates, then every pod at once, and reads kube-scheduler
 /proc/<pid>/stat) from just before the first pod to the last change in the bound and unschedulable counts, once every
 pod is one or the other and nothing changed for `--settle` seconds. Then, where pods stayed unschedulable, a
 ResourceSlice of an unrelated driver is published to requeue them all, and the CPU per scheduling attempt that follows
-(kube-scheduler's `scheduler_schedule_attempts_total`) is the cost of one unschedulable retry. Runs alternate (gpudra,
+(kube-scheduler's `scheduler_schedule_attempts_total`) is the cost of one unschedulable retry. Each run also reports
+the seconds kube-scheduler spent per extension point (`scheduler_framework_extension_point_duration_seconds`: wall
+time, summed over its parallel Filter goroutines, so inflated on a busy machine; `filter_s` and `ratio_filter_s` are the
+Filter pass's). Runs alternate (gpudra,
 whole, whole, gpudra, ...); the namespace is deleted and gone before the next. Prints one JSON object;
 `sizes[*].ratio_cpu_per_pod` is gpudra's scheduler CPU per decided pod over whole's, the runs pooled.
 """
@@ -206,16 +209,24 @@ class Scheduler:
     def cpu(self) -> float:
         return cpu_seconds(self.pid)
 
-    def attempts(self) -> dict[str, float]:
-        """scheduler_schedule_attempts_total by result (scheduled, unschedulable, error)."""
+    def metric(self, name: str, label: str) -> dict[str, float]:
+        """One of kube-scheduler's metrics, summed by the value of `label` over its other labels."""
         with urllib.request.urlopen(self.url, context=self.context, timeout=10) as response:
             text = response.read().decode()
         found: dict[str, float] = {}
         for line in text.splitlines():
-            match = re.match(r'scheduler_schedule_attempts_total\{.*result="(\w+)".*\} (\S+)', line)
+            match = re.match(rf'{name}\{{.*\b{label}="(\w+)".*\}} (\S+)$', line)
             if match:
                 found[match[1]] = found.get(match[1], 0.0) + float(match[2])
         return found
+
+    def attempts(self) -> dict[str, float]:
+        """scheduler_schedule_attempts_total by result (scheduled, unschedulable, error)."""
+        return self.metric("scheduler_schedule_attempts_total", "result")
+
+    def extension_points(self) -> dict[str, float]:
+        """Seconds spent in each extension point (all plugins, every cycle; wall time summed over goroutines)."""
+        return self.metric("scheduler_framework_extension_point_duration_seconds_sum", "extension_point")
 
 
 def in_parallel(action: Callable[[dict[str, Any]], object], objects: Iterable[dict[str, Any]]) -> None:
@@ -310,7 +321,7 @@ def run_once(kube: Kube, scheduler: Scheduler, workload: Workload, quiet: float,
     namespace = kube.create_namespace(f"sched-{workload.name}")
     submit(kube, workload, namespace)
     pods = [{**p, "metadata": {**p["metadata"], "namespace": namespace}} for p in workload.pods]
-    before = scheduler.cpu()
+    before, points = scheduler.cpu(), scheduler.extension_points()
     start = time.monotonic()
     in_parallel(kube.create, pods)
     submitted = time.monotonic() - start
@@ -322,12 +333,19 @@ def run_once(kube: Kube, scheduler: Scheduler, workload: Workload, quiet: float,
         "pods_unschedulable": unschedulable,
         "seconds": round(seconds, 2),
         "submit_s": round(submitted, 2),
+        "extension_point_s": spent(points, scheduler.extension_points()),
     }
     if unschedulable:
         figures["retry"] = retry_cost(kube, scheduler, unschedulable, quiet, min(limit, RETRY_LIMIT_S))
     kube.delete("Namespace", namespace)
     wait_for(lambda: not namespace_exists(kube, namespace), timeout=300, what=f"namespace {namespace} gone")
     return figures
+
+
+def spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """The extension points' seconds between two readings, the busiest first (those under 10 ms left out)."""
+    deltas = {point: after[point] - before.get(point, 0.0) for point in after}
+    return {point: round(d, 3) for point, d in sorted(deltas.items(), key=lambda kv: -kv[1]) if d >= 0.01}
 
 
 def namespace_exists(kube: Kube, namespace: str) -> bool:
@@ -350,6 +368,8 @@ def pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "decided_per_s": round(decided_pods / seconds, 2) if seconds else None,
         "runs": runs,
     }
+    filters = [r["extension_point_s"].get("Filter", 0.0) for r in runs]
+    figures["filter_s"] = round(sum(filters), 3)
     if retries:
         attempts = sum(r["attempts"] for r in retries)
         figures["retry_cpu_ms_per_attempt"] = round(sum(r["cpu_s"] for r in retries) / attempts * 1000, 1)
@@ -379,6 +399,8 @@ def measure_size(
         figures[workload.name] = {**pooled(runs[workload.name]), "alternatives": workload.alternatives}
     gpudra, whole = figures["gpudra"]["cpu_ms_per_pod"], figures["whole"]["cpu_ms_per_pod"]
     figures["ratio_cpu_per_pod"] = round(gpudra / whole, 2) if gpudra and whole else None
+    filters = figures["gpudra"]["filter_s"], figures["whole"]["filter_s"]
+    figures["ratio_filter_s"] = round(filters[0] / filters[1], 2) if all(filters) else None
     return figures
 
 
