@@ -22,6 +22,8 @@ BENCHMARKS = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py"))
 FIXTURES = ROOT / "tests" / "simulator" / "fixtures"
 TRACE_NAMES = ("cpu050", "cpu100", "cpu200", "cpu250", "default", "gpushare100", "gpushare40", "gpushare80")
 TRACE_NAMES += ("gpuspec10", "gpuspec20", "gpuspec25", "multigpu20", "multigpu30", "multigpu40")
+# Benchmarks whose smoke run is a test of its own below, with its checks (their SMOKE arguments are its arguments)
+OWN_TEST = {"scheduler_cost.py"}
 SHARED_REFERENCE = ROOT.parent / "shared" / "reference" / "fgd-peer-allocation.csv"
 
 # benchmark -> (its smallest useful arguments, with {traces} and {root} filled in; needs the control plane)
@@ -52,6 +54,7 @@ SMOKE: dict[str, tuple[list[str], bool]] = {
     "policy_eval.py": (["--pods", "200"], False),
     "satisfiability.py": (["--pods", "100"], False),
     "recommender_passes.py": (["--pods", "200", "--replicas", "2", "--days", "1"], False),
+    "scheduler_cost.py": (["--smoke"], True),
     "scheduler_fidelity.py": (["--arrivals", "10", "--only", "built-in"], True),
     "simulate.py": (["{traces}", "--strategies", "device-plugin,gpudra", "--scales", "1"], False),
     "simulate_scaling.py": (["{traces}", "--strategies", "gpudra", "--scales", "1,2"], False),
@@ -94,7 +97,7 @@ def _json_of(stdout: str) -> object:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", BENCHMARKS)
+@pytest.mark.parametrize("name", [b for b in BENCHMARKS if b not in OWN_TEST])
 def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
     args, needs_control_plane = SMOKE[name]
     if needs_control_plane:
@@ -163,3 +166,31 @@ def test_admission_through_the_api_server_runs_and_keeps_its_keys() -> None:
     if "http1" in burst:
         assert burst["http1"]["pods_translated"] == burst["http1"]["pods"] == 8
     assert burst["deployments"]["pods_translated"] == 4 and burst["deployments"]["pods_translated_without_webhook"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_scheduler_cost_decides_every_pod_both_ways() -> None:
+    """`scheduler_cost.py --smoke` (issue 39 point 3): 3 nodes, 12 pods, 1 round, every pod bound or unschedulable
+    under gpudra's claims and under KEP-5004's whole-device claims, with the keys the issue names."""
+    try:
+        binaries.require("components")
+    except binaries.MissingBinaries as exc:
+        pytest.skip(str(exc))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "scheduler_cost.py"), *SMOKE["scheduler_cost.py"][0]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"scheduler_cost.py --smoke exited {done.returncode}:\n{done.stderr[-3000:]}"
+    result = json.loads(done.stdout)
+    assert isinstance(result, dict) and result["pods"] == 12
+    (size,) = result["sizes"]
+    assert size["nodes"] == 3 and size["devices"] > 0 and size["ratio_cpu_per_pod"] > 0
+    for way in ("gpudra", "whole"):
+        figures = size[way]
+        assert set(figures) >= {"cpu_s", "pods_bound", "pods_unschedulable", "cpu_ms_per_pod", "decided_per_s"}
+        assert figures["pods_bound"] + figures["pods_unschedulable"] == 12, (way, figures)
+        assert figures["pods_bound"] > 0 and figures["cpu_s"] > 0
