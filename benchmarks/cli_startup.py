@@ -16,6 +16,8 @@ Two states of gpudra's user cache (parse trees, policy files, claim verdicts and
 - `first_call`: empty at every run, as the first call after an install or an upgrade finds it; with
   `--drop-bytecode` the packages' `__pycache__` is removed before each of these runs too (an editable install's first
   call, which compiles what it imports; a regular install is compiled by pip).
+The calls run without PYTHONDONTWRITEBYTECODE, as a user's shell runs them: where it is set, an editable install never
+keeps its `.pyc` and compiles every module it imports at every call.
 
     python benchmarks/cli_startup.py [--runs 10] [--gpudra PATH] [--drop-bytecode] [--smoke]
 """
@@ -141,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
         warm_cache = work / "warm"
         warm_env = {**os.environ, "XDG_CACHE_HOME": str(warm_cache)}
         warm_env.pop("GPUDRA_NO_PARSER_CACHE", None)
+        # as a user's shell has it: imports write their .pyc (an editable install's first call leaves them for the
+        # next); with PYTHONDONTWRITEBYTECODE set, an editable install compiles every module at every call
+        bytecode_env = warm_env.pop("PYTHONDONTWRITEBYTECODE", None)
         for cmd in commands.values():  # the page cache, and the user cache of the `warm` runs
             subprocess.run(cmd, cwd=cwd, capture_output=True, check=False, env=warm_env)
         warm = measure(commands, runs, cwd, lambda: warm_env)
@@ -166,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         "gpudra": str(args.gpudra) if args.gpudra is not None else f"{sys.executable} -m gpudra",
         "python": python,
         "byte_compiled": args.gpudra is not None or not args.no_compile,
+        "PYTHONDONTWRITEBYTECODE_unset": bytecode_env is not None,
         "bare_python_s": {"min": round(min(warm[BARE]), 4), "median": round(statistics.median(warm[BARE]), 4)},
         "warm": summary({k: v for k, v in warm.items() if k != BARE}, warm[BARE]),
         "first_call": {"drop_bytecode": args.drop_bytecode, **summary(first, bare_first)},
