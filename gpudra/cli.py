@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from .coercion import command_group
+
 # Command name -> (module in gpudra.commands, the line `gpudra --help` lists), in the order `gpudra --help` lists
 # them; tests/cli check each line against the command's own help.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -70,7 +72,7 @@ def _root(
 
 
 def _bare_app() -> typer.Typer:
-    built = typer.Typer(
+    built = command_group(
         name="gpudra",
         help="Right-sized, topology-aware GPU allocation with Kubernetes DRA: translate, policies, allocate, simulate.",
         no_args_is_help=True,

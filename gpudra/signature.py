@@ -1,6 +1,8 @@
 """One signature per command: a command's options are one frozen dataclass whose fields are `Annotated` typer
 options and arguments. `add_command` shows typer those fields as the command's parameters and calls the command with
-one typed object, so each option is declared once and no function takes a parameter per option."""
+one typed object, so each option is declared once and no function takes a parameter per option.
+Its commands convert option values without pydantic where typer would import it for nothing (`gpudra.coercion`).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any, TypeVar, cast, get_type_hints
 
 import typer
 
+from .coercion import command_class
 from .outcome import Outcome, emit
 
 __all__ = ["add_command", "command_parameters"]
@@ -55,4 +58,5 @@ def add_command(
     command.__annotations__ = {p.name: p.annotation for p in parameters}
     command.__name__ = command.__qualname__ = run.__name__
     command.__module__ = run.__module__
+    settings["cls"] = command_class(settings.get("cls"))
     app.command(name, help=help, **settings)(command)

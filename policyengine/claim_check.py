@@ -13,11 +13,12 @@ import dataclasses
 import math
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from dra.shapes import DeviceShapes, SatisfiabilityChecker, SizeEvidence, explain, prune
+from typing import TYPE_CHECKING, Any
 
 from .decision import Decision
+
+if TYPE_CHECKING:  # dra.shapes brings the allocator and the Kubernetes object model: imported on the first check
+    from dra.shapes import DeviceShapes, SatisfiabilityChecker, SizeEvidence
 
 __all__ = ["ClaimCheck", "UNSATISFIABLE_ACTIONS"]
 
@@ -33,6 +34,8 @@ _SOURCES = {
 def _sizes(decision: Decision) -> dict[str, SizeEvidence]:
     """Request name -> the size the engine decided for its container and where it came from (`Decision.sizing`:
     "<bytes> from <source>: <reason>")."""
+    from dra.shapes import SizeEvidence
+
     by_container = {c.container: c.request for c in decision.containers}
     out: dict[str, SizeEvidence] = {}
     for container, note in decision.sizing.items():
@@ -67,16 +70,27 @@ class ClaimCheck:
         """`few_products` > 0: warn when a claim fits the devices of that many products or fewer (the CLI against
         the catalog: "only NVIDIA B200 holds it"); `where` names the shapes in that warning ("the GPU catalog")."""
         self.shapes = shapes
-        self.checker = checker or SatisfiabilityChecker()
+        self._checker = checker
         self.few_products = few_products
         self.where = where
         self._lock = threading.Lock()
+
+    @property
+    def checker(self) -> SatisfiabilityChecker:
+        """The satisfiability checker (made on first use: `dra.shapes` is imported only when a claim is checked)."""
+        if self._checker is None:
+            from dra.shapes import SatisfiabilityChecker
+
+            self._checker = SatisfiabilityChecker()
+        return self._checker
 
     def apply(self, decision: Decision, action: str, namespace: Mapping[str, Any] | None = None) -> Decision:
         """`decision` with its claim pruned, or refused / warned / left unchanged by `action` (onUnsatisfiable)."""
         claim = decision.claim
         if claim is None or not decision.allowed:
             return decision
+        from dra.shapes import explain, prune
+
         shapes = self.shapes()
         with self._lock:
             verdict = self.checker.check(claim, shapes, key=decision.claim_digest or None)

@@ -17,6 +17,7 @@ import typer
 from dra.cel import Environment, device_value, to_json
 from dra.errors import CelError, InputError
 
+from ..coercion import command_group
 from ..options import activation_variable
 from ..outcome import Outcome
 from ..render.cel import cel_literal
@@ -91,6 +92,6 @@ def eval_command(options: EvalOptions) -> Outcome:
 
 
 def register(app: typer.Typer) -> None:
-    cel_app = typer.Typer(help="Kubernetes CEL: evaluate expressions as the API server and the DRA allocator do.")
+    cel_app = command_group(help="Kubernetes CEL: evaluate expressions as the API server and the DRA allocator do.")
     app.add_typer(cel_app, name="cel")
     add_command(cel_app, "eval", eval_command, help="Evaluate EXPR; exit code 2 on a compile, runtime or input error.")

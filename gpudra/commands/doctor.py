@@ -15,6 +15,7 @@ import typer
 from housekeeping import InstallReader, Protection, check_install
 from kubeapi import ApiServerError, KubeInstallReader, api_client
 
+from ..coercion import command_class
 from ..outcome import Outcome, emit
 
 EXIT_API, EXIT_OFF = 3, 4
@@ -40,7 +41,7 @@ def doctor_once(reader: InstallReader, *, namespace: str, prefix: str, as_json: 
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("doctor")
+    @app.command("doctor", cls=command_class())
     def _doctor(
         kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="kubeconfig (default: ~/.kube/config)."),
         namespace: str = typer.Option("gpudra-system", "--namespace", "-n", help="The namespace gpudra runs in."),

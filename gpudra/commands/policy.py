@@ -31,6 +31,7 @@ from policyengine.k8s_features import parse_minor, unserved_features
 from policyengine.scheduler_path import scheduler_path
 from policyengine.testing import run_tests
 
+from ..coercion import command_group
 from ..options import DeprecatedNamespaceOption, NamespaceFileOption, OptionError, deprecated_alias
 from ..outcome import Outcome
 from ..render.policy import (
@@ -278,7 +279,7 @@ def explain_command(options: ExplainOptions) -> Outcome:
     return dataclasses.replace(done, stderr=deprecated + done.stderr)
 
 
-policy_app = typer.Typer(help="Lint, test and explain GPUClaimPolicy files.", no_args_is_help=True)
+policy_app = command_group(help="Lint, test and explain GPUClaimPolicy files.", no_args_is_help=True)
 add_command(
     policy_app,
     "lint",

@@ -17,7 +17,6 @@ the file holds.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -38,12 +37,13 @@ from ..outcome import Outcome
 from ..render.translation import TranslationOutput, tree_table
 from ..signature import add_command
 from ..terminal import styled
+from ._catalog_check import catalog_check
 from ._translate_stream import translate_stream
 from ._workload_inputs import nothing_to_translate, read_namespace
 from .policy import EXIT_DENIED, EXIT_INPUT, Source, translation_policies
 
 if TYPE_CHECKING:
-    from policyengine import ClaimCheck, PolicySet
+    from policyengine import PolicySet
 
 Progress = Callable[[int, int], None]
 
@@ -75,24 +75,15 @@ def _progress_bar(label: str) -> Iterator[Progress | None]:
         yield advance
 
 
-@functools.cache
-def _catalog_check() -> ClaimCheck:
-    """One check against the GPU catalog per process: its verdicts serve every later call (tests, -R trees)."""
-    from dra.shapes import catalog_shapes
-    from policyengine import ClaimCheck
-
-    return ClaimCheck(catalog_shapes, few_products=2, where="the GPU catalog")
-
-
 def checked(policies: PolicySet, slices_file: Source | None) -> PolicySet:
     """`policies` with each claim checked against device shapes: the ResourceSlices and DeviceClasses of
     `slices_file` (a cluster dump), or the GPU catalog (`dra.shapes`; folded when the first claim is checked)."""
+    if slices_file is None:
+        return policies.with_claim_check(catalog_check())
     from dra.documents import load_documents
     from dra.shapes import DeviceShapes, dump_shapes
     from policyengine import ClaimCheck
 
-    if slices_file is None:
-        return policies.with_claim_check(_catalog_check())
     shapes: DeviceShapes = dump_shapes(load_documents(Path(slices_file)))
     return policies.with_claim_check(ClaimCheck(lambda: shapes))
 

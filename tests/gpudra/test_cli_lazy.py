@@ -1,15 +1,29 @@
-"""Issue 27: a short command imports only what it needs (the ratio itself is measured by benchmarks/cli_startup.py)."""
+"""Issues 27 and 41: a short command imports only what it needs (the ratio itself is measured by
+benchmarks/cli_startup.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from typer import main as typer_main
 from typer.testing import CliRunner
 
-HEAVY = ("numpy", "kubernetes", "fastapi", "uvicorn", "matplotlib", "dra.model", "policyengine", "simulator", "webhook")
+# pydantic: typer (0.2x) would import it to convert any option value (`gpudra.coercion` converts them without it)
+HEAVY = (
+    "numpy", "kubernetes", "fastapi", "uvicorn", "matplotlib", "pydantic", "dra.model", "policyengine", "simulator",
+    "webhook",
+)  # fmt: skip
+# What `gpudra translate` of one pod needs neither, once the user cache holds its policies, parse trees and the
+# catalog's verdict on its claim: the document models, the catalog's shapes and the allocator, the CEL parser.
+TRANSLATE_HEAVY = (
+    "numpy", "kubernetes", "fastapi", "uvicorn", "matplotlib", "pydantic", "dra.shapes", "dra.allocator", "lark",
+    "simulator", "webhook",
+)  # fmt: skip
+POD = Path(__file__).resolve().parents[2] / "examples" / "pod-legacy-vram.yaml"
 
 _PROBE = """
 import io, json, sys, contextlib
@@ -25,8 +39,10 @@ print(json.dumps({"stdout": out.getvalue(), "modules": sorted(sys.modules)}))
 """
 
 
-def _run(*args: str) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(list(args))], capture_output=True, text=True)
+def _run(*args: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(list(args))], capture_output=True, text=True, env=env
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.splitlines()[-1])
     assert isinstance(result, dict)
@@ -43,6 +59,15 @@ def test_cel_eval_imports_none_of_the_heavy_parts() -> None:
     result = _run("cel", "eval", "1 + 1")
     assert result["stdout"] == "2\n"
     assert [m for m in HEAVY if _loaded(result, m)] == []
+
+
+def test_translate_of_one_pod_from_a_warm_user_cache_imports_none_of_the_heavy_parts(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "GPUDRA_NO_PARSER_CACHE"}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    first = _run("translate", str(POD), env=env)
+    warm = _run("translate", str(POD), env=env)
+    assert warm["stdout"] == first["stdout"] and "kind: ResourceClaimTemplate" in str(warm["stdout"])
+    assert [m for m in TRANSLATE_HEAVY if _loaded(warm, m)] == []
 
 
 def test_importing_the_cli_registers_nothing_until_asked() -> None:

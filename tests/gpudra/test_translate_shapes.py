@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from dra.gpus import device_classes
@@ -98,3 +99,38 @@ def test_every_claim_of_the_examples_allocates_on_a_catalog_gpu_or_is_refused_wi
                     verdict = checker.check(doc, shapes)
                     assert verdict.together and verdict.dropped() == (), (pod, namespace, verdict.dropped())
     assert templates >= 10
+
+
+def test_a_catalog_check_taken_back_from_the_user_cache_is_the_check_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short `gpudra translate` takes the catalog's verdict on a claim checked before from the user cache (no
+    `dra.shapes`): refused, warned, pruned and plain claims come back exactly as the check gives them."""
+    from gpudra.commands import _catalog_check as remembered
+    from policyengine import ClaimCheck
+
+    monkeypatch.delenv("GPUDRA_NO_PARSER_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "one").mkdir()
+    (tmp_path / "four").mkdir()
+    cases = [
+        (EXAMPLES / "pod-vllm-tp4.yaml", EXAMPLES / "namespace-team-a.yaml"),  # refused
+        (_pod(tmp_path / "one", ["--max-model-len", "8192"], 1), None),  # warned: only a B200 holds it
+        (_pod(tmp_path / "four", ["--tensor-parallel-size", "4"], 4), None),
+        (EXAMPLES / "pod-legacy-vram.yaml", None),
+    ]
+
+    def translated() -> list[Any]:
+        remembered._store.cache_clear()
+        remembered.catalog_check.cache_clear()
+        return [translate_file(pod, namespace_file=namespace, output="json") for pod, namespace in cases]
+
+    try:
+        checked = translated()
+        remembered._store().save()
+        monkeypatch.setattr(ClaimCheck, "apply", lambda *args, **kwargs: pytest.fail("checked again"))
+        assert translated() == checked
+        assert [c.code for c in checked] == [EXIT_DENIED, 0, 0, 0]
+    finally:
+        remembered._store.cache_clear()
+        remembered.catalog_check.cache_clear()
