@@ -42,6 +42,7 @@ def test_cli_registers_every_command() -> None:
         "gc",
         "inventory",
         "migrate",
+        "plan",
         "policy",
         "quota",
         "recommend",
