@@ -147,6 +147,9 @@ class Webhook:
         command += [*(["--kubeconfig", str(kubeconfig)] if kubeconfig else []), *args[1:]]
         if self.client_ca:
             command += ["--client-ca", str(client_ca_file)]
+        # The attacks count ordinary pods translated; a DeviceClass mapping nvidia.com/gpu (KEP-5004) that another
+        # module left in the shared control plane would have whole-GPU pods left to the scheduler untranslated.
+        command += ["--extended-resource-mapping", "off"]
         self.command = command
         self.log_path = workdir / "serve.log"
         self._log = self.log_path.open("wb")
