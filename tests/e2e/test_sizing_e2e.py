@@ -375,8 +375,8 @@ def test_observed_usage_right_sizes_the_next_pods_and_grows_back_under_pressure(
     second = _scale_to(kube, ns, "loop", 2)
     request = _first_request(kube, second, ns)
     assert request["firstAvailable"][0]["name"] == "mig-1g-10gb"
-    shared = next(r for r in request["firstAvailable"] if r["name"] == "shared")
-    assert Quantity.parse(shared["capacity"]["requests"]["memory"]) == Quantity.parse("6Gi")
+    # This cluster publishes no shareable device: the share alternative is dropped (claims shaped by the cluster).
+    assert all(r["name"] != "shared" for r in request["firstAvailable"])
 
     # 4. On the MIG 1g.10gb it fills its 9984 MiB: pressure after a shrink -> the recommendation grows (max, x 1.2).
     cramped = DcgmDevice(
@@ -393,5 +393,4 @@ def test_observed_usage_right_sizes_the_next_pods_and_grows_back_under_pressure(
     third = _scale_to(kube, ns, "loop", 3)
     names = [r["name"] for r in _first_request(kube, third, ns)["firstAvailable"]]
     assert "mig-1g-10gb" not in names and names[0].startswith("mig-"), names
-    shared = next(r for r in _first_request(kube, third, ns)["firstAvailable"] if r["name"] == "shared")
-    assert Quantity.parse(shared["capacity"]["requests"]["memory"]) == Quantity.parse(grown["vram"])
+    assert "shared" not in names, names
