@@ -54,6 +54,31 @@ def _client_auth(deployment: Mapping[str, Any] | None, where: str) -> Protection
     )
 
 
+def _review_sources(deployment: Mapping[str, Any] | None, role: Mapping[str, Any] | None, where: str) -> Protection:
+    fix = "drop --review-sources=any from the webhook's args and grant its ClusterRole `list` on pods"
+    if deployment is None:
+        return Protection("review-sources", False, f"no Deployment {where}", fix)
+    container = _container(deployment)
+    args = [str(a) for a in container.get("args") or []]
+    env = {str(e.get("name")): str(e.get("value", "")) for e in container.get("env") or [] if isinstance(e, dict)}
+    said = [a.split("=", 1)[1] for a in args if a.startswith("--review-sources=")]
+    said += [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--review-sources"]
+    mode = said[-1] if said else env.get("GPUDRA_REVIEW_SOURCES", "auto")
+    if mode != "auto":
+        return Protection("review-sources", False, f"--review-sources={mode}: a tenant pod's review is answered", fix)
+    rules = (role or {}).get("rules") or []
+    lists_pods = any(
+        "" in (r.get("apiGroups") or []) and "pods" in (r.get("resources") or []) and "list" in (r.get("verbs") or [])
+        for r in rules
+        if isinstance(r, dict)
+    )
+    if not lists_pods:
+        return Protection(
+            "review-sources", False, "the webhook may not list pods: sources are let through unchecked", fix
+        )
+    return Protection("review-sources", True, "a review from a tenant pod's address is refused (403)")
+
+
 def _network_policy(policy: Mapping[str, Any] | None, where: str) -> Protection:
     fix = (
         "list your control plane's addresses as ipBlocks in the NetworkPolicy's ingress `from` "
@@ -129,6 +154,7 @@ def check_install(reader: InstallReader, namespace: str = "gpudra-system", prefi
     account = str(pod.get("serviceAccountName") or webhook)
     return [
         _client_auth(deployment, f"{namespace}/{webhook}"),
+        _review_sources(deployment, reader.read("ClusterRole", webhook), f"{namespace}/{webhook}"),
         _network_policy(reader.read("NetworkPolicy", webhook, namespace), f"{namespace}/{webhook}"),
         _admission_policy(
             reader,

@@ -11,7 +11,8 @@ timeout, with one idea of what a failed call is (`errors`), one paging loop (`pa
 - `deviceclasses`: the DeviceClasses' KEP-5004 extended-resource mapping, kept by a list+watch cache;
 - `deviceshapes`: ResourceSlices and DeviceClasses folded into the cluster's device shapes (`dra.shapes`), kept by
   two list+watch loops;
-- `version`: the API server's minor version (`/version`).
+- `version`: the API server's minor version (`/version`);
+- `pods`: which live pod-network pods hold an address (the webhook's review-source check).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .listwatch import (
 )
 from .namespaces import NamespaceCache
 from .paging import PAGE, all_pages
+from .pods import pods_at_address
 from .quotas import KubeQuotaStore
 from .templates import (
     LAST_USED_ANNOTATION,
@@ -76,6 +78,7 @@ __all__ = [
     "api_errors",
     "one_attempt_per_call",
     "parse_timestamp",
+    "pods_at_address",
     "spec_digest",
     "status_of",
 ]

@@ -13,6 +13,7 @@ __all__ = ["INSTALL_KINDS", "KubeInstallReader"]
 INSTALL_KINDS: dict[str, tuple[str, str, str, bool]] = {
     "Deployment": ("apps", "v1", "deployments", True),
     "CronJob": ("batch", "v1", "cronjobs", True),
+    "ClusterRole": ("rbac.authorization.k8s.io", "v1", "clusterroles", False),
     "NetworkPolicy": ("networking.k8s.io", "v1", "networkpolicies", True),
     "ValidatingAdmissionPolicy": ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", False),
     "ValidatingAdmissionPolicyBinding": (

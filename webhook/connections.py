@@ -17,12 +17,15 @@ uvicorn's httptools protocol. Whatever is refused is aborted, never drained:
   clients refused mid-way through 4 MB bodies held 72 MB, aborted 1 MB; benchmarks/webhook_reliability.py);
 - a request that is not HTTP/1.1 (an HTTP/2 preface: the server offers only `http/1.1` in ALPN) gets a 400 and is
   aborted.
-A source becomes trusted (webhook.gate) by a verified client certificate or by a review answered 200.
+A source becomes trusted (webhook.gate) by a verified client certificate or by a review answered 200; before its
+first review is decided, a source without a certificate is checked (webhook.review_sources): a tenant pod's address
+is answered 403 and closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import ssl
 from asyncio.sslproto import SSLProtocol
@@ -35,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from webhook._uvicorn import HttpToolsProtocol
 from webhook.client_auth import RequireClientCertificate
 from webhook.gate import ConnectionGate, Entry, State
+from webhook.review_sources import ReviewSources
 
 __all__ = ["ALPN_PROTOCOLS", "SETUP_KEY", "ConnectionSetup", "GatedProtocol"]
 
@@ -61,6 +65,7 @@ class ConnectionSetup:
     tls: Callable[[], ssl.SSLContext] | None
     handshake_seconds: float = DEFAULT_HANDSHAKE_SECONDS
     client_ca: bool = False
+    sources: ReviewSources | None = None  # None: any source may send reviews (--review-sources any)
 
 
 class _TLS(SSLProtocol):
@@ -71,17 +76,24 @@ class _TLS(SSLProtocol):
 
 
 class _TrustOnAnswer:
-    """ASGI wrapper for one untrusted connection: a POST answered 200 (a review) makes its source trusted."""
+    """ASGI wrapper for one untrusted connection: a POST from a tenant pod's address (`sources`) is answered 403 and
+    the connection closed; one answered 200 (a review) makes its source trusted."""
 
-    def __init__(self, app: ASGIApp, gate: ConnectionGate, source: str) -> None:
+    def __init__(self, app: ASGIApp, gate: ConnectionGate, source: str, sources: ReviewSources | None) -> None:
         self.app = app
         self.gate = gate
         self.source = source
+        self.sources = sources
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or self.gate.trusted(self.source):
             await self.app(scope, receive, send)
             return
+        if self.sources is not None:
+            verdict = await self.sources.verdict(self.source)
+            if not verdict.allowed:
+                await _refuse(send, verdict.reason)
+                return
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] == 200:
@@ -89,6 +101,17 @@ class _TrustOnAnswer:
             await send(message)
 
         await self.app(scope, receive, sending)
+
+
+async def _refuse(send: Send, reason: str) -> None:
+    body = json.dumps({"error": reason}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": 403, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 class GatedProtocol(HttpToolsProtocol):
@@ -125,6 +148,8 @@ class GatedProtocol(HttpToolsProtocol):
             return
         self._entry = entry
         if setup.tls is None:
+            if not setup.gate.trusted(source):
+                self.app = _TrustOnAnswer(self.app, setup.gate, source, setup.sources)
             setup.gate.set_state(entry, State.IDLE)
             self._serve_http(transport)
             return
@@ -154,7 +179,7 @@ class GatedProtocol(HttpToolsProtocol):
         if setup.client_ca:
             self.app = RequireClientCertificate(self.app, verified=entry.verified)
         if not setup.gate.trusted(entry.source):
-            self.app = _TrustOnAnswer(self.app, setup.gate, entry.source)
+            self.app = _TrustOnAnswer(self.app, setup.gate, entry.source, setup.sources)
         setup.gate.set_state(entry, State.IDLE)
         self._serve_http(tls)
 

@@ -10,6 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from webhook.gate import ConnectionGate
+from webhook.review_sources import ReviewSources
 
 __all__ = ["WebhookMetrics"]
 
@@ -130,6 +131,10 @@ class WebhookMetrics:
             registry=r,
         )
 
+    def watch_review_sources(self, sources: ReviewSources) -> None:
+        """Expose the review-source check's verdicts (webhook.review_sources), read at scrape time."""
+        self.registry.register(_ReviewSourcesCollector(sources))
+
     def watch_gate(self, gate: ConnectionGate) -> None:
         """Expose the connection gate's table and its refusals (read at scrape time: nothing on the hot path)."""
         self.registry.register(_GateCollector(gate))
@@ -160,3 +165,19 @@ class _GateCollector(Collector):
         for kind in ("untrusted-idle", "untrusted-busy", "trusted-idle"):
             evicted.add_metric([kind], stats.evicted.get(kind, 0))
         yield evicted
+
+
+class _ReviewSourcesCollector(Collector):
+    def __init__(self, sources: ReviewSources) -> None:
+        self._sources = sources
+
+    def collect(self) -> Iterator[Metric]:
+        checked = CounterMetricFamily(
+            "gpudra_review_sources",
+            "Review sources looked up, by verdict (allowed: not a tenant pod's address; refused: a tenant pod's, "
+            "answered 403; unchecked: the lookup failed and the source was answered as before).",
+            labels=["verdict"],
+        )
+        for verdict, count in self._sources.counts.items():
+            checked.add_metric([verdict], count)
+        yield checked

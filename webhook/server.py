@@ -17,7 +17,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kubeapi import KubeSideEffects, ListWatchSource, NamespaceCache, SharedTemplates, TemplateWriter, api_client
+from kubeapi import (
+    KubeSideEffects,
+    ListWatchSource,
+    NamespaceCache,
+    SharedTemplates,
+    TemplateWriter,
+    api_client,
+    pods_at_address,
+)
 from policyengine import ClaimCheck, PolicySet, load_policies
 from webhook._uvicorn import logging_config
 from webhook.admission import DEFAULT_EXEMPT_NAMESPACES, Admission, RolloutConfig
@@ -38,6 +46,7 @@ from webhook.log_throttle import ThrottleFilter
 from webhook.metrics import WebhookMetrics
 from webhook.policy_reloader import PolicyReloader
 from webhook.policy_store import PolicyStore
+from webhook.review_sources import DEFAULT_TRUSTED_NAMESPACES, ReviewSources
 from webhook.settled_heap import SettledHeap
 from webhook.sizing_cache import KubeRecommendationSource, RecommendationCache
 from webhook.tls import ReloadingCertificate
@@ -79,6 +88,10 @@ class ServeSettings:
     # ClaimCheck): auto (with API-server access) drops alternatives no device can satisfy and refuses a claim with
     # none left, as its policy's onUnsatisfiable says; off leaves claims unchecked.
     device_shapes: str = "auto"
+    # Forged reviews (webhook.review_sources): auto (with API-server access) answers 403 to a source the API server
+    # says is a live pod on the pod network outside review_source_namespaces; any: every source may send reviews.
+    review_sources: str = "auto"
+    review_source_namespaces: tuple[str, ...] = DEFAULT_TRUSTED_NAMESPACES
     # With a CA file (PEM), /mutate and /validate answer only clients with a certificate it signed
     # (webhook.client_auth).
     client_ca: str | None = None
@@ -142,6 +155,8 @@ def build_app(
     metrics = WebhookMetrics()
     if settings.device_shapes not in ("auto", "off"):
         raise ValueError(f"device_shapes must be auto or off (got {settings.device_shapes!r})")
+    if settings.review_sources not in ("auto", "any"):
+        raise ValueError(f"review_sources must be auto or any (got {settings.review_sources!r})")
     shapes: DeviceShapeCache | None = None
     load: Callable[[Path], PolicySet] = load_policies
     if reads_cluster and settings.device_shapes == "auto":
@@ -253,8 +268,21 @@ def build_app(
     if certificate is not None:
         serving = certificate
         tls_context = lambda: serving.context  # noqa: E731 (read per handshake: the certificate's own context)
+    sources: ReviewSources | None = None
+    if reads_cluster and settings.review_sources == "auto":
+        pods_client = api_client(settings.kubeconfig, in_cluster=settings.in_cluster)
+        sources = ReviewSources(
+            lambda address: pods_at_address(pods_client, address, timeout=settings.api_timeout_seconds),
+            trusted_namespaces=settings.review_source_namespaces,
+            lookup_seconds=settings.api_timeout_seconds + 0.5,
+        )
+        metrics.watch_review_sources(sources)
     setup = ConnectionSetup(
-        gate, tls_context, handshake_seconds=settings.handshake_seconds, client_ca=settings.client_ca is not None
+        gate,
+        tls_context,
+        handshake_seconds=settings.handshake_seconds,
+        client_ca=settings.client_ca is not None,
+        sources=sources,
     )
     return create_app(
         admission,

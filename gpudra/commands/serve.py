@@ -102,11 +102,30 @@ class ServeOptions:
             "off: claims unchecked. Needs --kubeconfig or --in-cluster.",
         ),
     ] = "auto"
+    review_sources: Annotated[
+        str,
+        typer.Option(
+            "--review-sources",
+            envvar="GPUDRA_REVIEW_SOURCES",
+            help="auto: answer 403 to reviews from an address the API server says is a live pod on the pod network "
+            "outside --review-source-namespace (a forged review from a tenant); any: every source may send reviews. "
+            "Needs --kubeconfig or --in-cluster (and RBAC to list pods).",
+        ),
+    ] = "auto"
+    review_source_namespaces: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--review-source-namespace",
+            help="A namespace whose pods may send reviews (repeatable; default kube-system, where managed clusters "
+            "run the API server's tunnel agents).",
+        ),
+    ] = None
 
 
 def serve_settings(options: ServeOptions) -> ServeSettings:
     """The server's settings from the options; `typer.BadParameter` for options that do not go together."""
     from policyengine import shipped_policies_dir
+    from webhook.review_sources import DEFAULT_TRUSTED_NAMESPACES
     from webhook.server import ServeSettings
 
     if (options.cert is None) != (options.key is None):
@@ -119,6 +138,8 @@ def serve_settings(options: ServeOptions) -> ServeSettings:
         raise typer.BadParameter("--extended-resource-mapping must be auto or off")
     if options.device_shapes not in ("auto", "off"):
         raise typer.BadParameter("--device-shapes must be auto or off")
+    if options.review_sources not in ("auto", "any"):
+        raise typer.BadParameter("--review-sources must be auto or any")
 
     def text(path: Path | None) -> str | None:
         return str(path) if path else None
@@ -144,6 +165,8 @@ def serve_settings(options: ServeOptions) -> ServeSettings:
         device_shapes=options.device_shapes,
         per_source_connections=options.per_source_connections,
         handshake_seconds=options.handshake_seconds,
+        review_sources=options.review_sources,
+        review_source_namespaces=tuple(options.review_source_namespaces or DEFAULT_TRUSTED_NAMESPACES),
     )
 
 

@@ -5,7 +5,8 @@ server while a tenant attacks the webhook from other loopback addresses.
 `Webhook` reads the container's arguments, environment and memory limit from manifests/base/deployment.yaml (only the
 paths, port and in-cluster access are replaced), so what the attacks meet is what a default install runs. The API
 server reaches it from 127.0.0.1; tenants connect from 127.0.0.2 and up (`tenant_sources`), as pods with addresses
-of their own would.
+of their own would: `Stack` registers a Pod per tenant address (status.podIP set, never scheduled), so that the
+webhook's review-source check (webhook.review_sources) sees them as the tenant pods they stand for.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ def memory_limit_mib() -> float:
         if text.endswith(suffix):
             return float(text[: -len(suffix)]) * scale
     return float(text) / 2**20
+
+
+# The tenant addresses the attacks use (benchmarks/tenant_attacks.py: tenant_sources(24)), registered as pods.
+TENANT_PODS = 24
 
 
 def tenant_sources(count: int) -> list[str]:
@@ -325,6 +330,7 @@ class Stack:
             kube.create({"apiVersion": "v1", "kind": "Namespace",
                          "metadata": {"name": namespace, "labels": {"gpudra-e2e": scope}}})  # fmt: skip
             wait_for(lambda: kube.list("ServiceAccount", namespace), timeout=60, what=f"{namespace}/default")
+            stack.register_tenant_pods(tenant_sources(TENANT_PODS))
             wait_for(stack._dry_run_translated, timeout=60, what="the webhook configurations in effect")
             yield stack
         finally:
@@ -332,9 +338,22 @@ class Stack:
                 with contextlib.suppress(ApiException):
                     kind = config["kind"]
                     kube.delete(kind, config["metadata"]["name"])
-            with contextlib.suppress(ApiException):
-                kube.delete("Namespace", namespace)
+            for name in (namespace, f"{scope}-tenant"):
+                with contextlib.suppress(ApiException):
+                    kube.delete("Namespace", name)
             webhook.stop()
+
+    def register_tenant_pods(self, addresses: list[str]) -> None:
+        """A running Pod holding each address, in a tenant namespace of this stack: what the API server would say of
+        a tenant's pod. No kubelet runs them; no scheduler picks them (a scheduler name nobody serves)."""
+        namespace = f"{self.scope}-tenant"
+        self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        for i, address in enumerate(addresses):
+            name = f"tenant-{i}"
+            spec = {"schedulerName": "nobody", "containers": [{"name": "tenant", "image": "tenant"}]}
+            self.kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}, namespace)
+            status = {"phase": "Running", "podIP": address, "podIPs": [{"ip": address}]}
+            self.kube.patch("Pod", name, {"status": status}, namespace, subresource="status")
 
     def _dry_run_translated(self) -> bool:
         pod = legacy_pod("probe", self.namespace)

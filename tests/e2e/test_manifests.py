@@ -96,7 +96,7 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
     assert set(roles) == {"gpudra-webhook", "gpudra-template-gc", "gpudra-namespace-quota"}
 
     def verbs(role: dict[str, Any]) -> set[tuple[str, tuple[str, ...]]]:
-        return {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]}
+        return {(resource, tuple(r["verbs"])) for r in role["rules"] for resource in r["resources"]}
 
     assert verbs(roles["gpudra-webhook"]) == {
         ("resourceclaimtemplates", ("create", "get", "patch")),
@@ -104,6 +104,8 @@ def test_overlay_renders_with_the_deployment_rules(overlay: str) -> None:
         ("namespaces", ("get",)),
         ("gpusizingrecommendations", ("list", "watch")),  # the sizing cache (webhook/sizing_cache.py)
         ("deviceclasses", ("list", "watch")),  # KEP-5004's mapping (kubeapi/deviceclasses.py)
+        ("resourceslices", ("list", "watch")),  # the cluster's device shapes (kubeapi/deviceshapes.py)
+        ("pods", ("list",)),  # the review-source check (kubeapi/pods.py, webhook/review_sources.py)
     }
     assert verbs(roles["gpudra-template-gc"]) == {("resourceclaimtemplates", ("list", "delete")), ("pods", ("list",))}
     # The quota job may read, patch and delete only its own quota by name; a create cannot be named in RBAC, so the

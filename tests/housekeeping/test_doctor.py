@@ -43,6 +43,7 @@ def test_a_default_install_has_everything_on_but_client_auth_and_a_narrowed_netw
     found = _by_name(check_install(Installed()))
     assert list(found) == [
         "client-auth",
+        "review-sources",
         "network-policy",
         "managed-objects-policy",
         "namespace-caps-policy",
@@ -50,6 +51,7 @@ def test_a_default_install_has_everything_on_but_client_auth_and_a_narrowed_netw
         "replica-spread",
     ]
     assert {name for name, p in found.items() if p.on} == {
+        "review-sources",
         "managed-objects-policy",
         "namespace-caps-policy",
         "namespace-quota",
@@ -125,7 +127,11 @@ def test_the_command_exits_4_with_a_protection_off_and_prints_json() -> None:
     outcome = doctor_once(Installed(), namespace="gpudra-system", prefix="gpudra", as_json=True)
     assert outcome.code == EXIT_OFF
     rows = json.loads(outcome.stdout)
-    assert [(r["name"], r["on"]) for r in rows][:2] == [("client-auth", False), ("network-policy", False)]
+    assert [(r["name"], r["on"]) for r in rows][:3] == [
+        ("client-auth", False),
+        ("review-sources", True),
+        ("network-policy", False),
+    ]
     text = doctor_once(Installed(), namespace="gpudra-system", prefix="gpudra", as_json=False).stdout
     assert text.splitlines()[0].startswith("OFF  client-auth:") and "on   namespace-quota:" in text
 
@@ -137,3 +143,20 @@ def test_an_api_server_failure_exits_3() -> None:
 
     outcome = doctor_once(Failing(), namespace="gpudra-system", prefix="gpudra", as_json=False)
     assert outcome.code == EXIT_API and "could not read Deployment gpudra-webhook" in outcome.stderr
+
+
+@pytest.mark.parametrize("args", [["--review-sources=any"], ["--review-sources", "any"]])
+def test_the_review_source_check_is_off_when_the_args_say_any(args: list[str]) -> None:
+    installed = Installed()
+    container = installed.objects[("Deployment", "gpudra-webhook")]["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = [*container.get("args", []), *args]
+    found = _by_name(check_install(installed))["review-sources"]
+    assert not found.on and "any" in found.detail
+
+
+def test_the_review_source_check_is_off_without_the_right_to_list_pods() -> None:
+    installed = Installed()
+    role = installed.objects[("ClusterRole", "gpudra-webhook")]
+    role["rules"] = [r for r in role["rules"] if "pods" not in r["resources"]]
+    found = _by_name(check_install(installed))["review-sources"]
+    assert not found.on and "may not list pods" in found.detail
