@@ -1,16 +1,20 @@
 """Memory a burst of connections held goes back to the system once they are gone.
 
-Each TLS connection holds read buffers of a few hundred kilobytes; when hundreds close, CPython frees them, but
-glibc's allocator keeps the freed pages in the process (a heap grown past its trim threshold is only returned at its
-top): measured, 280 half-sent bodies left two workers at 236 and 197 MiB 30 s later, against about 110 each before.
-After the connection table has shrunk, `malloc_trim(0)` hands the free pages back. Elsewhere than glibc it does
-nothing.
+Each TLS connection holds read buffers of a few hundred kilobytes (asyncio's TLS protocol, uvicorn's body buffer,
+OpenSSL's), and its objects hold one another in reference cycles, so only the cyclic collector frees them; after a
+burst the server is quiet and young collections are rare (webhook.settled_heap), so nothing would. Once the connection
+table has shrunk, a full collection frees them and `malloc_trim(0)` hands the free pages back (glibc keeps them
+otherwise: a heap grown past its trim threshold is only returned at its top). Elsewhere than glibc the trim does
+nothing. Measured (benchmarks/tenant_attacks.py --smoke --only half_sent_bodies --direct, 280 half-sent 2 MiB
+bodies, two workers): 30 s after the attack the processes held 372 MiB against 240 before with the trim alone, and
+268 MiB at once with the collection first.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import logging
 from collections.abc import Callable
 
@@ -52,6 +56,10 @@ class HeapTrim:
         if self._peak - now < self._closed:
             return
         self._peak = now
+        # A closed connection's objects (asyncio's TLS protocol and transport, uvicorn's protocol, their buffers and
+        # OpenSSL's) hold one another in reference cycles: only the cyclic collector frees them, and on a server
+        # gone quiet after the burst (webhook.settled_heap makes young collections rare) it would not run.
+        gc.collect()
         if self._trim is not None:
             self._trim(0)
             self.trims += 1

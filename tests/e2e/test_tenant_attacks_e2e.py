@@ -177,11 +177,6 @@ def test_large_legitimate_reviews_wait_instead_of_503(attack: Callable[[str], An
     assert_ordinary_pods_unharmed(row)
 
 
-@pytest.mark.xfail(
-    reason="issue 37 row 8, open: 280 half-sent bodies add about 250 MiB at peak and the workers' RSS is not back "
-    "within 30 s (about 185 MiB each against 110 before), even with 64 KiB TLS buffers and malloc_trim",
-    strict=False,
-)
 def test_half_sent_bodies(attack: Callable[[str], Any]) -> None:
     row = attack("half_sent_bodies")
     print(
