@@ -6,12 +6,15 @@ and an extra request of the difference, built like the first shared one."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from dra.allocator import Allocator, FeatureSet
 from dra.gpus import MigMode, device_classes, get, node_resource_slices, synthetic_node
+from gpudra.commands.policy import explain
 from policyengine import Decision, load_policies, shipped_policies_dir
 from policyengine.facts import pod_facts
 from policyengine.init_reuse import with_extra_requests
@@ -192,3 +195,14 @@ def test_the_extra_request_joins_the_constraints_and_config_of_the_request_it_co
 def test_a_request_of_all_matching_devices_gets_no_extra() -> None:
     requests = [{"name": "main", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}]
     assert with_extra_requests(requests, [], [], [("main", "init", 1)]) == (requests, [], [])
+
+
+def test_explain_says_what_an_init_container_shares_and_adds(tmp_path: Path) -> None:
+    pod = _pod([_container("init", GPU, 3)], [_container("main", GPU, 1), _container("main2", GPU, 1)])
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(pod))
+    out = explain(path)
+    assert out.code == 0, out.stderr
+    lines = out.stdout.splitlines()
+    init = next(i for i, line in enumerate(lines) if line.startswith("container init "))
+    assert "shares request main, main2 and an extra request of its own" in lines[init + 1]
