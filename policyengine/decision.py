@@ -90,6 +90,14 @@ class ContainerRequest:
     variables: Mapping[str, Any]
     # The claim policy that built the request (decisions are per container; an init container's is its target's).
     policy: str = ""
+    # The further requests it references: an init container's that shares several, or has an extra request
+    # (`facts.ContainerFacts.also`).
+    also: tuple[str, ...] = ()
+
+    @property
+    def requests(self) -> tuple[str, ...]:
+        """Every request of the claim this container references (`resources.claims[].request`), in order."""
+        return (self.request, *self.also)
 
     def without_variables(self) -> ContainerRequest:
         """The same request without its claim variables (see `Decision.without_variables`)."""
@@ -107,6 +115,7 @@ class ContainerRequest:
             "replaces": dict(self.replaces),
             "variables": dict(self.variables),
             "policy": self.policy,
+            "also": list(self.also),
         }
 
 

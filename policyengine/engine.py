@@ -339,7 +339,7 @@ class PolicySet:
             )
         except InputError as exc:
             return Decision(False, f"pod cannot be read: {exc}", "Invalid", namespace=ns_name)
-        if len(facts.claim_containers) < 2:
+        if len(facts.claim_containers) < 2 and not facts.joined_inits:
             return self._evaluate_facts(pod, namespace, request, facts, ns_name)
         # Decisions are per container: the policies without a claim see the whole pod, and the claim policies decide
         # each container in its own view of the facts, so one container's resources (a MIG sidecar) never change
@@ -351,7 +351,7 @@ class PolicySet:
         ]
         # Each container's request was checked alone; the joined claim is checked again, as the scheduler sees it:
         # requests that each fit may not fit together (a 1-GPU and a 2-GPU container on a node of 2).
-        return self._checked(merge_decisions(whole, parts), namespace)
+        return self._checked(merge_decisions(whole, parts, facts.joined_inits), namespace)
 
     def _evaluate_facts(
         self,
@@ -609,10 +609,11 @@ class PolicySet:
                     policy=policy.name,
                 )
             )
-        # An init container shares the request of the container it precedes (`PodFacts.claim_containers`).
+        # An init container shares the request of the container it precedes (`PodFacts.claim_containers`); one that
+        # shares several requests or adds one of its own is joined to the pod's claim by `merge_decisions`.
         built_names = {c.name for c in facts.claim_containers}
         for container in facts.legacy_containers:
-            if container.reuses and container.reuses in built_names:
+            if container.reuses and container.reuses in built_names and not container.also:
                 state.containers.append(
                     ContainerRequest(
                         container=container.name,

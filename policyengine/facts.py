@@ -169,8 +169,13 @@ class ContainerFacts:
     hami: FrozenCounts = _NO_COUNTS
     # Which sizing source won for this container and why (`dra.sizing.resolve_sizing`).
     sizing: SizingDecision = NO_SIZING
-    # An init container's: the container whose claim request it shares (`reusing_target`), "" for its own request.
+    # An init container's: the container whose claim request it shares (`reusing_targets`), "" for its own request;
+    # `also`: the further requests it references (later containers', other init containers' extra requests, its own
+    # extra request); `extra`: the devices of its own extra request, a copy of `reuses`'s request for the difference
+    # when the requests it shares hold fewer devices than it asks for (0: none).
     reuses: str = ""
+    also: tuple[str, ...] = ()
+    extra: int = 0
 
     @property
     def pointer(self) -> str:
@@ -198,6 +203,7 @@ class ContainerFacts:
             "hami": {HAMI_RESOURCES[name][0]: value for name, value in self.hami.items()},
             "sizing": sizing_cel(self.sizing),
             "reuses": self.reuses,
+            "extra": self.extra,
         }
 
 
@@ -235,10 +241,20 @@ class PodFacts:
         object.__setattr__(self, "legacy_containers", legacy)
         object.__setattr__(self, "claim_containers", tuple(c for c in legacy if not c.reuses))
 
+    @property
+    def joined_inits(self) -> tuple[ContainerFacts, ...]:
+        """The init containers that share several requests or add an extra request (`reusing_targets`): in no
+        container's view, joined to the pod's claim after every container's decision (`merge_decisions`)."""
+        return tuple(c for c in self.legacy_containers if c.also)
+
     def view(self, container: ContainerFacts) -> PodFacts:
         """What one container's claim policy sees (decisions are per container): this container, the init
-        containers that reuse its request and the containers without legacy GPUs; `gpu.total` stays the pod's."""
-        kept = tuple(c for c in self.containers if not c.legacy or c is container or c.reuses == container.name)
+        containers that reuse its request alone and the containers without legacy GPUs; `gpu.total` stays the
+        pod's. An init container asking for more than this container's request holds is left out: its devices
+        never change this container's decision."""
+        kept = tuple(
+            c for c in self.containers if not c.legacy or c is container or (c.reuses == container.name and not c.also)
+        )
         return PodFacts(
             kept, self.pod_claims, self.dra_devices, self.extended_resources, self.total, self.scheduler_name
         )
@@ -257,10 +273,10 @@ class PodFacts:
 
     @property
     def total(self) -> int:
-        """The GPU devices the pod's claim asks for: init containers that reuse a request are not counted again."""
+        """The GPU devices the pod's claim asks for: init containers that reuse requests count only their extra."""
         if self.pod_total is not None:
             return self.pod_total
-        return sum(c.count for c in self.claim_containers)
+        return sum(c.count for c in self.claim_containers) + sum(c.extra for c in self.legacy_containers)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -273,6 +289,10 @@ class PodFacts:
         for container in self.claim_containers:
             for name, count in container.legacy.items():
                 resources[name] = resources.get(name, 0) + count
+        for container in self.legacy_containers:
+            if container.extra:  # an init container with an extra request asks for one resource
+                name = min(container.legacy)
+                resources[name] = resources.get(name, 0) + container.extra
         return {
             "legacy": bool(resources),
             "dra": self.uses_dra,
@@ -519,9 +539,11 @@ def pod_facts(
         raise InputError(f"spec.resourceClaims: expected a list (got {type(pod_claims).__name__})")
     names = tuple(str(c.get("name", "")) for c in pod_claims if isinstance(c, dict))
     found = reusing_targets(found)
-    total = sum(c.count for c in found if not c.reuses)
+    total = sum(c.extra if c.reuses else c.count for c in found)
     if total > MAX_DEVICES_PER_CLAIM:
-        counts = ", ".join(f"{c.name!r} {c.count}" for c in found if c.count and not c.reuses)
+        counts = ", ".join(
+            f"{c.name!r} {c.extra if c.reuses else c.count}" for c in found if (c.extra if c.reuses else c.count)
+        )
         raise InputError(
             f"the pod's containers ask for {total} GPU devices in all ({counts}); they go into one DRA claim, which "
             f"allocates at most {MAX_DEVICES_PER_CLAIM} (resource.k8s.io/v1 AllocationResultsMaxSize)"
@@ -545,17 +567,51 @@ def _covers(target: ContainerFacts, init: ContainerFacts) -> bool:
     return all(target.legacy.get(name, 0) >= count for name, count in init.legacy.items())
 
 
+def _plain_init(container: ContainerFacts) -> bool:
+    return container.kind == "initContainers" and not container.sidecar
+
+
 def reusing_targets(found: Sequence[ContainerFacts]) -> list[ContainerFacts]:
-    """`found` (in pod order, init containers first) with each plain init container's `reuses` set: the first
-    container started after it (a later init container or sidecar, then an app container) whose request covers its
-    devices. The kubelet's device manager hands an init container's devices to the containers after it
-    (pkg/kubelet/cm/devicemanager, `reusableDevices`); restartable sidecars keep theirs, so they get their own."""
+    """`found` (in pod order, init containers first) with each plain init container's reuse set, so that the claim
+    asks for what the kubelet's device manager allocates: it hands an init container's devices to the containers
+    started after it (pkg/kubelet/cm/devicemanager, `reusableDevices`), and restartable sidecars keep theirs.
+
+    A plain init container shares (`reuses`) the request of the first container started after it (a later native
+    sidecar, then an app container) whose request covers its devices. Failing that, when it asks for one resource,
+    it shares the requests of the later containers asking for that resource alone, in pod order, until they hold
+    as many devices as it asks for; what they lack comes from the extra requests of earlier init containers built
+    on the same request, then from an extra request of its own (`extra`, named after it): init 2 GPUs + main 1 GPU
+    asks for 2, as the device plugin allocates, not 3. Otherwise it keeps a request of its own."""
     out = list(found)
+    extras: dict[str, list[tuple[str, int]]] = {}  # the request an extra copies -> [(its name, its devices)]
     for i, init in enumerate(out):
-        if init.kind != "initContainers" or init.sidecar or not init.legacy:
+        if not _plain_init(init) or not init.legacy:
             continue
-        for later in out[i + 1 :]:
-            if later.legacy and not (later.kind == "initContainers" and not later.sidecar) and _covers(later, init):
-                out[i] = replace(init, reuses=later.name)
+        later = [c for c in out[i + 1 :] if c.legacy and not _plain_init(c)]
+        covering = next((c for c in later if _covers(c, init)), None)
+        if covering is not None:
+            out[i] = replace(init, reuses=covering.name)
+            continue
+        if len(init.legacy) != 1:
+            continue
+        ((resource, need),) = init.legacy.items()
+        refs: list[str] = []
+        held = 0
+        for candidate in (c for c in later if set(c.legacy) == {resource}):
+            if held >= need:
                 break
+            refs.append(candidate.name)
+            held += candidate.legacy[resource]
+        if not refs:
+            continue
+        for name, count in extras.get(refs[0], []):
+            if held >= need:
+                break
+            refs.append(name)
+            held += count
+        extra = max(need - held, 0)
+        if extra:
+            extras.setdefault(refs[0], []).append((init.name, extra))
+            refs.append(init.name)
+        out[i] = replace(init, reuses=refs[0], also=tuple(refs[1:]), extra=extra)
     return out

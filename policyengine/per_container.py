@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._claim import validate_claim
-from .decision import Decision, Violation, pod_order
+from .decision import ContainerRequest, Decision, JsonView, Violation, pod_order
+from .facts import ContainerFacts
+from .init_reuse import with_extra_requests
 
 __all__ = ["merge_decisions"]
 
@@ -39,6 +41,36 @@ def _claim(parts: Sequence[Decision]) -> dict[str, Any] | None:
     return {"devices": {k: v for k, v in devices.items() if v or k == "requests"}}
 
 
+def _joined(
+    claim: dict[str, Any], parts: Sequence[Decision], inits: Sequence[ContainerFacts]
+) -> list[ContainerRequest]:
+    """Join `inits` (init containers that share several requests or add an extra one, `PodFacts.joined_inits`) to
+    `claim`: each one's extra request is added (`init_reuse`), and each one references the requests it shares and its
+    extra; its policy is that of the request it extends."""
+    devices = claim["devices"]
+    extras = [(c.reuses, c.name, c.extra) for c in inits if c.extra]
+    requests, constraints, config = with_extra_requests(
+        devices["requests"], devices.get("constraints") or [], devices.get("config") or [], extras
+    )
+    claim["devices"] = {"requests": requests, "constraints": constraints, "config": config}
+    claim["devices"] = {k: v for k, v in claim["devices"].items() if v or k == "requests"}
+    names = {r.get("name") for r in requests}
+    policies = {c.container: c.policy for p in parts for c in p.containers}
+    return [
+        ContainerRequest(
+            container=c.name,
+            kind=c.kind,
+            index=c.index,
+            request=c.reuses,
+            replaces=dict(c.legacy),
+            variables=JsonView({}),
+            policy=policies.get(c.reuses, ""),
+            also=tuple(n for n in c.also if n in names),
+        )
+        for c in inits
+    ]
+
+
 def _mode(parts: Sequence[Decision]) -> str | None:
     """Enforce only when every container's policy enforces: one claim serves the pod, so a container whose policy
     audits keeps the whole pod in audit (its warnings say what would change)."""
@@ -48,19 +80,21 @@ def _mode(parts: Sequence[Decision]) -> str | None:
     return "enforce" if modes == {"enforce"} else "audit" if "audit" in modes else sorted(modes)[0]
 
 
-def merge_decisions(whole: Decision, parts: Sequence[Decision]) -> Decision:
+def merge_decisions(whole: Decision, parts: Sequence[Decision], inits: Sequence[ContainerFacts] = ()) -> Decision:
     """`whole` (the pod's pod-level decision) with the claim built from `parts`, one decision per container that
-    has a request of its own: violations and warnings of all, each said once; the claim policy names joined by
-    ',' in container order (`gpudra.io/policy`)."""
+    has a request of its own, and the init containers `inits` joined to it (`PodFacts.joined_inits`): violations
+    and warnings of all, each said once; the claim policy names joined by ',' in container order
+    (`gpudra.io/policy`)."""
     violations = _unique([*whole.violations, *(v for p in parts for v in p.violations)])
     denials = [v for v in violations if v.mode == "enforce"]
     claim = _claim(parts)
+    joined = _joined(claim, parts, inits) if claim is not None and inits else []
     problems = validate_claim(claim) if claim is not None else []
     if problems:
         reason = "the containers' requests together are not a valid ResourceClaimSpec: " + "; ".join(problems)
         denials.append(Violation("per-container", reason, "Invalid", "enforce", "", ""))
         violations = (*violations, denials[-1])
-    containers = tuple(sorted((c for p in parts for c in p.containers), key=pod_order)) if claim else ()
+    containers = tuple(sorted([*(c for p in parts for c in p.containers), *joined], key=pod_order)) if claim else ()
     policies = _unique([c.policy for c in containers if c.policy])
     sizing = {k: v for p in parts for k, v in p.sizing.items()}
     return Decision(

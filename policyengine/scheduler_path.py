@@ -82,7 +82,7 @@ def scheduler_path(
     if devices.get("constraints") or devices.get("config"):
         return None
     requests = {r.get("name"): r for r in devices.get("requests") or [] if isinstance(r, Mapping)}
-    if len(requests) != len(decision.containers):
+    if len(requests) != len(decision.containers) or any(c.request != c.container for c in decision.containers):
         return None
     spec = pod.get("spec") or {}
     classes: dict[str, None] = {}

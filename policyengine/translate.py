@@ -216,13 +216,13 @@ def _patch(pod: Mapping[str, Any], decision: Decision, template: str) -> list[di
         container = containers[request.index]
         base = pointer("spec", request.kind, request.index)
         ops.extend(_removals(container, base, {**request.replaces, **_hami(container)}))
-        ref = {"name": entry, "request": request.request}
+        refs = [{"name": entry, "request": name} for name in request.requests]
         if isinstance((container.get("resources") or {}).get("claims"), list):
-            ops.append({"op": "add", "path": f"{base}/resources/claims/-", "value": ref})
+            ops.extend({"op": "add", "path": f"{base}/resources/claims/-", "value": ref} for ref in refs)
         elif isinstance(container.get("resources"), dict):
-            ops.append({"op": "add", "path": f"{base}/resources/claims", "value": [ref]})
+            ops.append({"op": "add", "path": f"{base}/resources/claims", "value": refs})
         else:
-            ops.append({"op": "add", "path": f"{base}/resources", "value": {"claims": [ref]}})
+            ops.append({"op": "add", "path": f"{base}/resources", "value": {"claims": refs}})
     claim_ref = {"name": entry, "resourceClaimTemplateName": template}
     if isinstance(spec.get("resourceClaims"), list):
         ops.append({"op": "add", "path": "/spec/resourceClaims/-", "value": claim_ref})

@@ -134,7 +134,14 @@ def _alternative_size(alternative: dict[str, Any]) -> str:
 def _size_line(decision: Decision, request: ContainerRequest, sizing: dict[str, Any] | None) -> str:
     """The size that reached this container's request (per alternative) and why: its sizing source's reason."""
     if request.request != request.container:
-        return f"shares request {request.request} (an init container reuses the devices of the container it precedes)"
+        shared = [request.request, *(n for n in request.also if n != request.container)]
+        extra = (
+            " and an extra request of its own for the devices they lack" if request.container in request.also else ""
+        )
+        return (
+            f"shares request {', '.join(shared)}{extra} (an init container reuses the devices of the containers it "
+            "precedes)"
+        )
     requests = _mapping(_mapping(dict(decision.claim or {})).get("devices")).get("requests") or []
     entry: dict[str, Any] = next((_mapping(r) for r in requests if _mapping(r).get("name") == request.request), {})
     alternatives = entry.get("firstAvailable") or [{"name": request.request, **_mapping(entry.get("exactly"))}]

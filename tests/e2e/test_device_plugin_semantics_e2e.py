@@ -41,37 +41,70 @@ def _bound(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
         raise AssertionError(f"{e}; events: {kube.pod_events(namespace, name)}") from e
 
 
-def test_the_init_sidecar_tp2_pod_binds_on_three_h100s_with_two_gpus_and_a_slice(
-    kube: Kube, k8s_namespace: str
-) -> None:
+def _h100_node(kube: Kube, gpus: int) -> str:
     node = f"h100-{uuid.uuid4().hex[:6]}"
     for device_class in nvidia.device_classes():
         kube.apply(device_class)
     kube.create_node(node)
-    for resource_slice in nvidia.dynamic_mig_slices(node, gpus=3, model=nvidia.H100):
+    for resource_slice in nvidia.dynamic_mig_slices(node, gpus=gpus, model=nvidia.H100):
         kube.create(resource_slice)
+    return node
 
+
+def _allocated(kube: Kube, namespace: str, source: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Translate `source` with the shipped policies, create it, and wait for it to be bound: (the bound pod, its
+    claim's devices by request)."""
+    decision = load_policies().evaluate(source)
+    assert decision.allowed, decision.message
+    translation = translate(source, decision)
+    (template,) = translation.templates
+    kube.create(template, namespace)
+    kube.create(translation.pod, namespace)
+    bound = _bound(kube, namespace, source["metadata"]["name"])
+    (status,) = bound["status"]["resourceClaimStatuses"]
+    claim = kube.get("ResourceClaim", status["resourceClaimName"], namespace)
+    by_request: dict[str, list[str]] = {}
+    for result in claim["status"]["allocation"]["devices"]["results"]:
+        by_request.setdefault(result["request"].split("/")[0], []).append(result["device"])
+    return bound, by_request
+
+
+def test_an_init_container_asking_four_gpus_binds_with_what_the_device_plugin_allocates(
+    kube: Kube, k8s_namespace: str
+) -> None:
+    """Init 4 GPUs + MIG sidecar + main 2: the kubelet's device manager gives the pod 4 GPUs and a slice, so it binds
+    on 5 H100s (4 whole, the slice carved from the fifth); the init container references vllm's request and its own
+    extra request of 2, and the API server takes both references."""
+    node = _h100_node(kube, 5)
+    source = yaml.safe_load(MANIFEST.read_text())
+    source["metadata"]["namespace"] = k8s_namespace
+    source["spec"]["initContainers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 4
+    for container in [*source["spec"]["initContainers"], *source["spec"]["containers"]]:
+        container["image"] = "registry.k8s.io/pause:3.10"
+    source["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    source["spec"]["terminationGracePeriodSeconds"] = 0
+    bound, by_request = _allocated(kube, k8s_namespace, source)
+    refs = [r["request"] for r in bound["spec"]["initContainers"][0]["resources"]["claims"]]
+    assert refs == ["vllm", "warm-cache"]
+    assert sorted(by_request) == ["embed", "vllm", "warm-cache"]
+    whole = by_request["vllm"] + by_request["warm-cache"]
+    assert len(whole) == 4 and len(set(whole)) == 4 and all("-mig-" not in d for d in whole)
+    (slice_,) = by_request["embed"]
+    assert "-mig-1g10gb-" in slice_ and slice_.split("-mig-")[0] not in whole
+
+
+def test_the_init_sidecar_tp2_pod_binds_on_three_h100s_with_two_gpus_and_a_slice(
+    kube: Kube, k8s_namespace: str
+) -> None:
+    node = _h100_node(kube, 3)
     source = yaml.safe_load(MANIFEST.read_text())
     source["metadata"]["namespace"] = k8s_namespace
     for container in [*source["spec"]["initContainers"], *source["spec"]["containers"]]:
         container["image"] = "registry.k8s.io/pause:3.10"
     source["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
     source["spec"]["terminationGracePeriodSeconds"] = 0
-    decision = load_policies().evaluate(source)
-    assert decision.allowed, decision.message
-    translation = translate(source, decision)
-    (template,) = translation.templates
-    kube.create(template, k8s_namespace)
-    kube.create(translation.pod, k8s_namespace)
-
-    bound = _bound(kube, k8s_namespace, "vllm-tp2")
-    (status,) = bound["status"]["resourceClaimStatuses"]
-    claim = kube.get("ResourceClaim", status["resourceClaimName"], k8s_namespace)
-    results = claim["status"]["allocation"]["devices"]["results"]
-    by_request: dict[str, list[str]] = {}
-    for result in results:
-        by_request.setdefault(result["request"].split("/")[0], []).append(result["device"])
-    assert sorted(by_request) == ["embed", "vllm"], results  # warm-cache shares vllm's request
+    _, by_request = _allocated(kube, k8s_namespace, source)
+    assert sorted(by_request) == ["embed", "vllm"], by_request  # warm-cache shares vllm's request
     assert len(by_request["vllm"]) == 2 and all("-mig-" not in d for d in by_request["vllm"])
     (slice_,) = by_request["embed"]
     assert "-mig-1g10gb-" in slice_ and slice_.split("-mig-")[0] not in by_request["vllm"]

@@ -371,27 +371,21 @@ def outcome(policies: PolicySet, pod: dict[str, Any], node: Node) -> str:
 
 
 def _init_outgrows_the_rest(pod: dict[str, Any]) -> bool:
+    """Whether a plain init container asks for more devices of a resource than any one container after it."""
     spec = pod["spec"]
     inits = spec.get("initContainers") or []
     for i, init in enumerate(inits):
         if init.get("restartPolicy") == "Always":
             continue
-        own = (init.get("resources") or {}).get("limits") or {}
         later = [*inits[i + 1 :], *spec.get("containers", [])]
-        for name, count in own.items():
-            if all(int(((c.get("resources") or {}).get("limits") or {}).get(name, 0)) < int(count) for c in later):
+        for name, count in _limits(init).items():
+            if all(_limits(c).get(name, 0) < count for c in later):
                 return True
     return False
 
 
 def known(pod: dict[str, Any], node: Node) -> bool:
     """Cases another issue owns (the lead fixes them after merging; drop each filter with its fix)."""
-    # known: issue 40 point 1, its remaining case: a plain init container asking for more devices than every
-    # container after it keeps a request of its own, so the claim asks for init + app where the kubelet needs
-    # max(init, app) (minimal: init 2 + main 1 nvidia.com/gpu on 2 A100s). The exact translation has the init
-    # container reference the later container's request plus a request of the difference.
-    if _init_outgrows_the_rest(pod):
-        return True
     # known: issue 40 point 4 (the device plugin's config vocabulary): under migStrategy single every MIG device is
     # an nvidia.com/gpu, and gpudra asks the gpu.nvidia.com class (whole GPUs) for it; a node whose GPUs are all
     # partitioned has none, so the check refuses the pod (minimal: 1 nvidia.com/gpu, one A100-PCIE-40GB as 7 1g.5gb).
@@ -433,6 +427,8 @@ def test_a_pod_the_device_plugin_runs_gets_a_claim_that_allocates_there(case: tu
         annotations = pod["metadata"].get("annotations") or {}
         source = "annotation" if "gpudra.io/vram" in annotations else "model" if evidence_bytes(pod) else "none"
         event(f"the device plugin runs it, evidence: {source}")
+        if _init_outgrows_the_rest(pod):
+            event(f"the device plugin runs it, an init container outgrows the containers after it: {result[:9]}")
     assert holds(pod, node, result), f"{spec}\n{pod}\n{result}"
 
 

@@ -85,11 +85,21 @@ def test_the_init_sidecar_tp2_pod_allocates_two_gpus_and_a_slice_on_three_h100s_
     assert by_request["embed"][0].split("-mig-")[0] not in by_request["vllm"]
 
 
-def test_an_init_container_asking_more_than_what_follows_keeps_its_own_request() -> None:
+def test_an_init_container_asking_more_than_what_follows_shares_its_request_and_adds_the_difference() -> None:
+    """Init 4 + sidecar slice + main 2: the kubelet gives the pod 4 GPUs and the slice; the init container references
+    vllm's request and an extra request of 2 built like it (the same alternatives, under the same constraints)."""
     pod = _pod("vllm-init-sidecar-tp2.yaml")
     pod["spec"]["initContainers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 4
     decision = POLICIES.evaluate(pod)
-    assert {c.container: c.request for c in decision.containers}["warm-cache"] == "warm-cache"
+    assert decision.allowed and decision.claim is not None, decision.message
+    assert {c.container: c.requests for c in decision.containers}["warm-cache"] == ("vllm", "warm-cache")
+    requests = _requests(decision.claim)
+    extra, vllm = requests["warm-cache"]["firstAvailable"], requests["vllm"]["firstAvailable"]
+    assert [s["name"] for s in extra] == [s["name"] for s in vllm]
+    assert extra == [{**s, "count": 2} for s in vllm]
+    for constraint in decision.claim["devices"]["constraints"]:
+        (sub,) = {r.split("/")[1] for r in constraint["requests"]}
+        assert constraint["requests"] == [f"vllm/{sub}", f"warm-cache/{sub}"]
 
 
 def test_the_claim_limit_counts_what_the_claim_asks_not_the_reused_init_devices_twice() -> None:

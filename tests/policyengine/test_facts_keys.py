@@ -58,6 +58,8 @@ CONTAINER_CHANGES: dict[str, Sequence[Any]] = {
     "hami": [FrozenCounts(), FrozenCounts({"nvidia.com/gpumem": 4001}), FrozenCounts({"nvidia.com/gpucores": 4000})],
     "sizing": [dataclasses.replace(SIZING, **{name: values[0]}) for name, values in SIZING_CHANGES.items()],
     "reuses": ["app"],
+    "also": [("app-2",)],
+    "extra": [1],
 }
 POD_CHANGES: dict[str, Sequence[Any]] = {
     "containers": [(), (CONTAINER, CONTAINER), (dataclasses.replace(CONTAINER, legacy=FrozenCounts()),)],
