@@ -24,7 +24,7 @@ from .compare import ALLOCATOR_MODE, model_ask, tally
 from .controlplane import ControlPlane
 from .replay import replay
 
-__all__ = ["real_pending_by_gpus", "verification_inputs", "verify_scheduler"]
+__all__ = ["published_driver", "real_pending_by_gpus", "verification_inputs", "verify_scheduler"]
 
 
 def verification_inputs(
@@ -64,6 +64,19 @@ def real_pending_by_gpus(waits: tuple[tuple[int, float, bool], ...]) -> dict[str
     return {str(g): round(sum(w) / len(w), 3) for g, w in sorted(by.items())}
 
 
+def published_driver(spec: ClusterSpec, slices: list[dict[str, Any]]) -> dict[str, Any]:
+    """The driver gates the verification's nodes ran with and what their ResourceSlices published: devices, and
+    shareable devices (`allowMultipleAllocations`, ConsumableShares) beside the model's count of shareable GPUs."""
+    devices = [device for item in slices for device in item["spec"].get("devices", ())]
+    gates = sorted({gate for node in spec.nodes for gate in node.driver_gates.enabled})
+    return {
+        "gates": gates,
+        "devices": len(devices),
+        "shareable_devices": sum(1 for device in devices if device.get("allowMultipleAllocations")),
+        "model_shareable_gpus": spec.summary()["shareable_gpus"],
+    }
+
+
 def verify_scheduler(
     spec: ClusterSpec,
     pods: list[SimPod],
@@ -94,8 +107,12 @@ def verify_scheduler(
     chosen = sorted(pods, key=lambda p: p.arrival)[:sample]
     version = component_version(binaries["kube-scheduler"])
 
-    def slices_of(node: NodeSpec) -> list[dict[str, Any]]:
-        return list(node_slices(node, node.name, gpudra_attributes=gpudra_attributes).slices)
+    published: list[dict[str, Any]] = []  # every ResourceSlice the real cluster got, to say what it published
+
+    def slices_of(node: NodeSpec) -> list[dict[str, Any]]:  # with the node's driver gates, as the model's
+        made = list(node_slices(node, node.name, gpudra_attributes=gpudra_attributes).slices)
+        published.extend(made)
+        return made
 
     started = time.perf_counter()
     cp = ControlPlane.launch(binaries, scheduler_config=config)
@@ -122,6 +139,7 @@ def verify_scheduler(
         "bound_multi_device": sum(1 for real in bound if len(real.devices) >= 2),
         "pending_by_gpus": real_pending_by_gpus(replayed.waits),
         "gpu_pods_still_pending": sum(1 for _, _, placed in replayed.waits if not placed),
+        "driver": published_driver(spec, published),
         "scheduler_config": None if scheduler_config is None else str(scheduler_config),
         "allocator_mode": ALLOCATOR_MODE,
         "model_seconds": round(replayed.model_seconds, 1),
