@@ -21,7 +21,8 @@ from .state import PLAIN, STATIC, ClusterState
 from .workload import SimPod
 
 __all__ = [
-    "Recorder", "Sample", "alloc_pct_at", "cluster_fragmentation", "gpu_occupancy", "load_kpis", "summarize",
+    "Recorder", "Sample", "alloc_pct_at", "cluster_fragmentation", "gpu_occupancy", "load_kpis", "pending_by_gpus",
+    "summarize",
 ]  # fmt: skip
 
 KPI_LOADS = (80, 100, 130)  # arrived demand (% of capacity) at which the FGD protocol's KPIs are read
@@ -297,13 +298,20 @@ def by_pod_size(rec: Recorder) -> dict[str, dict[str, Any]]:
     return out
 
 
-def pending_by_gpus(rec: Recorder) -> dict[str, float]:
+def pending_by_gpus(
+    rec: Recorder, *, until: float | None = None, arrivals: dict[str, float] | None = None
+) -> dict[str, float]:
     """GPUs per pod (as text, ascending) -> the mean seconds its GPU pods waited before they first ran (pods still
-    pending at the end count the time they waited)."""
+    pending at the end count the time they waited). With `until` (and each pod's arrival), waits are cut off there,
+    as a replay that stops at `until` counts them: a pod placed later, or never, waited `until - arrival`."""
     by: dict[int, list[float]] = {}
     for name, wait in rec.waits.items():
         gpus = rec.gpus.get(name, 0)
         if gpus:
+            if until is not None:
+                if arrivals is None or name not in arrivals:
+                    raise ValueError(f"pending_by_gpus: no arrival for pod {name!r} to cut its wait at {until}")
+                wait = min(wait, until - arrivals[name])
             by.setdefault(gpus, []).append(wait)
     return {str(g): round(sum(w) / len(w), 3) for g, w in sorted(by.items())}
 

@@ -57,3 +57,6 @@ def test_without_the_gates_the_real_cluster_has_nothing_to_share(tmp_path: Path)
     found = _verified(tmp_path)["verification"]
     assert found["driver"]["gates"] == [] and found["driver"]["shareable_devices"] == 0
     assert found["bound"] == 2 and found["gpu_pods_still_pending"] == 2, found
+    # both cut at the last arrival (3 s): the two waiting pods arrived at 2 and 3 s
+    assert found["pending_cutoff_seconds"] == 3.0
+    assert found["pending_by_gpus"] == found["model_pending_by_gpus"] == {"1": 0.25}, found
