@@ -21,7 +21,7 @@ from .driver import SIMULATED_RELEASE
 from .engine import EngineConfig, run
 from .frag import typical_pods
 from .kpis import Recorder, summarize
-from .notes import result_notes
+from .notes import assumptions, explanations, result_notes
 from .peer_protocol import run_peer
 from .scheduling import DEFAULT_PROFILE, Profile
 from .sizing import (
@@ -88,6 +88,8 @@ class SimulationResult:
         out: dict[str, Any] = {"input": self.input, "strategies": strategies}
         if self.spec is not None:
             out["notes"] = result_notes(self.spec, strategies)
+            out["explanations"] = explanations(self.input, strategies)
+            out["assumptions"] = assumptions(self.input, self.spec)
         if self.sizing:
             out["sizing"] = {run: data["stats"] for run, data in self.sizing.items()}
         return out

@@ -24,7 +24,7 @@ from typing import Any
 
 from .cluster import ClusterSpec
 from .frag import TypicalPod, typical_pods
-from .kpis import KPI_LOADS, Recorder, cluster_fragmentation
+from .kpis import KPI_LOADS, Recorder, cluster_fragmentation, gpu_occupancy
 from .scheduling import SchedulingQueue
 from .state import Allocation, ClusterState
 from .strategies import Strategy
@@ -72,6 +72,9 @@ def run(
     strategy.prepare(state, pods)
     rec = Recorder(strategy=strategy.name, total_gpus=cluster.total_gpus, protocol=config.protocol)
     rec.pods_total = len(pods)
+    for node in cluster.nodes:
+        if node.gpu is not None and node.gpu_count:
+            rec.model_gpus[node.gpu.key] = rec.model_gpus.get(node.gpu.key, 0) + node.gpu_count
     sim = _Sim(state, strategy, rec, config, typical, progress, len(pods))
     if config.protocol == "fgd":
         sim.run_fgd(pods)
@@ -114,8 +117,7 @@ class _Sim:
         rec = self.rec
         if pod.name not in rec.placed:
             rec.placed.add(pod.name)
-            rec.waits[pod.name] = now - self.first_arrival.get(pod.name, now)
-            rec.gpus[pod.name] = pod.num_gpu if pod.is_gpu else 0
+            rec.note_pod(pod, now - self.first_arrival.get(pod.name, now), self.state.node_model[alloc.node])
             if alloc.nvlink_ok is not None:
                 rec.multi_gpu += 1
                 rec.multi_gpu_nvlink += int(alloc.nvlink_ok)
@@ -141,6 +143,7 @@ class _Sim:
             arrived += pod.gpu_request
             if self.place(pod, float(i)) is None:
                 failed += 1
+                self.rec.note_pod(pod, 0.0, None)  # no time in this protocol: the wait is not read
             pct = round(arrived / gpus * 100)
             at_load = bool(loads) and pct >= loads[0]
             while loads and pct >= loads[0]:
@@ -151,6 +154,7 @@ class _Sim:
             self.tick()
         self.rec.pending_at_end = failed
         self.rec.window = (0.0, float(len(pods)))
+        self.rec.occupancy = gpu_occupancy(self.state)
 
     # -- replay protocol ----------------------------------------------------------------------------------
     def push(self, when: float, kind: int, payload: Any) -> None:
@@ -209,8 +213,7 @@ class _Sim:
         self.rec.pending_at_end = len(self.pending)
         for pod, _ in self.pending:
             if pod.name not in self.rec.placed:
-                self.rec.waits[pod.name] = now - self.first_arrival.get(pod.name, now)
-                self.rec.gpus[pod.name] = pod.num_gpu if pod.is_gpu else 0
+                self.rec.note_pod(pod, now - self.first_arrival.get(pod.name, now), None)
 
     def run_replay_kube(self, pods: list[SimPod]) -> None:
         """The replay protocol with kube-scheduler's queue; devices freed `device_release_delay` after CPU/memory."""
@@ -261,8 +264,7 @@ class _Sim:
         self.rec.pending_at_end = len(waiting)
         for pod, _ in waiting:
             if pod.name not in self.rec.placed:
-                self.rec.waits[pod.name] = now - self.first_arrival.get(pod.name, now)
-                self.rec.gpus[pod.name] = pod.num_gpu if pod.is_gpu else 0
+                self.rec.note_pod(pod, now - self.first_arrival.get(pod.name, now), None)
 
     def schedule(self, queue: SchedulingQueue, now: float) -> None:
         """Pop and try every queued pod; a pod whose demand failed since the cluster last changed fails again."""

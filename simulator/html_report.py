@@ -20,6 +20,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .comparison import SimulationResult  # noqa: E402
 from .kpis import KPI_LOADS, Recorder  # noqa: E402
+from .report_sections import (  # noqa: E402
+    assumptions_section,
+    breakdown_sections,
+    cell,
+    explanations_section,
+    summary_table,
+)
 
 __all__ = ["SERIES_COLUMNS", "write_report", "write_series"]
 
@@ -61,21 +68,41 @@ def write_series(rec: Recorder, path: Path) -> Path:
     return path
 
 
-def _plot(result: SimulationResult, key: str, title: str, ylabel: str, path: Path) -> Path:
+# one style per strategy (by run order), so that curves on top of each other still show
+_LINES = ("-", "--", "-.", ":")
+_MARKERS = ("o", "s", "^", "D", "v", "x", "P", "*")
+
+
+def _missing_reason(rec: Recorder, key: str) -> str:
+    if key in rec.extra.get("unmodelled", ()):
+        return "not in that simulator's model (the FGD paper's simulator keeps compute shares only, no VRAM)"
+    return "the run recorded no value of it"
+
+
+def _plot(result: SimulationResult, key: str, title: str, ylabel: str, path: Path) -> tuple[Path, list[str]]:
+    """The plot, and sentences about the strategies not drawn on it or drawn on top of an identical curve."""
     fig, ax = plt.subplots(figsize=(7.5, 3.6), dpi=110)
     fgd = result.input.get("protocol") == "fgd"
     drawn: dict[tuple[Any, ...], str] = {}  # a curve already drawn -> the run that drew it
-    for name, rec in result.runs.items():
+    captions: list[str] = []
+    for index, (name, rec) in enumerate(result.runs.items()):
         rows = [r for r in _rows(rec) if r[key] != ""]
         if not rows:
+            captions.append(f"{name} is not on this plot: {_missing_reason(rec, key)}.")
             continue
         xs = [r["arrived_ratio"] * 100 if fgd else r["time"] / 3600 for r in rows]
         ys = [r[key] for r in rows]
         same = drawn.setdefault((tuple(xs), tuple(ys)), name)
-        # a curve identical to one drawn: dashed with markers on top, and said in the legend, never hidden under it
-        style: dict[str, Any] = {} if same == name else {"linestyle": "--", "marker": "o", "markevery": 0.1}
-        label = name if same == name else f"{name} (same as {same})"
-        ax.plot(xs, ys, label=label, linewidth=1.4, drawstyle="default" if fgd else "steps-post", **style)
+        label = name
+        if same != name:  # identical to one drawn: its own style on top, and said in the legend and the caption
+            label = f"{name} (same as {same})"
+            captions.append(f"{name}'s curve is identical to {same}'s: drawn on top of it in its own style.")
+        every = max(1, len(xs) // 8)
+        ax.plot(
+            xs, ys, label=label, drawstyle="default" if fgd else "steps-post",
+            linestyle=_LINES[index % len(_LINES)], linewidth=2.2 - 0.4 * (index % 3),
+            marker=_MARKERS[index % len(_MARKERS)], markersize=5, markevery=(index * every // 4 % every, every),
+        )  # fmt: skip
     if fgd:  # where the summary reads the protocol's KPIs
         for load in KPI_LOADS:
             ax.axvline(load, color="#999999", linewidth=0.6, linestyle=":")
@@ -87,7 +114,7 @@ def _plot(result: SimulationResult, key: str, title: str, ylabel: str, path: Pat
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
-    return path
+    return path, captions
 
 
 def _sizing_plot(result: SimulationResult, path: Path) -> Path | None:
@@ -126,7 +153,7 @@ def _sizing_table(summary: dict[str, Any]) -> str:
     keys = list(next(iter(stats.values())))
     head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
     body = "".join(
-        f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{_cell(row[k])}</td>" for k in keys) + "</tr>"
+        f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{cell(row[k])}</td>" for k in keys) + "</tr>"
         for name, row in stats.items()
     )
     source = html.escape(str((summary["input"].get("sizing") or {}).get("source", "")))
@@ -149,7 +176,7 @@ def write_report(result: SimulationResult, directory: str | Path) -> Path:
     summary = result.summary()
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     series = {name: write_series(rec, out / f"series-{name}.csv").name for name, rec in result.runs.items()}
-    plots = [
+    drawn = [
         _plot(result, "allocation_ratio", _allocation_title(result), "ratio", out / "allocation.png"),
         _plot(result, "vram_waste_ratio", "VRAM waste (1 - needed / held)", "ratio", out / "vram_waste.png"),
         _plot(result, "fragmentation_ratio", "GPU fragmentation (FGD measure)", "ratio", out / "fragmentation.png"),
@@ -157,14 +184,10 @@ def write_report(result: SimulationResult, directory: str | Path) -> Path:
     ]
     sizing = _sizing_plot(result, out / "sizing.png")
     if sizing is not None:
-        plots.append(sizing)
+        drawn.append((sizing, []))
     index = out / "index.html"
-    index.write_text(_html(summary, [p.name for p in plots], series))
+    index.write_text(_html(summary, [(p.name, captions) for p, captions in drawn], series))
     return index
-
-
-def _cell(value: Any) -> str:
-    return "-" if value is None else html.escape(str(value))
 
 
 def _load_table(table: dict[str, Any]) -> str:
@@ -178,23 +201,23 @@ def _load_table(table: dict[str, Any]) -> str:
     head = "".join(f"<th>{html.escape(t)} @{load}%</th>" for load in loads for _, t in kpis)
     body = "".join(
         f"<tr><th>{html.escape(name)}</th>"
-        + "".join(f"<td>{_cell(at[load][k])}</td>" for load in loads for k, _ in kpis)
+        + "".join(f"<td>{cell(at[load][k])}</td>" for load in loads for k, _ in kpis)
         + "</tr>"
         for name, at in rows.items()
     )
     return f"<h2>At arrived demand (FGD protocol)</h2><table><tr><th>strategy</th>{head}</tr>{body}</table>"
 
 
-def _html(summary: dict[str, Any], plots: list[str], series: dict[str, str]) -> str:
-    table = summary["strategies"]
-    keys = [k for k in next(iter(table.values())).keys() if k != "at_load"] if table else []
-    head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
-    body = "".join(
-        f"<tr><th>{html.escape(name)}</th>" + "".join(f"<td>{html.escape(str(row[k]))}</td>" for k in keys) + "</tr>"
-        for name, row in table.items()
+def _figure(name: str, captions: list[str]) -> str:
+    caption = "".join(f"<p>{html.escape(c)}</p>" for c in captions)
+    return f'<figure id="plot-{name.removesuffix(".png")}"><img src="{name}" alt="{name}">' + (
+        f"<figcaption>{caption}</figcaption></figure>" if caption else "</figure>"
     )
-    at_load = _load_table(table)
-    images = "".join(f'<figure><img src="{p}" alt="{p}"></figure>' for p in plots)
+
+
+def _html(summary: dict[str, Any], plots: list[tuple[str, list[str]]], series: dict[str, str]) -> str:
+    at_load = _load_table(summary["strategies"])
+    images = "".join(_figure(name, captions) for name, captions in plots)
     links = " · ".join(f'<a href="{f}">{html.escape(n)}</a>' for n, f in series.items())
     info = html.escape(json.dumps(summary["input"], indent=2))
     notes = "".join(f"<p><strong>Note:</strong> {html.escape(n)}</p>" for n in summary.get("notes", ()))
@@ -202,13 +225,15 @@ def _html(summary: dict[str, Any], plots: list[str], series: dict[str, str]) -> 
 <html><head><meta charset="utf-8"><title>gpudra simulation report</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:right;font-size:.9em}}
-figure{{display:inline-block;margin:.5em}}
+figure{{display:inline-block;margin:.5em;max-width:52em}}figcaption{{font-size:.9em}}
 pre{{background:#f6f6f6;padding:1em;overflow:auto}}</style></head><body>
 <h1>gpudra simulation report</h1>
-<h2>Summary</h2><table><tr><th>strategy</th>{head}</tr>{body}</table>{notes}{at_load}{_sizing_table(summary)}
+<h2>Summary</h2>{summary_table(summary)}{notes}{explanations_section(summary)}{at_load}{_sizing_table(summary)}
 <p>Ratios are in [0, 1]; definitions in docs/simulator.md.
 Time series (CSV): {links} · <a href="summary.json">summary.json</a></p>
+{breakdown_sections(summary)}
 <h2>Plots</h2>{images}
+{assumptions_section(summary)}
 <h2>Input</h2><pre>{info}</pre>
 </body></html>
 """

@@ -15,10 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .breakdown import GroupLedger, pod_size, size_order
 from .frag import TypicalPod, frag_amount
 from .state import PLAIN, STATIC, ClusterState
+from .workload import SimPod
 
-__all__ = ["Recorder", "Sample", "alloc_pct_at", "cluster_fragmentation", "load_kpis", "summarize"]
+__all__ = [
+    "Recorder", "Sample", "alloc_pct_at", "cluster_fragmentation", "gpu_occupancy", "load_kpis", "pending_by_gpus",
+    "summarize",
+]  # fmt: skip
 
 KPI_LOADS = (80, 100, 130)  # arrived demand (% of capacity) at which the FGD protocol's KPIs are read
 
@@ -53,6 +58,18 @@ def cluster_fragmentation(
     return min(1.0, frag / free) if free else 0.0
 
 
+def gpu_occupancy(state: ClusterState) -> dict[str, int]:
+    """GPUs with nothing held on them (`gpus_unused`) and GPUs partly held (`gpus_partly_held`: a share or some
+    MIG slices held, the rest free), over nodes that are up."""
+    unused = partly = 0
+    for members in state.classes.values():
+        for index in members:
+            for free in _node_free(state.nodes[index]):
+                unused += free >= 1000
+                partly += 0 < free < 1000
+    return {"gpus_unused": unused, "gpus_partly_held": partly}
+
+
 def _node_free(node: Any) -> list[int]:
     out = []
     for gpu in node.gpus:
@@ -85,10 +102,30 @@ class Recorder:
     pending_at_end: int = 0
     wall_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    # per GPU model and pod size (`simulator.breakdown`); empty where a run does not record them (the FGD peer)
+    model_gpus: dict[str, int] = field(default_factory=dict)  # GPU model -> GPUs of it in the cluster
+    sizes: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod -> its size (GPU pods only)
+    models: dict[str, str] = field(default_factory=dict)  # pod -> the GPU model it first ran on
+    restricted: dict[str, tuple[str, ...]] = field(default_factory=dict)  # never-placed pod -> its allowed models
+    ledger: GroupLedger = field(default_factory=GroupLedger)
+    occupancy: dict[str, int] | None = None  # GPUs with nothing held / partly held, at the end (FGD protocol)
+
+    def note_pod(self, pod: SimPod, wait: float, model: str | None) -> None:
+        """A pod's first placement (`model`: the GPU model it ran on) or, `model` None, a pod never placed."""
+        self.waits[pod.name] = wait
+        self.gpus[pod.name] = pod.num_gpu if pod.is_gpu else 0
+        if pod.is_gpu:
+            self.sizes[pod.name] = pod_size(pod)
+            if model:
+                self.models[pod.name] = model
+            elif pod.gpu_models:
+                self.restricted[pod.name] = pod.gpu_models
 
     def sample(
         self, state: ClusterState, now: float, pending: int, pending_gpu: int, frag: float | None, arrived: float = 0.0
     ) -> None:
+        self.ledger.window = self.window
+        self.ledger.advance(now, {"model": state.by_model, "size": state.by_size})
         self.samples.append(
             Sample(
                 time=now,
@@ -177,6 +214,7 @@ def summarize(rec: Recorder) -> dict[str, Any]:
         else:
             unallocated = rec.total_gpus - max(s.held for s in rec.samples)
     waits = list(rec.waits.values())
+    timeless = rec.protocol == "fgd"
     out: dict[str, Any] = {
         "pods_total": rec.pods_total,
         "pods_placed": len(rec.placed),
@@ -188,26 +226,92 @@ def summarize(rec: Recorder) -> dict[str, Any]:
         "nvlink_satisfied_ratio": round(rec.multi_gpu_nvlink / rec.multi_gpu, 6) if rec.multi_gpu else 1.0,
         "mig_reconfigurations": rec.mig_reconfigurations,
         "drained_node_hours": round(rec.drained_node_seconds / 3600, 3),
-        "mean_pending_seconds": round(sum(waits) / len(waits), 3) if waits else 0.0,
-        "pending_by_gpus": pending_by_gpus(rec),
+        # the FGD protocol has no time (pods arrive in order and never leave): no wait to state (None, not 0)
+        "mean_pending_seconds": None if timeless else round(sum(waits) / len(waits), 3) if waits else 0.0,
+        "pending_by_gpus": None if timeless else pending_by_gpus(rec),
         "evicted_pods": rec.evicted_pods,
         "on_the_fly_partitions": rec.partitions_created,
         "multi_gpu_pods": rec.multi_gpu,
     }
     for key in rec.extra.get("unmodelled", ()):  # e.g. the FGD paper's baselines: no VRAM, no NVLink
         out[key] = None
+    if rec.occupancy is not None:
+        out.update(rec.occupancy)
+    if rec.model_gpus:
+        out["by_gpu_model"] = by_gpu_model(rec)
+        out["by_pod_size"] = by_pod_size(rec)
     if rec.protocol == "fgd":
         out["at_load"] = load_kpis(rec)
     return out
 
 
-def pending_by_gpus(rec: Recorder) -> dict[str, float]:
+def _ratio(part: float, whole: float) -> float | None:
+    return round(_unit(part / whole), 6) if whole else None
+
+
+def by_gpu_model(rec: Recorder) -> dict[str, dict[str, Any]]:
+    """Per GPU model in the cluster: its GPUs, the allocation and held ratios of those GPUs, their VRAM waste (as
+    the summary averages them), the pods that first ran on it and the GPU pods never placed that may only run on
+    some models, this one among them."""
+    means = rec.ledger.means("model", final=rec.protocol == "fgd")
+    placed: dict[str, int] = {}
+    for model in rec.models.values():
+        placed[model] = placed.get(model, 0) + 1
+    out = {}
+    for model, gpus in sorted(rec.model_gpus.items()):
+        req, held, need, held_vram = means.get(model, (0.0, 0.0, 0.0, 0.0))
+        out[model] = {
+            "gpus": gpus,
+            "gpu_allocation_ratio": _ratio(req / 1000, gpus),
+            "held_ratio": _ratio(held / 1000, gpus),
+            "vram_waste_ratio": _ratio(held_vram - need, held_vram),
+            "pods_placed": placed.get(model, 0),
+            "pods_never_placed_restricted_to_it": sum(1 for m in rec.restricted.values() if model in m),
+        }
+    return out
+
+
+def by_pod_size(rec: Recorder) -> dict[str, dict[str, Any]]:
+    """Per pod size (`<GPUs> GPU, <VRAM per GPU bucket>`): GPU pods, placed, never placed, their mean wait (None in
+    the FGD protocol), their share of the cluster's GPUs (requested compute / all GPUs) and their VRAM waste."""
+    means = rec.ledger.means("size", final=rec.protocol == "fgd")
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, size in rec.sizes.items():
+        groups.setdefault(size, []).append(name)
+    gpus = max(1, rec.total_gpus)
+    out = {}
+    for size in sorted(set(groups) | {k for k in means if isinstance(k, tuple)}, key=size_order):
+        names = groups.get(size, [])
+        req, _, need, held_vram = means.get(size, (0.0, 0.0, 0.0, 0.0))
+        waits = [rec.waits[n] for n in names]
+        placed = sum(1 for n in names if n in rec.placed)
+        out[f"{size[0]} GPU, {size[1]}"] = {
+            "gpus_per_pod": size[0],
+            "vram_per_gpu": size[1],
+            "pods": len(names),
+            "pods_placed": placed,
+            "pods_never_placed": len(names) - placed,
+            "mean_pending_seconds": None if rec.protocol == "fgd" or not waits else round(sum(waits) / len(waits), 3),
+            "gpu_allocation_ratio": round(_unit(req / 1000 / gpus), 6),
+            "vram_waste_ratio": _ratio(held_vram - need, held_vram),
+        }
+    return out
+
+
+def pending_by_gpus(
+    rec: Recorder, *, until: float | None = None, arrivals: dict[str, float] | None = None
+) -> dict[str, float]:
     """GPUs per pod (as text, ascending) -> the mean seconds its GPU pods waited before they first ran (pods still
-    pending at the end count the time they waited)."""
+    pending at the end count the time they waited). With `until` (and each pod's arrival), waits are cut off there,
+    as a replay that stops at `until` counts them: a pod placed later, or never, waited `until - arrival`."""
     by: dict[int, list[float]] = {}
     for name, wait in rec.waits.items():
         gpus = rec.gpus.get(name, 0)
         if gpus:
+            if until is not None:
+                if arrivals is None or name not in arrivals:
+                    raise ValueError(f"pending_by_gpus: no arrival for pod {name!r} to cut its wait at {until}")
+                wait = min(wait, until - arrivals[name])
             by.setdefault(gpus, []).append(wait)
     return {str(g): round(sum(w) / len(w), 3) for g, w in sorted(by.items())}
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from dra.gpus import MigProfile
 
+from .breakdown import Totals, pod_size
 from .cluster import ClusterSpec, Layout, NodeSpec, nvlink_groups
 from .workload import SimPod
 
@@ -168,6 +169,10 @@ class ClusterState:
         self.needed_vram = 0
         self.held_vram = 0
         self.gpu_pods = 0
+        # per group the same totals (`simulator.breakdown`): by the node's GPU model, by the pod's size
+        self.node_model = [n.spec.gpu.key if n.spec.gpu is not None else "" for n in self.nodes]
+        self.by_model: dict[object, Totals] = {}
+        self.by_size: dict[object, Totals] = {}
         for node in self.nodes:
             self._index(node)
 
@@ -301,6 +306,15 @@ class ClusterState:
         self.needed_vram += sign * alloc.needed_vram
         self.held_vram += sign * alloc.held_vram
         self.gpu_pods += sign * (1 if alloc.parts else 0)
+        if alloc.parts:
+            for key, table in ((self.node_model[alloc.node], self.by_model), (pod_size(alloc.pod), self.by_size)):
+                row = table.get(key)
+                if row is None:
+                    row = table[key] = [0, 0, 0, 0]
+                row[0] += sign * alloc.requested_milli
+                row[1] += sign * alloc.held_milli
+                row[2] += sign * alloc.needed_vram
+                row[3] += sign * alloc.held_vram
 
     def gpu_info(self, cid: int) -> GpuInfo:
         """Class `cid`'s GPUs in canonical order, NVLink group ranges and whole-free GPUs (memoised)."""

@@ -153,6 +153,8 @@ def run_job(job: Job) -> dict[str, Any]:
     }  # fmt: skip
     kpis = dict(summary["strategies"][job.strategy])
     at_load = kpis.pop("at_load", {})
+    for nested in ("by_gpu_model", "by_pod_size"):  # a sweep's row is flat: the breakdowns are simulate --report's
+        kpis.pop(nested, None)
     row.update(kpis)
     for load, values in at_load.items():  # the FGD protocol's KPIs as flat columns, one per KPI and load
         row.update({f"{key}_at_{load}": value for key, value in values.items()})
@@ -176,13 +178,13 @@ def write_results(rows: list[dict[str, Any]], output: Path) -> None:
     if not rows:
         return
     with (output / "results.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        keys = list(dict.fromkeys(k for r in rows for k in r))  # runs record more or fewer KPIs (the FGD peer)
+        writer = csv.DictWriter(handle, fieldnames=keys, restval="")
         writer.writeheader()
         writer.writerows(rows)
     _plot(rows, output / "allocation.png")
-    keys = list(rows[0])
     head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r[k]))}</td>" for k in keys) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(k, '')))}</td>" for k in keys) + "</tr>" for r in rows)
     (output / "index.html").write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>gpudra sweep</title>"
         "<style>body{font-family:system-ui;margin:2em}td,th{border:1px solid #ccc;padding:.2em .5em}"

@@ -89,3 +89,14 @@ def test_every_file_the_readme_tour_names_is_shipped() -> None:
     assert named, "the tour names files"
     root = Path(__file__).resolve().parents[1]
     assert sorted(p for p in named if not (root / p).exists()) == []
+
+
+def test_the_readme_sweep_example_is_the_grid_it_says() -> None:
+    from simulator.sweep import load_sweep
+
+    grid = load_sweep("examples/sweep/sweep.yaml")
+    assert len(grid.jobs) == 6 and {(j.strategy, j.seed) for j in grid.jobs} == {
+        (s, seed) for s in ("device-plugin", "dra-whole", "gpudra") for seed in (0, 1)
+    }
+    assert {(j.cluster, j.trace, j.protocol) for j in grid.jobs} == {("built-in", "generated", "replay")}
+    assert grid.output == Path("examples/sweep/sweep-out") and grid.workers == 2

@@ -251,6 +251,15 @@ def _verification_text(found: dict[str, Any]) -> str:
         f"{pct(found['node_in_top_set'])}, same devices ({found['allocator_mode']} allocator) "
         f"{pct(found['same_devices'])}",
     ]
+    cutoff = found["pending_cutoff_seconds"]
+    lines.append(
+        f"  GPU pods' mean pending s by GPUs per pod, both cut at the last arrival ({cutoff:g} s): "
+        f"real {found['pending_by_gpus']}, model {found['model_pending_by_gpus']}"
+    )
+    lines.append(
+        f"  slices published: {found['driver']['devices']} devices, {found['driver']['shareable_devices']} shareable "
+        f"(gates: {', '.join(found['driver']['gates']) or 'none'})"
+    )
     for cause, count in found["causes"].items():
         lines.append(f"  {count} x {cause}")
     for item in found["disagreements"][:10]:

@@ -47,13 +47,19 @@ def comparison(summary: dict[str, Any]) -> tuple[str, Table]:
         + (f" ({skipped} skipped, see --json)" if skipped else "")
         + (f" ({noted} kept with notes, see --json)" if noted else "")
     )
+    demand = summary.get("explanations", {}).get("demand")
+    if demand:  # the FGD protocol submits more pods than the workload has
+        load = info["load"]
+        heading += f"; FGD protocol: {demand['submitted_pods']} pods submitted (demand tuned to {load:g}x the GPUs)"
     table = Table(show_edge=False)
     table.add_column("metric")
     for name in summary["strategies"]:
         table.add_column(name, justify="right")
     rows = list(summary["strategies"].values())
+    timeless = info["protocol"] == "fgd"  # no time: no wait to show
     for key, title in COLUMNS:
-        table.add_row(title, *(metric_text(row[key]) for row in rows))
+        cells = ["n/a" if timeless and key == "mean_pending_seconds" else metric_text(row[key]) for row in rows]
+        table.add_row(title, *cells)
     loads = rows[0].get("at_load", {}) if rows else {}
     for load in loads:  # the FGD protocol's KPIs at each arrived-demand load
         for key, title in LOAD_COLUMNS:

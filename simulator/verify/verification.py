@@ -15,16 +15,19 @@ from dra.yamlio import load_yaml, read_source
 
 from ..cluster import ClusterSpec, NodeSpec, default_cluster
 from ..cluster_sources import load_cluster
+from ..comparison import SimulationConfig, simulate
+from ..kpis import pending_by_gpus
+from ..scheduling import Profile
 from ..sizing import strip_annotations
 from ..traces import GeneratorConfig, generate, load_trace
 from ..vram import VramModel
-from ..workload import SimPod
+from ..workload import SimPod, Workload
 from .binaries import component_version, find_components
 from .compare import ALLOCATOR_MODE, model_ask, tally
 from .controlplane import ControlPlane
 from .replay import replay
 
-__all__ = ["real_pending_by_gpus", "verification_inputs", "verify_scheduler"]
+__all__ = ["published_driver", "real_pending_by_gpus", "verification_inputs", "verify_scheduler"]
 
 
 def verification_inputs(
@@ -64,6 +67,34 @@ def real_pending_by_gpus(waits: tuple[tuple[int, float, bool], ...]) -> dict[str
     return {str(g): round(sum(w) / len(w), 3) for g, w in sorted(by.items())}
 
 
+def published_driver(spec: ClusterSpec, slices: list[dict[str, Any]]) -> dict[str, Any]:
+    """The driver gates the verification's nodes ran with and what their ResourceSlices published: devices, and
+    shareable devices (`allowMultipleAllocations`, ConsumableShares) beside the model's count of shareable GPUs."""
+    devices = [device for item in slices for device in item["spec"].get("devices", ())]
+    gates = sorted({gate for node in spec.nodes for gate in node.driver_gates.enabled})
+    return {
+        "gates": gates,
+        "devices": len(devices),
+        "shareable_devices": sum(1 for device in devices if device.get("allowMultipleAllocations")),
+        "model_shareable_gpus": spec.summary()["shareable_gpus"],
+    }
+
+
+def _model_pending(
+    spec: ClusterSpec, pods: list[SimPod], cutoff: float, policies: str | Path | None, profile: Profile,
+    gpudra_attributes: bool, seed: int,
+) -> dict[str, float]:  # fmt: skip
+    """`pending_by_gpus` of the simulator's gpudra run of `pods` (replay protocol), waits cut off at `cutoff` as the
+    verification's replay cuts them (it stops at the last arrival; the model's run goes on until every pod ran)."""
+    work = Workload(list(pods), "verification sample", "jsonl")
+    config = SimulationConfig(
+        spec, work, ("gpudra",), seed, "replay", policies=policies, scheduler=profile,
+        gpudra_attributes=gpudra_attributes,
+    )  # fmt: skip
+    rec = simulate(config).runs["gpudra"]
+    return pending_by_gpus(rec, until=cutoff, arrivals={p.name: p.arrival for p in pods})
+
+
 def verify_scheduler(
     spec: ClusterSpec,
     pods: list[SimPod],
@@ -94,8 +125,12 @@ def verify_scheduler(
     chosen = sorted(pods, key=lambda p: p.arrival)[:sample]
     version = component_version(binaries["kube-scheduler"])
 
-    def slices_of(node: NodeSpec) -> list[dict[str, Any]]:
-        return list(node_slices(node, node.name, gpudra_attributes=gpudra_attributes).slices)
+    published: list[dict[str, Any]] = []  # every ResourceSlice the real cluster got, to say what it published
+
+    def slices_of(node: NodeSpec) -> list[dict[str, Any]]:  # with the node's driver gates, as the model's
+        made = list(node_slices(node, node.name, gpudra_attributes=gpudra_attributes).slices)
+        published.extend(made)
+        return made
 
     started = time.perf_counter()
     cp = ControlPlane.launch(binaries, scheduler_config=config)
@@ -106,6 +141,8 @@ def verify_scheduler(
         )  # fmt: skip
     finally:
         cp.stop()
+    cutoff = max(p.arrival for p in chosen)  # the replay stops once the last arrival is decided
+    model_pending = _model_pending(spec, chosen, cutoff, policies, profile, gpudra_attributes, seed)
     figures = tally(replayed.steps).figures()
     pools = {node.name: node.pool for node in spec.nodes}
     bound = [step.real for step in replayed.steps if step.real.node is not None]
@@ -121,7 +158,11 @@ def verify_scheduler(
         "bound_by_pool": dict(Counter(pools.get(str(real.node), "?") for real in bound).most_common()),
         "bound_multi_device": sum(1 for real in bound if len(real.devices) >= 2),
         "pending_by_gpus": real_pending_by_gpus(replayed.waits),
+        # the model's own run of the same sample, waits cut at the same point: the figure to set against the real one
+        "model_pending_by_gpus": model_pending,
+        "pending_cutoff_seconds": cutoff,
         "gpu_pods_still_pending": sum(1 for _, _, placed in replayed.waits if not placed),
+        "driver": published_driver(spec, published),
         "scheduler_config": None if scheduler_config is None else str(scheduler_config),
         "allocator_mode": ALLOCATOR_MODE,
         "model_seconds": round(replayed.model_seconds, 1),

@@ -18,7 +18,7 @@ RATIOS = ("gpu_allocation_ratio", "vram_waste_ratio", "fragmentation_ratio", "nv
 
 
 def _check(summary: dict[str, object], strategies: list[str]) -> None:
-    assert set(summary) == {"input", "strategies", "notes"}
+    assert set(summary) == {"input", "strategies", "notes", "explanations", "assumptions"}
     table = summary["strategies"]
     assert isinstance(table, dict) and list(table) == strategies
     for row in table.values():
@@ -46,6 +46,17 @@ def test_simulate_openb_defaults_to_the_fgd_protocol(pod_csv: Path, node_csv: Pa
     assert summary["input"]["protocol"] == "fgd"
     # sampled with replacement until the requested GPUs reach the cluster's 6 GPUs
     assert summary["strategies"]["fgd"]["pods_total"] > 4
+
+
+def test_the_fgd_protocol_table_shows_no_wait_and_the_pods_it_submitted(pod_csv: Path, node_csv: Path) -> None:
+    args = ["simulate", "--cluster", str(node_csv), "--trace", str(pod_csv), "--strategies", "device-plugin,fgd"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    wait = next(line for line in result.stdout.splitlines() if line.strip().startswith("wait s"))
+    assert [c for c in wait.split()[2:] if c != "│"] == ["n/a", "n/a"], wait  # no time in the protocol: not 0
+    summary = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    submitted = summary["explanations"]["demand"]["submitted_pods"]
+    assert f"FGD protocol: {submitted} pods submitted" in " ".join(result.stdout.split())
 
 
 def test_simulate_reports_bad_trace_line(tmp_path: Path, node_csv: Path) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from simulator.engine import EngineConfig, run
 from simulator.frag import TypicalPod, frag_amount, typical_pods
-from simulator.kpis import summarize
+from simulator.kpis import Recorder, pending_by_gpus, summarize
 from simulator.strategies import make_strategy
 
 from .helpers import cluster, node, pod
@@ -97,3 +97,15 @@ def test_ratios_in_unit_interval_for_every_strategy() -> None:
         for key in ("gpu_allocation_ratio", "vram_waste_ratio", "fragmentation_ratio", "nvlink_satisfied_ratio"):
             assert 0.0 <= out[key] <= 1.0, (name, key, out[key])
         assert out["pods_placed"] + out["pods_pending"] == out["pods_total"] == 60
+
+
+def test_pending_by_gpus_cut_off_where_a_replay_stops() -> None:
+    """Issue 42.4: the verification's replay stops at the last arrival; the model's waits are cut there to compare."""
+    rec = Recorder(strategy="x", total_gpus=8, protocol="replay")
+    rec.waits = {"big": 100.0, "small": 5.0, "late": 30.0, "cpu": 7.0}
+    rec.gpus = {"big": 8, "small": 1, "late": 1, "cpu": 0}
+    assert pending_by_gpus(rec) == {"1": 17.5, "8": 100.0}
+    arrivals = {"big": 0.0, "small": 0.0, "late": 40.0, "cpu": 0.0}
+    assert pending_by_gpus(rec, until=50.0, arrivals=arrivals) == {"1": 7.5, "8": 50.0}  # late: 10 s by then
+    with pytest.raises(ValueError, match="no arrival for pod 'late'"):
+        pending_by_gpus(rec, until=50.0, arrivals={"big": 0.0, "small": 0.0})
