@@ -47,6 +47,10 @@ DEFAULT_EXEMPT_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-
 CAP_LABELS = ("gpudra.io/max-gpus", "gpudra.io/max-vram")
 # JSON text of the cached inputs; the process's Python objects for them take about 3-5x (measured in the tests).
 DECISION_CACHE_BYTES = 32 * 1024 * 1024
+# Inputs above this (a pod of a quarter megabyte: the large lane's, webhook.body) are decided each time, never cached:
+# an entry keeps its pod, and a burst of large distinct pods would otherwise leave the cache's whole budget of them
+# alive after the burst (measured: 64 distinct 2.5 MB pods left two workers about 100 MiB above their level).
+UNCACHED_INPUT_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -313,7 +317,7 @@ class Admission:
             extended_resources=mapping,  # read through `inputs.mapped`, its legacy GPU pairs
         )
         entry = _Cached(pod, decision, policies, mapping)
-        if keyed is not None:
+        if keyed is not None and keyed[1] <= UNCACHED_INPUT_BYTES:
             # inputs, and what the decision held when made (its variables included: an upper bound of what the
             # entry keeps, `_served`)
             self._cache.put(keyed[0], entry, keyed[1] + decision.held_bytes)

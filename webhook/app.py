@@ -42,6 +42,7 @@ from webhook.review import (
     denied_response,
     operation_label,
     parse_review,
+    sniff_uid,
 )
 
 __all__ = [
@@ -101,6 +102,15 @@ class WebhookApp(Starlette):
                 await response(scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
+
+
+class _Late(Exception):
+    """A large review not parsed within its deadline, whose uid was read off its body (webhook.review.sniff_uid)."""
+
+    def __init__(self, uid: str, message: str) -> None:
+        super().__init__(message)
+        self.uid = uid
+        self.message = message
 
 
 ECHO_PATCH_ANNOTATION = "gpudra.io/echo"
@@ -202,16 +212,21 @@ def create_app(
 
     async def parse_large(body: bytes, started: float) -> ReviewRequest:
         """Parse on the large lane: a multi-megabyte json.loads holds the GIL, so at most one runs at a time."""
+        uid = sniff_uid(body)
         held = [body]
         try:
             return await large_lane.run(lambda: parse_review(held.pop(), max_bytes=max_body_bytes), left(started))
         except DeadlineExceeded:
             held.clear()  # a job still queued must not keep the body after its request was answered
-            raise BodyRefused(
+            busy = (
                 f"gpudra webhook is busy with other large reviews (bodies above {large_body_bytes} bytes are "
-                f"decided one at a time); not parsed within {deadline_seconds:g} s, retry shortly",
-                503,
-            ) from None
+                f"decided one at a time); not parsed within {deadline_seconds:g} s, retry shortly"
+            )
+            if uid is None:  # nothing to answer an AdmissionReview with
+                raise BodyRefused(busy, 503) from None
+            # Answered as a review the deadline cut short is (fail closed, with gpudra's reason for the pod's
+            # creator), not as an HTTP error the API server reports as "failed calling webhook".
+            raise _Late(uid, busy) from None
 
     async def answer_body(
         endpoint: str, body: bytes, decide: Callable[[ReviewRequest], dict[str, Any]], started: float
@@ -223,6 +238,13 @@ def create_app(
         except BadReview as exc:
             metrics.bad_requests.labels(str(exc.status)).inc()
             return JSONResponse({"error": exc.reason}, status_code=exc.status)
+        except _Late as unparsed:
+            log.warning("review %s not parsed within %g s: %s", unparsed.uid, deadline_seconds, unparsed.message)
+            metrics.reviews.labels(endpoint, "", "", "timeout").inc()
+            denial = AdmissionDenied(
+                f"{unparsed.message}; the pod was not admitted", code=503, reason="ServiceUnavailable"
+            )
+            return JSONResponse(denied_response(unparsed.uid, denial))
         del body
         held = [review]
         try:

@@ -201,6 +201,25 @@ def test_identical_replicas_share_one_cached_decision(
     assert admission.metrics.templates_created.labels("existing")._value.get() == 1
 
 
+def test_a_large_pods_decision_is_not_cached_so_a_burst_of_them_leaves_nothing_behind(
+    admission: Admission, api: RecordingApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from webhook.admission import UNCACHED_INPUT_BYTES
+
+    calls = []
+    evaluate = PolicySet.evaluate
+    monkeypatch.setattr(PolicySet, "evaluate", lambda self, *a, **k: calls.append(1) or evaluate(self, *a, **k))
+    large = _replica()
+    large["spec"]["containers"][0]["env"] = [{"name": f"V{i}", "value": "v" * 1000} for i in range(300)]
+    first = admission.mutate(parse_review(review_body(large, uid="u-1")))
+    second = admission.mutate(parse_review(review_body(large, uid="u-2")))
+    assert len(review_body(large)) > UNCACHED_INPUT_BYTES
+    assert len(calls) == 2 and len(admission._cache) == 0  # decided each time, never kept
+    assert decoded_patch(first) == decoded_patch(second) and decoded_patch(first)
+    admission.mutate(parse_review(review_body(_replica(), uid="u-3")))
+    assert len(admission._cache) == 1  # an ordinary pod's decision is
+
+
 def test_any_input_change_misses_the_cache(
     admission: Admission, api: RecordingApiServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -147,3 +147,30 @@ def test_malformed_length_is_400(admission: Admission) -> None:
     body = json.dumps({"kind": "AdmissionReview"}).encode()
     (resp,) = _post_all(app, [body], headers={"Content-Length": "12x"})
     assert resp.status_code == 400
+
+
+def test_a_huge_review_not_parsed_within_its_deadline_is_denied_with_its_uid_not_503(admission: Admission) -> None:
+    """The large lane is held by a huge review's decision: the next one's parse meets its deadline. It is answered as
+    an AdmissionReview denial (fail closed, with gpudra's reason), its uid read off the body's start."""
+    handler = _HoldsHugeReviews(admission)
+    app = create_app(handler, metrics=WebhookMetrics(), deadline_seconds=1.0)
+    first, second = _huge_review(), review_body(json.loads(_huge_review())["request"]["object"], uid="second")
+
+    async def run() -> tuple[httpx.Response, httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://webhook", timeout=120) as client:
+            held = asyncio.create_task(client.post("/mutate", content=first))
+            for _ in range(60_000):  # until the first holds the large lane's thread
+                if handler.threads["huge"]:
+                    break
+                await asyncio.sleep(0.002)
+            late = await client.post("/mutate", content=second)
+            handler.release.set()
+            return await held, late
+
+    held, late = asyncio.run(run())
+    assert late.status_code == 200, late.text
+    answer = late.json()["response"]
+    assert answer["uid"] == "second" and answer["allowed"] is False
+    assert answer["status"]["code"] == 503 and "busy with other large reviews" in answer["status"]["message"]
+    assert held.status_code == 200 and held.json()["response"]["uid"] == "huge"

@@ -63,15 +63,16 @@ def _admission() -> Admission:
 
 def test_large_distinct_pods_keep_the_decision_cache_inside_its_byte_budget() -> None:
     admission = _admission()
-    megabyte = "x" * (1024 * 1024)
-    for i in range(60):
+    # 200 KiB each (under UNCACHED_INPUT_BYTES, so cached), 200 of them: past the 32 MiB budget
+    filler = "x" * (200 * 1024)
+    for i in range(200):
         pod = example("pod-legacy-vram.yaml")
         pod["metadata"]["name"] = f"big-{i}"
-        pod["metadata"]["annotations"]["notes"] = megabyte + str(i)
+        pod["metadata"]["annotations"]["notes"] = filler + str(i)
         admission.mutate(parse_review(review_body(pod)))
     cache = admission._cache
-    assert 0 < len(cache) < 60 and cache.weight <= cache.max_bytes
-    assert len(cache) * 1024 * 1024 <= cache.max_bytes  # each entry holds a pod of a bit more than 1 MiB
+    assert 0 < len(cache) < 200 and cache.weight <= cache.max_bytes
+    assert len(cache) * 200 * 1024 <= cache.max_bytes  # each entry holds a pod of a bit more than 200 KiB
 
 
 def test_pool_answers_at_the_deadline_and_keeps_serving() -> None:

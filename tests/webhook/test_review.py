@@ -80,3 +80,15 @@ def test_denied_response_carries_code_and_message() -> None:
         "status": {"code": 403, "message": "too many GPUs", "reason": "Forbidden"},
         "warnings": ["x"],
     }
+
+
+def test_the_uid_is_read_off_the_start_of_a_review_without_parsing_it() -> None:
+    from webhook.review import pod_review, sniff_uid
+
+    body = pod_review({"metadata": {"name": "p"}, "spec": {"containers": []}}, uid="0b3c-9f:x.1")
+    assert sniff_uid(body) == "0b3c-9f:x.1"
+    go_order = b'{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"abc-1","kind":{}}}'
+    assert sniff_uid(go_order) == "abc-1"
+    assert sniff_uid(b'{"request":{"kind":{},"uid":"abc"}}') is None  # not the first key: not guessed
+    assert sniff_uid(b'{"request":{"uid":"a\\"b"}}') is None  # an escaped quote: not a uid we would echo
+    assert sniff_uid(b" " * 5000 + b'{"request":{"uid":"late"}}') is None  # past the first 4 KiB
