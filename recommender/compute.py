@@ -13,8 +13,9 @@ Per workload owner and container, every FB-used sample of every pod and device i
   samples"); shrinking needs evidence.
 - **pressure**: after a shrink (the pods ran on a MIG instance or on less framebuffer than their GPU model has),
   framebuffer use reached `pressure_ratio` (95 %) of what was granted, or the container restarted. Then the
-  statistic becomes `max`, and when the ceiling was hit, vram is at least the granted size x (1 + headroom), so the
-  next device is larger (grow back).
+  statistic becomes `max`, and when the ceiling was hit, vram is at least that series' granted size x (1 + headroom),
+  so the next device is larger (grow back); a larger device the owner's pods also ran on without filling it (the
+  whole GPU before the shrink) does not set the size.
 - **device** (for the report): the smallest fitting device of the node's GPU model (`modelName`, looked up in
   `dra.gpus`): a MIG profile when the model has MIG, else a share of the GPU with a memory request, else the
   whole GPU.
@@ -124,6 +125,7 @@ class ContainerUsage:
     maximum: float = 0.0
     granted_mib: float = 0.0  # the largest framebuffer a series ran with (FB used + free + reserved)
     near_full: bool = False  # some series used >= pressure_ratio of its own framebuffer
+    ceiling_mib: float = 0.0  # the largest framebuffer among the series that were near full (the ceiling hit)
     shrunk: bool = False  # some series ran on a MIG instance or on less than its model's framebuffer
     model_name: str = ""
     mig_profile: str = ""
@@ -159,6 +161,7 @@ class ContainerUsage:
             self.granted_mib = max(self.granted_mib, granted_mib)
             if top >= pressure_ratio * granted_mib:
                 self.near_full = True
+                self.ceiling_mib = max(self.ceiling_mib, granted_mib)
             model = find(model_name) if model_name else None
             if model is not None and granted_mib < 0.98 * model.memory_mib:
                 self.shrunk = True
@@ -267,8 +270,8 @@ def recommend(name: str, usage: ContainerUsage, settings: Settings) -> Container
         peak_mib = peak_of(usage.samples(), quantile)
     peak_bytes = int(math.ceil(peak_mib * MIB))
     vram = vram_for(peak_bytes, settings.headroom)
-    if pressure and usage.near_full:
-        vram = max(vram, vram_for(int(usage.granted_mib * MIB), settings.headroom))
+    if pressure and usage.near_full:  # grow past the ceiling that was hit, not past the largest device seen
+        vram = max(vram, vram_for(int(usage.ceiling_mib * MIB), settings.headroom))
     vram = capped_to_device(vram, peak_bytes, usage.model_name)
     return ContainerRecommendation(
         name=name,

@@ -389,9 +389,11 @@ def test_observed_usage_right_sizes_the_next_pods_and_grows_back_under_pressure(
     assert grown["pressure"] is True and Quantity.parse(grown["vram"]) > Quantity.parse("9984Mi")
     _wait_for_another_size(kube, ns, second)
 
-    # 5. The pod after that gets the bigger size: no 10 GB MIG profile any more.
+    # The ceiling hit was the MIG's 9984 MiB: the size grows to 9984Mi x 1.2, not to the whole H100 the first pod
+    # ran on without filling it.
+    assert grown["vram"] == "11981Mi", grown
+
+    # 5. The pod after that gets the bigger size: the A100's 20 GB profiles first, no 10 GB profile any more.
     third = _scale_to(kube, ns, "loop", 3)
     names = [r["name"] for r in _first_request(kube, third, ns)["firstAvailable"]]
-    # The grown size no longer fits the 10 GB profile. (Since claims are checked against the cluster, only `whole`
-    # is left here where larger MIG profiles were before: suspected over-pruning, under investigation.)
-    assert "mig-1g-10gb" not in names and "shared" not in names and names, names
+    assert names == ["mig-1g-20gb", "mig-2g-20gb", "whole"], names

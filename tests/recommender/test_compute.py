@@ -105,6 +105,20 @@ def test_pressure_after_a_shrink_grows_and_restarts_count() -> None:
     assert not isinstance(w, str) and not w.pressure
 
 
+def test_pressure_grows_from_the_framebuffer_that_filled_not_the_largest_one_seen() -> None:
+    # The owner's first pod ran on a whole H100 at 5 GiB, the next on a MIG 1g.10gb that it filled: the ceiling
+    # hit is the MIG's 9984 MiB, so the next size is 9984 MiB x 1.2 (a 20 GB profile), not the whole H100.
+    usage = ContainerUsage()
+    usage.add(np.full(200, 5 * 1024.0), pod="a", granted_mib=81_559, model_name="NVIDIA H100 80GB HBM3")
+    usage.add(np.full(200, 9984.0), pod="b", granted_mib=9984, mig_profile="1g.10gb",
+              model_name="NVIDIA H100 80GB HBM3")  # fmt: skip
+    r = recommend("c", usage, Settings())
+    assert not isinstance(r, str) and r.pressure
+    assert r.vram_bytes == vram_for(9984 * MIB, 0.2) == 11_981 * MIB
+    assert r.device == "MIG 1g.20gb of NVIDIA H100 80GB HBM3"
+    assert r.granted_bytes == 81_559 * MIB  # the report still says the largest framebuffer the pods ran with
+
+
 def test_headroom_never_rules_out_the_gpu_the_pods_ran_on() -> None:
     usage = ContainerUsage()
     usage.add(np.full(200, 75_000.0), pod="p", granted_mib=81_559, model_name="NVIDIA H100 80GB HBM3")
