@@ -138,14 +138,16 @@ def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_admission_through_the_api_server_runs_and_keeps_its_keys() -> None:
-    """`--through-apiserver` (issue 27 item 1) at its smallest: every burst kind, the Deployment burst, and the JSON
-    keys the issue names, with every pod through the webhook translated."""
+    """`--through-apiserver` (issue 27 item 1, issue 41) at its smallest: every burst kind, the Deployment burst, a
+    steady load of 2 s, and the JSON keys the issues name, with every pod through the webhook translated, every pod of
+    the MutatingAdmissionPolicy's bursts mutated by it, and the webhook's server-side latency read from
+    kube-apiserver's histogram for every pod of the steady load."""
     try:
         binaries.require("components")
     except binaries.MissingBinaries as exc:
         pytest.skip(str(exc))
     argv = ["--no-loopback", "--through-apiserver", "--pods", "8", "--rounds", "1", "--deployments", "1"]
-    argv += ["--replicas", "4"]
+    argv += ["--replicas", "4", "--steady-rate", "50", "--steady-seconds", "2"]
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "admission.py"), *argv],
         cwd=ROOT,
@@ -159,12 +161,18 @@ def test_admission_through_the_api_server_runs_and_keeps_its_keys() -> None:
     burst = result["through_apiserver"]
     assert burst["pods"] == 8 and burst["pods_translated"] == 8 and burst["pods_translated_without_webhook"] == 0
     assert burst["p99_ratio"] > 0 and burst["echo"]["p99_ratio"] > 0 and burst["echo"]["webhook_p99_over_echo"] > 0
-    assert set(burst["cpu_seconds_per_burst"]) >= {"legacy", "translated", "webhook", "echo", "echo_patch"}
+    assert set(burst["cpu_seconds_per_burst"]) >= {"legacy", "translated", "webhook", "echo", "echo_patch", "map"}
+    # the native peer (a MutatingAdmissionPolicy in kube-apiserver) mutated every pod of its burst
+    assert burst["map"]["pods_mutated"] == burst["map"]["pods"] == 8 and burst["map"]["p99_ratio"] > 0
     # the mutating floor patched every pod it saw, and translated none
     assert burst["echo_patch"]["pods_patched"] == burst["echo_patch"]["pods"] == 8
     assert burst["echo_patch"]["p99_ratio"] > 0 and burst["echo_patch"]["webhook_p99_over_echo_patch"] > 0
     if "http1" in burst:
-        assert burst["http1"]["pods_translated"] == burst["http1"]["pods"] == 8
+        assert burst["http1"]["pods_translated"] == burst["http1"]["pods"] == 8 and burst["http1"]["p99_over_map"] > 0
+    # the steady load: every pod created and translated, and kube-apiserver recorded a call to the webhook for each
+    steady = burst["steady"]
+    assert steady["pods"] == steady["created"] == steady["pods_translated"] == 100 and steady["failures"] == 0
+    assert steady["webhook_calls"] >= 100 and steady["server_side_p99_ms"] >= steady["server_side_p50_ms"] > 0
     assert burst["deployments"]["pods_translated"] == 4 and burst["deployments"]["pods_translated_without_webhook"] == 0
 
 
