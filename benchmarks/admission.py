@@ -297,6 +297,9 @@ def _ratios(mutate: dict[str, Any], echo: dict[str, Any]) -> dict[str, float]:
         "p99_mutate_over_echo": round(mutate["p99_ms"] / echo["p99_ms"], 3),
         "p50_mutate_over_echo": round(mutate["p50_ms"] / echo["p50_ms"], 3),
         "throughput_mutate_over_echo": round(mutate["reviews_per_s"] / echo["reviews_per_s"], 3),
+        "server_cpu_mutate_over_echo": round(
+            mutate["server_cpu_us_per_review"] / max(1, echo["server_cpu_us_per_review"]), 3
+        ),
     }
 
 
@@ -332,7 +335,8 @@ def loopback(
             at_rates = [_at_rate(base, server, rate, requests, concurrency, limit_s) for rate in rates or []]
         finally:
             server.stop()
-    echo = {key: round((echo_before[key] + echo_after[key]) / 2, 3) for key in ("p50_ms", "p99_ms", "reviews_per_s")}
+    keys = ("p50_ms", "p99_ms", "reviews_per_s", "server_cpu_us_per_review")
+    echo = {key: round((echo_before[key] + echo_after[key]) / 2, 3) for key in keys}
     return {
         "workers": workers,
         "echo": {"mean_of_runs": echo, "before": echo_before, "after": echo_after},
@@ -479,6 +483,11 @@ _WEBHOOK_NAME = "mutate.gpudra.io"
 _STEADY_THREADS = 200
 
 
+# What the steady load reports from the client's side, for the load without the webhook too.
+_STEADY_CLIENT_KEYS: tuple[str, ...] = ("pods", "created", "failures", "achieved_per_s", "client_p50_ms")
+_STEADY_CLIENT_KEYS += ("client_p99_ms", "client_max_send_lag_ms", "webhook_calls")
+
+
 def _metrics_text(kube: Any) -> str:
     """kube-apiserver's /metrics (Prometheus text), as cluster admin."""
     pool = kube.api_client.rest_client.pool_manager
@@ -492,7 +501,8 @@ def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, 
     """`manifests` created at `rate` a second, open loop (creation i is due at i/rate and sent then, whatever the
     earlier ones are doing; its latency counts from when it was due), with kube-apiserver's histogram of the webhook's
     admission duration (`apiserver_admission_webhook_admission_duration_seconds`, name=mutate.gpudra.io) read before
-    and after: its p50/p99 over the load's calls, interpolated within buckets, is the server-side latency."""
+    and after: its p50/p99 over the load's calls, interpolated within buckets, is the server-side latency (None where
+    the load called no webhook)."""
     import kubernetes.client
 
     from tests.controlplane.kube import Kube
@@ -541,8 +551,8 @@ def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, 
         "client_p99_ms": round(_percentile(latencies, 0.99) * 1000, 2) if latencies else None,
         "client_max_send_lag_ms": round(lag * 1000, 3),
         "webhook_calls": round(server.count),
-        "server_side_p50_ms": round(server.quantile(0.5) * 1000, 2),
-        "server_side_p99_ms": round(server.quantile(0.99) * 1000, 2),
+        "server_side_p50_ms": round(server.quantile(0.5) * 1000, 2) if server.count else None,
+        "server_side_p99_ms": round(server.quantile(0.99) * 1000, 2) if server.count else None,
         "server_side_buckets_s": [b for b in server.bounds if b != float("inf")],
         "what": "kube-apiserver's own histogram of the webhook's admission duration (the call as it saw it: "
         "connection, TLS, the webhook's work, the answer's decoding), read from its /metrics before and after; "
@@ -740,12 +750,21 @@ def through_apiserver(
                     scaled[webhook] = scale_all(kube, ns)
                     scaled_translated[webhook] = _admitted(kube, ns)[0]
             if steady_seconds > 0:
+                # The same load without the webhook first (what this machine sustains at all), then to gpudra.
+                count = max(1, round(steady_rate * steady_seconds))
+                ns = namespace(kube, "legacy", "bench-steady")
+                baseline = _steady(cp, pods_for(kube, "legacy", ns, count), steady_rate)
+                remove(kube, ns)
                 kind = "webhook_http1" if outward else "webhook"
                 ns = namespace(kube, kind, "bench-steady")
-                manifests = pods_for(kube, kind, ns, max(1, round(steady_rate * steady_seconds)))
-                steady = _steady(cp, manifests, steady_rate)
-                steady["webhook"] = "HTTP/1.1, non-loopback address" if outward else "loopback address (HTTP/2)"
+                steady = _steady(cp, pods_for(kube, kind, ns, count), steady_rate)
+                steady["webhook"] = (
+                    "non-loopback address (HTTP/1.1, as behind a Service)" if outward else "loopback address"
+                )
                 steady["pods_translated"] = _admitted(kube, ns)[0]
+                steady["without_webhook"] = {key: baseline[key] for key in _STEADY_CLIENT_KEYS}
+                if baseline["client_p99_ms"] and steady["client_p99_ms"]:
+                    steady["client_p99_ratio"] = round(steady["client_p99_ms"] / baseline["client_p99_ms"], 3)
         finally:
             server.stop()
 

@@ -125,6 +125,9 @@ def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
             assert [run["reviews"] for run in at_rate[path]["runs"]] == [200, 200]
             assert [run["failures"] for run in at_rate[path]["runs"]] == [0, 0]
         assert at_rate["p99_mutate_over_echo"] > 0
+        # the server's CPU per unique /mutate review, beside echo's (issue 41)
+        assert printed["loopback"]["echo"]["mean_of_runs"]["server_cpu_us_per_review"] > 0
+        assert printed["loopback"]["mutate"]["unique_pods"]["ratio"]["server_cpu_mutate_over_echo"] > 0
     if name == "tenant_attacks.py":  # through the API server, the rows' keys, forged reviews both ways
         assert isinstance(printed, dict) and printed["through_apiserver"]
         forged = printed["attacks"]["forged_reviews"]
@@ -173,6 +176,9 @@ def test_admission_through_the_api_server_runs_and_keeps_its_keys() -> None:
     steady = burst["steady"]
     assert steady["pods"] == steady["created"] == steady["pods_translated"] == 100 and steady["failures"] == 0
     assert steady["webhook_calls"] >= 100 and steady["server_side_p99_ms"] >= steady["server_side_p50_ms"] > 0
+    # and the same load without the webhook, in the same run: no webhook call, every pod created
+    assert steady["without_webhook"]["created"] == 100 and steady["without_webhook"]["webhook_calls"] == 0
+    assert steady["client_p99_ratio"] > 0
     assert burst["deployments"]["pods_translated"] == 4 and burst["deployments"]["pods_translated_without_webhook"] == 0
 
 
