@@ -54,6 +54,7 @@ SMOKE: dict[str, tuple[list[str], bool]] = {
     "policy_eval.py": (["--pods", "200"], False),
     "satisfiability.py": (["--pods", "100"], False),
     "recommender_passes.py": (["--pods", "200", "--replicas", "2", "--days", "1"], False),
+    "review_stages.py": (["--pods", "50", "--repeats", "1", "--profile", "5"], False),
     "scheduler_cost.py": (["--smoke"], True),
     "scheduler_fidelity.py": (["--arrivals", "10", "--only", "built-in"], True),
     "simulate.py": (["{traces}", "--strategies", "device-plugin,gpudra", "--scales", "1"], False),
@@ -128,6 +129,12 @@ def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
         # the server's CPU per unique /mutate review, beside echo's (issue 41)
         assert printed["loopback"]["echo"]["mean_of_runs"]["server_cpu_us_per_review"] > 0
         assert printed["loopback"]["mutate"]["unique_pods"]["ratio"]["server_cpu_mutate_over_echo"] > 0
+    if name == "review_stages.py":  # every stage of a unique review measured, the decision among them (issue 41)
+        assert isinstance(printed, dict) and printed["pods_per_repeat"] == 50
+        stages = printed["cpu_us_per_review"]
+        assert stages["parse_review"] > 0 and stages["decide"] > 0 and stages["encode"] > 0
+        assert sum(printed["share"].values()) == pytest.approx(1, abs=0.01)
+        assert "cumulative" in done.stderr or "tottime" in done.stderr  # the --profile listing
     if name == "tenant_attacks.py":  # through the API server, the rows' keys, forged reviews both ways
         assert isinstance(printed, dict) and printed["through_apiserver"]
         forged = printed["attacks"]["forged_reviews"]
