@@ -1,7 +1,8 @@
 """Admission latency and throughput of `gpudra serve`, against a no-op echo on the same server, in one run.
 
     python benchmarks/admission.py [--requests 4000] [--concurrency 32] [--workers 2]
-        [--through-apiserver [--no-loopback] --pods 200 --rounds 3 --deployments 10 --replicas 100]
+        [--through-apiserver [--no-loopback] --pods 200 --rounds 3 --deployments 10 --replicas 100
+         --steady-rate 150 --steady-seconds 60]
 
 Starts `gpudra serve --enable-echo` over HTTPS on loopback (`--workers` processes), drives `/echo` (an allowed
 AdmissionReview, same stack: uvicorn, review parsing, the decision threads) and `/mutate` (the shipped policies) with
@@ -20,7 +21,11 @@ HTTP/1.1 as it does to a webhook behind a Service (a new TLS connection per conc
 `through_apiserver.echo` is the floor under both: the same pods through the same configuration and server at `/echo`,
 which admits them unchanged, so its `p99_ratio` is what calling any webhook costs on this machine;
 `through_apiserver.echo_patch` the same at `/echo-patch`, which adds one annotation and decides nothing: what any
-mutating webhook costs here, the API server's own work after a patch included.
+mutating webhook costs here, the API server's own work after a patch included; `through_apiserver.map` the native peer,
+a MutatingAdmissionPolicy (benchmarks/peers/mutatingadmissionpolicy.yaml) doing the subset of the translation a policy
+can, in kube-apiserver's process. `through_apiserver.steady`: `--steady-rate` pods/s for `--steady-seconds`, without
+the webhook and then through it as deployed, with kube-apiserver's own histogram of the webhook's duration
+(`server_side_p99_ms`).
 """
 
 from __future__ import annotations
@@ -497,6 +502,14 @@ def _metrics_text(kube: Any) -> str:
     return str(response.data.decode())
 
 
+def _status_message(exc: Exception) -> str:
+    """The message of the Status an API error carries (what admission said), else the error itself."""
+    try:
+        return str(json.loads(getattr(exc, "body", None) or "")["message"])
+    except (ValueError, KeyError, TypeError):
+        return str(exc)
+
+
 def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, Any]:
     """`manifests` created at `rate` a second, open loop (creation i is due at i/rate and sent then, whatever the
     earlier ones are doing; its latency counts from when it was due), with kube-apiserver's histogram of the webhook's
@@ -514,13 +527,16 @@ def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, 
     before = histogram(_metrics_text(kube), series)
     latencies: list[float] = []
     failures: list[str] = []
+    by_status: dict[str, int] = {}
     lag = 0.0
 
     def one(pod: dict[str, Any], due: float) -> None:
         try:
             kube.create(pod)
         except Exception as exc:  # noqa: BLE001 - a refused creation is a result of the load, counted and shown
-            failures.append(f"{pod['metadata']['name']}: {exc}"[:300])
+            status = str(getattr(exc, "status", None) or type(exc).__name__)
+            by_status[status] = by_status.get(status, 0) + 1
+            failures.append(f"{pod['metadata']['name']}: {status}: {_status_message(exc)}"[:400])
             return
         latencies.append(time.perf_counter() - due)
 
@@ -545,6 +561,7 @@ def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, 
         "pods": len(manifests),
         "created": len(latencies),
         "failures": len(failures),
+        "failures_by_status": by_status,
         "first_failures": failures[:3],
         "achieved_per_s": round(len(latencies) / wall, 1),
         "client_p50_ms": round(_percentile(latencies, 0.5) * 1000, 2) if latencies else None,
