@@ -90,3 +90,50 @@ def test_the_policy_manifests_fit_together_and_mutated_pods_are_told_apart() -> 
     unclaimed = copy.deepcopy(done)
     unclaimed["spec"]["containers"][0]["resources"] = {}
     assert not admission_policy.mutated(unclaimed, "gpu")
+
+
+@pytest.mark.e2e
+def test_the_policy_in_the_real_api_server_mutates_only_the_gpu_containers(kube: Any, k8s_namespace: str) -> None:
+    """The MutatingAdmissionPolicy as kube-apiserver 1.37 runs it, on pods the benchmark's bursts do not send: a GPU
+    container after one without GPUs (the patch's indices), with the requests kube-apiserver defaults from its limits,
+    and a pod already using DRA (left alone). Dry runs in a namespace the binding selects; the policy and binding are
+    removed afterwards."""
+    policy, binding, template = admission_policy.manifests()
+    labels = {admission_policy.NAMESPACE_LABEL: "true"}
+    kube.patch("Namespace", k8s_namespace, {"metadata": {"labels": labels}})
+    kube.create(template, k8s_namespace)
+    kube.create(policy)
+    kube.create(binding)
+    try:
+        sidecar = {"name": "log", "image": "busybox", "resources": {"limits": {"cpu": "100m"}}}
+        resources = {"limits": {"nvidia.com/gpu": "2"}, "requests": {"cpu": "1"}}  # requests defaulted from limits
+        gpu = {"name": "cuda", "image": "cuda", "resources": resources}
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "two", "namespace": k8s_namespace},
+            "spec": {"containers": [sidecar, gpu]},
+        }
+
+        def dry_run(manifest: dict[str, Any]) -> dict[str, Any]:
+            created: dict[str, Any] = kube.request("POST", kube.path("Pod", k8s_namespace) + "?dryRun=All", manifest)
+            return created
+
+        from tests.controlplane.kube import wait_for
+
+        wait_for(lambda: "resourceClaims" in dry_run(pod)["spec"], timeout=60, what="the policy in effect")
+        out = dry_run(pod)
+        log, cuda = out["spec"]["containers"]
+        assert out["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]
+        assert "claims" not in log["resources"] and log["resources"]["limits"] == {"cpu": "100m"}
+        assert cuda["resources"]["claims"] == [{"name": "gpu"}]
+        assert cuda["resources"]["requests"] == {"cpu": "1"} and "nvidia.com/gpu" not in cuda["resources"].get(
+            "limits", {}
+        )
+        # a pod that already uses DRA is not the policy's to change
+        dra = copy.deepcopy(pod)
+        dra["spec"]["resourceClaims"] = [{"name": "mine", "resourceClaimTemplateName": "mine"}]
+        assert dry_run(dra)["spec"]["containers"][1]["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    finally:
+        kube.delete("MutatingAdmissionPolicyBinding", binding["metadata"]["name"])
+        kube.delete("MutatingAdmissionPolicy", policy["metadata"]["name"])
