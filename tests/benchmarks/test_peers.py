@@ -108,7 +108,7 @@ def test_the_policy_in_the_real_api_server_mutates_only_the_gpu_containers(kube:
         sidecar = {"name": "log", "image": "busybox", "resources": {"limits": {"cpu": "100m"}}}
         resources = {"limits": {"nvidia.com/gpu": "2"}, "requests": {"cpu": "1"}}  # requests defaulted from limits
         gpu = {"name": "cuda", "image": "cuda", "resources": resources}
-        pod = {
+        pod: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "two", "namespace": k8s_namespace},
