@@ -54,6 +54,7 @@ SMOKE: dict[str, tuple[list[str], bool]] = {
     "policy_eval.py": (["--pods", "200"], False),
     "satisfiability.py": (["--pods", "100"], False),
     "recommender_passes.py": (["--pods", "200", "--replicas", "2", "--days", "1"], False),
+    "review_stages.py": (["--pods", "50", "--repeats", "1", "--profile", "5"], False),
     "scheduler_cost.py": (["--smoke"], True),
     "scheduler_fidelity.py": (["--arrivals", "10", "--only", "built-in"], True),
     "simulate.py": (["{traces}", "--strategies", "device-plugin,gpudra", "--scales", "1"], False),
@@ -125,6 +126,15 @@ def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
             assert [run["reviews"] for run in at_rate[path]["runs"]] == [200, 200]
             assert [run["failures"] for run in at_rate[path]["runs"]] == [0, 0]
         assert at_rate["p99_mutate_over_echo"] > 0
+        # the server's CPU per unique /mutate review, beside echo's (issue 41)
+        assert printed["loopback"]["echo"]["mean_of_runs"]["server_cpu_us_per_review"] > 0
+        assert printed["loopback"]["mutate"]["unique_pods"]["ratio"]["server_cpu_mutate_over_echo"] > 0
+    if name == "review_stages.py":  # every stage of a unique review measured, the decision among them (issue 41)
+        assert isinstance(printed, dict) and printed["pods_per_repeat"] == 50
+        stages = printed["cpu_us_per_review"]
+        assert stages["parse_review"] > 0 and stages["decide"] > 0 and stages["encode"] > 0
+        assert sum(printed["share"].values()) == pytest.approx(1, abs=0.01)
+        assert "cumulative" in done.stderr or "tottime" in done.stderr  # the --profile listing
     if name == "tenant_attacks.py":  # through the API server, the rows' keys, forged reviews both ways
         assert isinstance(printed, dict) and printed["through_apiserver"]
         forged = printed["attacks"]["forged_reviews"]
@@ -138,14 +148,16 @@ def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_admission_through_the_api_server_runs_and_keeps_its_keys() -> None:
-    """`--through-apiserver` (issue 27 item 1) at its smallest: every burst kind, the Deployment burst, and the JSON
-    keys the issue names, with every pod through the webhook translated."""
+    """`--through-apiserver` (issue 27 item 1, issue 41) at its smallest: every burst kind, the Deployment burst, a
+    steady load of 2 s, and the JSON keys the issues name, with every pod through the webhook translated, every pod of
+    the MutatingAdmissionPolicy's bursts mutated by it, and the webhook's server-side latency read from
+    kube-apiserver's histogram for every pod of the steady load."""
     try:
         binaries.require("components")
     except binaries.MissingBinaries as exc:
         pytest.skip(str(exc))
     argv = ["--no-loopback", "--through-apiserver", "--pods", "8", "--rounds", "1", "--deployments", "1"]
-    argv += ["--replicas", "4"]
+    argv += ["--replicas", "4", "--steady-rate", "50", "--steady-seconds", "2"]
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "admission.py"), *argv],
         cwd=ROOT,
@@ -159,12 +171,22 @@ def test_admission_through_the_api_server_runs_and_keeps_its_keys() -> None:
     burst = result["through_apiserver"]
     assert burst["pods"] == 8 and burst["pods_translated"] == 8 and burst["pods_translated_without_webhook"] == 0
     assert burst["p99_ratio"] > 0 and burst["echo"]["p99_ratio"] > 0 and burst["echo"]["webhook_p99_over_echo"] > 0
-    assert set(burst["cpu_seconds_per_burst"]) >= {"legacy", "translated", "webhook", "echo", "echo_patch"}
+    assert set(burst["cpu_seconds_per_burst"]) >= {"legacy", "translated", "webhook", "echo", "echo_patch", "map"}
+    # the native peer (a MutatingAdmissionPolicy in kube-apiserver) mutated every pod of its burst
+    assert burst["map"]["pods_mutated"] == burst["map"]["pods"] == 8 and burst["map"]["p99_ratio"] > 0
     # the mutating floor patched every pod it saw, and translated none
     assert burst["echo_patch"]["pods_patched"] == burst["echo_patch"]["pods"] == 8
     assert burst["echo_patch"]["p99_ratio"] > 0 and burst["echo_patch"]["webhook_p99_over_echo_patch"] > 0
     if "http1" in burst:
-        assert burst["http1"]["pods_translated"] == burst["http1"]["pods"] == 8
+        assert burst["http1"]["pods_translated"] == burst["http1"]["pods"] == 8 and burst["http1"]["p99_over_map"] > 0
+    # the steady load: every pod created and translated, and kube-apiserver recorded a call to the webhook for each
+    steady = burst["steady"]
+    assert steady["pods"] == steady["created"] == steady["pods_translated"] == 100 and steady["failures"] == 0
+    assert steady["failures_by_status"] == {}
+    assert steady["webhook_calls"] >= 100 and steady["server_side_p99_ms"] >= steady["server_side_p50_ms"] > 0
+    # and the same load without the webhook, in the same run: no webhook call, every pod created
+    assert steady["without_webhook"]["created"] == 100 and steady["without_webhook"]["webhook_calls"] == 0
+    assert steady["client_p99_ratio"] > 0
     assert burst["deployments"]["pods_translated"] == 4 and burst["deployments"]["pods_translated_without_webhook"] == 0
 
 

@@ -35,6 +35,12 @@ KINDS: dict[str, tuple[str, str, bool]] = {
     "Deployment": ("/apis/apps/v1", "deployments", True),
     "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
     "MutatingWebhookConfiguration": ("/apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", False),
+    "MutatingAdmissionPolicy": ("/apis/admissionregistration.k8s.io/v1", "mutatingadmissionpolicies", False),
+    "MutatingAdmissionPolicyBinding": (
+        "/apis/admissionregistration.k8s.io/v1",
+        "mutatingadmissionpolicybindings",
+        False,
+    ),
     "ValidatingWebhookConfiguration": (
         "/apis/admissionregistration.k8s.io/v1",
         "validatingwebhookconfigurations",
