@@ -48,6 +48,8 @@ class Migration:
     device_classes: tuple[dict[str, Any], ...]
     params: dict[str, Any]
     warnings: tuple[str, ...] = field(default=())
+    # A config runs migStrategy single: the mig-single policy's `migStrategySingle` param is to be set.
+    mig_single: bool = False
 
 
 def _mapping(value: Any, where: str) -> dict[str, Any]:
@@ -107,8 +109,9 @@ def replicas(name: str, config: Mapping[str, Any]) -> tuple[list[Replica], list[
     flags = _mapping(config.get("flags"), f"{name}.flags")
     if flags.get("migStrategy") == "single":
         warnings.append(
-            f"config {name!r}: migStrategy single advertises each MIG device as {LEGACY_GPU}: on those nodes a pod's "
-            f"{LEGACY_GPU} is a MIG device, which whole-gpu translates to a whole GPU; pin them to MIG profiles"
+            f"config {name!r}: migStrategy single advertises each MIG device as {LEGACY_GPU}: the mig-single "
+            f"policy's migStrategySingle: true (printed) gives a pod's {LEGACY_GPU} whole GPUs or MIG devices, "
+            "without right-sizing or topology, as the device plugin did"
         )
     for key, strategy in _STRATEGIES.items():
         replicated = _mapping(sharing.get(key), f"{name}.sharing.{key}")
@@ -162,7 +165,10 @@ def migration(configs: Mapping[str, Mapping[str, Any]]) -> Migration:
     pinned: dict[str, str] = {}
     classes: dict[str, dict[str, Any]] = {}
     warnings: list[str] = []
+    mig_single = False
     for name, config in configs.items():
+        flags = _mapping(config.get("flags"), f"{name}.flags")
+        mig_single = mig_single or flags.get("migStrategy") == "single"
         found, notes = replicas(name, config)
         warnings.extend(notes)
         for replica in found:
@@ -193,4 +199,4 @@ def migration(configs: Mapping[str, Mapping[str, Any]]) -> Migration:
             "DRAConsumableCapacity (allowMultipleAllocations): both beta and on by default from Kubernetes 1.36"
         )
     params = {"sharedResources": dict(sorted(shared.items())), "sharedNodeConfigs": dict(sorted(pinned.items()))}
-    return Migration(tuple(classes[k] for k in sorted(classes)), params, tuple(warnings))
+    return Migration(tuple(classes[k] for k in sorted(classes)), params, tuple(warnings), mig_single)

@@ -1,8 +1,9 @@
 """`gpudra migrate --device-plugin-config FILE`: what keeps every pod of the device plugin's vocabulary working.
 
 Reads the NVIDIA device plugin's config (or the GPU Operator's ConfigMap of configs) and prints, as one YAML stream,
-the DeviceClasses that map its renamed replicas (KEP-5004 `extendedResourceName`) and the shared-gpu policy params
-(`sharedResources`, `sharedNodeConfigs`); each replica that does not become a share is a warning on stderr.
+the DeviceClasses that map its renamed replicas (KEP-5004 `extendedResourceName`), the shared-gpu policy params
+(`sharedResources`, `sharedNodeConfigs`) and, where a config runs migStrategy single, the mig-single policy's
+`migStrategySingle: true`; each replica that does not become a share is a warning on stderr.
 Exit codes: 0 ok, 2 unreadable input.
 """
 
@@ -38,12 +39,12 @@ class MigrateOptions:
     ]
 
 
-def _params_document(params: dict[str, Any]) -> dict[str, Any]:
-    """The shared-gpu policy's params as a partial GPUClaimPolicy: merge its spec.params into policies/shared-gpu."""
+def _params_document(params: dict[str, Any], policy: str = "shared-gpu") -> dict[str, Any]:
+    """A policy's params as a partial GPUClaimPolicy: merge its spec.params into policies/<policy>.yaml."""
     return {
         "apiVersion": "gpudra.io/v1alpha1",
         "kind": "GPUClaimPolicy",
-        "metadata": {"name": "shared-gpu"},
+        "metadata": {"name": policy},
         "spec": {"params": params},
     }
 
@@ -55,7 +56,10 @@ def migrate(options: MigrateOptions) -> Outcome:
         found = migration(read_configs(documents))
     except InputError as exc:
         return Outcome(stderr=f"error: {exc}\n", code=EXIT_INPUT)
-    stream = yaml_stream([*found.device_classes, _params_document(found.params)])
+    documents = [*found.device_classes, _params_document(found.params)]
+    if found.mig_single:
+        documents.append(_params_document({"migStrategySingle": True}, "mig-single"))
+    stream = yaml_stream(documents)
     return Outcome(stdout=stream, stderr="".join(f"warning: {w}\n" for w in found.warnings))
 
 

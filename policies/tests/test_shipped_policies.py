@@ -16,7 +16,7 @@ TEST_FILES = sorted(find_test_files([HERE]))
 def test_the_shipped_policies_load_without_errors() -> None:
     policies = load_policies(HERE.parent)
     assert [str(e) for e in policies.errors] == []
-    assert policies.names() == ["guardrails", "shared-gpu", "multi-gpu", "right-size", "whole-gpu"]
+    assert policies.names() == ["guardrails", "shared-gpu", "mig-single", "multi-gpu", "right-size", "whole-gpu"]
 
 
 def test_every_shipped_policy_has_a_test_file() -> None:

@@ -85,7 +85,7 @@ def test_translate_uses_another_policy_directory(tmp_path: Path) -> None:
 
 def test_lint_passes_on_the_shipped_policies_and_names_errors_otherwise(tmp_path: Path) -> None:
     code, out, _ = _run("policy", "lint")
-    assert code == 0 and out.endswith("5 policies in 5 files, 0 errors\n")
+    assert code == 0 and out.endswith("6 policies in 6 files, 0 errors\n")
     broken = tmp_path / "broken.yaml"
     text = (
         (ROOT / "policies" / "whole-gpu.yaml")
@@ -142,6 +142,7 @@ def test_the_shipped_policies_are_installed_with_the_package(tmp_path: Path) -> 
     )
     assert sorted(p.name for p in (target / "policyengine" / "policies").glob("*.yaml")) == [
         "guardrails.yaml",
+        "mig-single.yaml",
         "multi-gpu.yaml",
         "right-size.yaml",
         "shared-gpu.yaml",
@@ -156,4 +157,4 @@ def test_the_shipped_policies_are_installed_with_the_package(tmp_path: Path) -> 
         [sys.executable, "-c", check], cwd=tmp_path, env={"PYTHONPATH": str(target)}, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == [str(target / "policyengine" / "__init__.py"), "5", "True"]
+    assert out.stdout.split() == [str(target / "policyengine" / "__init__.py"), "6", "True"]

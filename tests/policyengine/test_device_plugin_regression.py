@@ -19,8 +19,9 @@ driver-shaped ResourceSlices with `dra.allocator` (upstream mode).
   no evidence at all.
 - The namespace carries no guardrail label: a cap is gpudra's own refusal, which the device plugin has no word for.
 
-Every other generated pod (the device plugin would not run it there, or a `# known:` case another issue owns, see
-`known`) is refused with a reason or allocates: never admitted with a claim that cannot allocate (the check's own
+Nodes under migStrategy single are judged with the policies as `gpudra migrate --device-plugin-config` leaves them
+for such a cluster (mig-single's `migStrategySingle: true`). Every other generated pod (the device plugin would not
+run it there) is refused with a reason or allocates: never admitted with a claim that cannot allocate (the check's own
 invariant). Without the claim check the property fails (`test_without_the_claim_check_pods_are_stranded`): the
 policies alone, as on main before cd6a283, admit claims that stay Pending, a pod the device plugin runs among them.
 """
@@ -28,9 +29,13 @@ policies alone, as on main before cd6a283, admit claims that stay Pending, a pod
 from __future__ import annotations
 
 import functools
+import shutil
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
 from hypothesis import HealthCheck, event, find, given, settings
 from hypothesis import strategies as st
 
@@ -51,7 +56,8 @@ from dra.gpus import (
 from dra.quantity import Quantity
 from dra.shapes import DeviceShapes, fold_shapes
 from dra.sizing import estimate_memory, parse_container
-from policyengine import ClaimCheck, PolicySet, load_policies
+from policyengine import ClaimCheck, PolicySet, load_policies, shipped_policies_dir
+from policyengine.device_plugin import migration, read_configs
 from policyengine.translate import translate
 
 MODELS = {m.key: m for m in all_models()}
@@ -337,6 +343,23 @@ CURRENT = _Current()
 CHECKED = POLICIES.with_claim_check(ClaimCheck(CURRENT))
 
 
+def _with_mig_single() -> PolicySet:
+    """The shipped set as `gpudra migrate --device-plugin-config` leaves it for a cluster whose device plugin runs
+    migStrategy single: the mig-single policy's printed `migStrategySingle: true` merged into its file."""
+    assert migration(read_configs([{"version": "v1", "flags": {"migStrategy": "single"}}])).mig_single
+    copy = Path(tempfile.mkdtemp(prefix="gpudra-mig-single-"))
+    for file in shipped_policies_dir().glob("*.yaml"):
+        shutil.copy(file, copy)
+    policy = yaml.safe_load((copy / "mig-single.yaml").read_text())
+    policy["spec"]["params"]["migStrategySingle"] = True
+    (copy / "mig-single.yaml").write_text(yaml.safe_dump(policy))
+    return load_policies(copy).with_claim_check(ClaimCheck(CURRENT))
+
+
+# Nodes whose device plugin runs migStrategy single are in clusters configured so (the premise of the config).
+CHECKED_MIG_SINGLE = _with_mig_single()
+
+
 def fits(pod: dict[str, Any], node: Node) -> bool:
     """The premise: the device plugin would run `pod` on `node`, and its evidence fits the node's GPUs."""
     wanted = device_plugin_requests(pod)
@@ -384,19 +407,11 @@ def _init_outgrows_the_rest(pod: dict[str, Any]) -> bool:
     return False
 
 
-def known(pod: dict[str, Any], node: Node) -> bool:
-    """Cases another issue owns (the lead fixes them after merging; drop each filter with its fix)."""
-    # known: issue 40 point 4 (the device plugin's config vocabulary): under migStrategy single every MIG device is
-    # an nvidia.com/gpu, and gpudra asks the gpu.nvidia.com class (whole GPUs) for it; a node whose GPUs are all
-    # partitioned has none, so the check refuses the pod (minimal: 1 nvidia.com/gpu, one A100-PCIE-40GB as 7 1g.5gb).
-    return node.spec.strategy == "single"
-
-
 def holds(pod: dict[str, Any], node: Node, result: str) -> bool:
-    """The property: a pod the device plugin runs there allocates there (outside the known cases); any other pod is
+    """The property: a pod the device plugin runs there allocates there; any other pod is
     refused with a reason (the check's names the evidence; the API's 32-device limit is another) or allocates, never
     admitted with a claim that cannot (the check's own invariant)."""
-    if fits(pod, node) and not known(pod, node):
+    if fits(pod, node):
         return result.startswith("allocates: ")
     return result.startswith("allocates: ") or result.startswith("refused: ") and len(result) > len("refused: ")
 
@@ -412,14 +427,12 @@ def holds(pod: dict[str, Any], node: Node, result: str) -> bool:
 def test_a_pod_the_device_plugin_runs_gets_a_claim_that_allocates_there(case: tuple[dict[str, Any], NodeSpec]) -> None:
     pod, spec = case
     node = build_node(spec)
-    result = outcome(CHECKED, pod, node)
+    result = outcome(CHECKED_MIG_SINGLE if spec.strategy == "single" else CHECKED, pod, node)
     wanted = device_plugin_requests(pod)
     if any(count > node.resources.get(name, 0) for name, count in wanted.items()):
         event("the device plugin would not run it: more devices than the node has")
     elif wanted and evidence_bytes(pod) > min(node.memories[name] for name in wanted):
         event("the device plugin would not run it: evidence larger than the node's GPUs")
-    elif known(pod, node):
-        event(f"known: issue 40 point {4 if spec.strategy == 'single' else 1}")
     else:
         mig = "MIG resources" if any(name != GPU for name in wanted) else "nvidia.com/gpu"
         event(f"the device plugin runs it ({spec.mig} MIG, {mig}): {result.partition(':')[0]}")

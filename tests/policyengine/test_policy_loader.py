@@ -138,7 +138,7 @@ def test_message_expressions_are_compiled_up_front(field: str) -> None:
 def test_the_shipped_directory_is_the_default() -> None:
     policies = load_policies()
     assert policies.errors == ()
-    assert policies.names() == ["guardrails", "shared-gpu", "multi-gpu", "right-size", "whole-gpu"]
+    assert policies.names() == ["guardrails", "shared-gpu", "mig-single", "multi-gpu", "right-size", "whole-gpu"]
 
 
 def test_variable_references_are_checked_at_load_time() -> None:

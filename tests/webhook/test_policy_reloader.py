@@ -65,7 +65,7 @@ def test_a_bomb_is_refused_the_last_good_set_serves_and_readyz_and_metrics_say_s
         metrics = client.get("/metrics").text
         assert "gpudra_policy_reload_failing 1.0" in metrics
         assert 'gpudra_policy_reloads_total{result="failure"} 1.0' in metrics
-        assert "gpudra_policies_loaded 5.0" in metrics
+        assert "gpudra_policies_loaded 6.0" in metrics
         mutated = client.post("/mutate", content=review_body(example("pod-legacy-vram.yaml")))
         assert mutated.json()["response"]["allowed"] is True and mutated.json()["response"]["patch"]
 
