@@ -123,3 +123,10 @@ def test_plan_answers_the_same_with_and_without_early_stop(
         answers.append(summary)
     assert answers[0] == answers[1]
     assert any(found["total_nodes"] > 0 for found in answers[0]["strategies"].values())
+
+
+def test_openb_example_is_one_pool_up_to_the_trace_clusters_size() -> None:
+    pools = load_pools(Path(__file__).resolve().parents[2] / "examples" / "plan" / "openb.yaml")
+    (pool,) = pools.pools
+    assert (pool.model, pool.gpus, pool.low, pool.high) == ("A100-SXM4-80GB", 8, 0, 1213)
+    assert len(pools.cluster((pool.high,)).nodes) == 1213
