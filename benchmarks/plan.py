@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--target", default="p95-pending<=10m")
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--driver-gates", default="")
-    parser.add_argument("--no-early-stop", action="store_true", help="run every probe to its end (the old plan)")
+    parser.add_argument("--no-early-stop", action="store_true", help="run every probe to its end (for comparison)")
     args = parser.parse_args()
     pools = load_pools(args.pools)
     workload = plan_workload(args.trace, args.cluster, args.pods, 0)
