@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from .cluster import ClusterSpec
 from .frag import TypicalPod, typical_pods
@@ -31,10 +31,22 @@ from .strategies import Strategy
 from .tuning import TUNE_RATIO, tuned_workload
 from .workload import SimPod
 
-__all__ = ["EngineConfig", "fgd_workload", "run"]
+__all__ = ["EngineConfig", "StopRule", "fgd_workload", "run"]
 
 Progress = Callable[[int, int], None]
 RECONFIGURE_EVERY = 300.0  # seconds between reconfiguration checks while the queue is unchanged
+
+
+class StopRule(Protocol):
+    """Ends a replay run early once what the caller measures is decided (`gpudra plan`: a target already missed).
+
+    The engine reports each pod's first placement and its wait, and asks after every time step whether to stop,
+    given the pods still waiting (with the time each was queued); the recorder of a stopped run holds only what
+    happened until then."""
+
+    def placed(self, pod: SimPod, wait: float) -> None: ...
+
+    def stop(self, now: float, waiting: Sequence[tuple[SimPod, float]]) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +56,7 @@ class EngineConfig:
     seed: int = 0
     preemption: bool = False
     frag_samples: int = 100  # fragmentation samples per run (each costs one pass over node classes)
+    stop: StopRule | None = None  # replay: end the run as soon as this rule says so
 
 
 def fgd_workload(pods: list[SimPod], total_gpus: int, load: float, seed: int) -> list[SimPod]:
@@ -117,7 +130,10 @@ class _Sim:
         rec = self.rec
         if pod.name not in rec.placed:
             rec.placed.add(pod.name)
-            rec.note_pod(pod, now - self.first_arrival.get(pod.name, now), self.state.node_model[alloc.node])
+            wait = now - self.first_arrival.get(pod.name, now)
+            rec.note_pod(pod, wait, self.state.node_model[alloc.node])
+            if self.config.stop is not None:
+                self.config.stop.placed(pod, wait)
             if alloc.nvlink_ok is not None:
                 rec.multi_gpu += 1
                 rec.multi_gpu_nvlink += int(alloc.nvlink_ok)
@@ -210,6 +226,8 @@ class _Sim:
                 next_frag = now + frag_every
             gpu_pending = sum(1 for p, _ in self.pending if p.is_gpu)
             self.rec.sample(self.state, now, len(self.pending), gpu_pending, frag)
+            if self.config.stop is not None and self.config.stop.stop(now, self.pending):
+                break
         self.rec.pending_at_end = len(self.pending)
         for pod, _ in self.pending:
             if pod.name not in self.rec.placed:
@@ -260,6 +278,8 @@ class _Sim:
                 next_frag = now + frag_every
             waiting = queue.waiting()
             self.rec.sample(self.state, now, len(waiting), sum(1 for p, _ in waiting if p.is_gpu), frag)
+            if self.config.stop is not None and self.config.stop.stop(now, waiting):
+                break
         waiting = queue.waiting()
         self.rec.pending_at_end = len(waiting)
         for pod, _ in waiting:

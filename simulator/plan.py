@@ -1,8 +1,9 @@
 """`gpudra plan`: the smallest cluster of candidate pools that meets a target, per strategy, with its cost and power.
 
-Each strategy's search (`simulator.plan_search`) runs in lockstep with the others; every round's probes (a
-simulation of the fixed workload on one candidate cluster under one strategy, replay protocol) go through
-`simulator.parallel` together, so the rounds use every core (or Ray). The workload is drawn or read once, so every
+Each strategy's search (`simulator.plan_search`) submits its probes (a simulation of the fixed workload on one
+candidate cluster under one strategy, replay protocol) to a `simulator.parallel` stream and moves on as soon as its
+own batch is in, so every core (or Ray) stays busy; a probe ends as soon as it has provably missed the target
+(`simulator.plan_stop`), which changes no verdict and so no answer. The workload is drawn or read once, so every
 probe sees the same pods: same seed, same answer.
 """
 
@@ -21,11 +22,14 @@ from dra.gpus import DriverGates
 
 from .cluster import default_cluster
 from .cluster_sources import load_cluster
-from .comparison import SimulationConfig, simulate
+from .engine import EngineConfig, run
+from .frag import typical_pods
 from .kpis import summarize
-from .parallel import parallel_map
+from .parallel import Stream, parallel_stream
 from .plan_inputs import HOURS_PER_MONTH, PoolSet, Price, Target, percentile
 from .plan_search import Counts, Search, smallest
+from .plan_stop import PendingStop
+from .strategies import RunSettings, strategy_class
 from .traces import GeneratorConfig, generate, load_trace
 from .vram import VramModel
 from .workload import Workload
@@ -60,14 +64,17 @@ class PlanConfig:
     prices: tuple[str, dict[str, Price]] | None = None
     backend: str = "process"
     workers: int = 0
+    early_stop: bool = True  # end a probe's simulation once it has provably missed the target (`simulator.plan_stop`)
 
 
 @dataclass(frozen=True, slots=True)
 class Measure:
-    """What one probe measured: the GPU pods' waits (inf: never placed) and the run's GPU allocation ratio."""
+    """What one probe measured: the GPU pods' waits (inf: never placed) and the run's GPU allocation ratio, or, when
+    `missed` (the run was stopped early, `simulator.plan_stop`), only that the target's pending clauses were missed."""
 
     waits: tuple[float, ...]
     allocation: float
+    missed: bool = False
 
     def pending(self, pct: float) -> float:
         """The `pct` percentile of the GPU pods' waits in seconds (inf: that many pods were never placed)."""
@@ -75,7 +82,9 @@ class Measure:
 
     def meets(self, target: Target) -> bool:
         """Whether every pending clause of `target` holds (allocation clauses are checked once, at the end)."""
-        return all(self.pending(c.percentile) <= c.value for c in target.conditions if c.metric == "pending")
+        return not self.missed and all(
+            self.pending(c.percentile) <= c.value for c in target.conditions if c.metric == "pending"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,15 +96,20 @@ class _Trial:
     seed: int
     policies: str | None
     driver: DriverGates
+    stop: Target | None = None  # stop the run once it has provably missed this target's pending clauses
 
 
 def _run_trial(trial: _Trial) -> Measure:
-    """One probe: the workload on the cluster of `trial.counts` under one strategy (module level: it is pickled)."""
-    config = SimulationConfig(
-        trial.pools.cluster(trial.counts), trial.workload, (trial.strategy,), trial.seed, "replay",
-        policies=trial.policies, driver=trial.driver,
-    )  # fmt: skip
-    rec = simulate(config).runs[trial.strategy]
+    """One probe: the workload on the cluster of `trial.counts` under one strategy (module level: it is pickled),
+    run as `simulate` runs it with the replay protocol and the default scheduler profile."""
+    spec = trial.pools.cluster(trial.counts).with_driver_gates(trial.driver)
+    pods = trial.workload.pods
+    rule = None if trial.stop is None else PendingStop(trial.stop, pods)
+    (strategy,) = strategy_class(trial.strategy).runs(RunSettings(spec, trial.seed, "replay", policies=trial.policies))
+    engine = EngineConfig(protocol="replay", seed=trial.seed, stop=rule)
+    rec = run(spec, pods, strategy, engine, None, typical_pods(pods))
+    if rule is not None and rule.missed:
+        return Measure((), 0.0, missed=True)
     waits = tuple(w if n in rec.placed else math.inf for n, w in rec.waits.items() if rec.gpus.get(n, 0) > 0)
     allocation = float(summarize(rec)["gpu_allocation_ratio"])
     return Measure(waits, allocation)
@@ -183,32 +197,43 @@ def _seconds(value: float) -> float | None:
 
 
 class _Probes:
-    """Every probe run so far, by (strategy, counts): a point two searches (or two rounds) share runs once."""
+    """Every probe run or running, by (strategy, counts): a point two batches of a search share runs once."""
 
-    def __init__(self, config: PlanConfig, mapped: Any, progress: Progress | None, estimate: int) -> None:
-        self.config, self.mapped, self.progress, self.estimate = config, mapped, progress, estimate
+    def __init__(self, config: PlanConfig, stream: Stream, progress: Progress | None, estimate: int) -> None:
+        self.config, self.stream, self.progress, self.estimate = config, stream, progress, estimate
         self.done: dict[tuple[str, Counts], Measure] = {}
+        self.running: dict[int, tuple[str, Counts]] = {}  # ticket -> probe
 
-    def run(self, wanted: list[tuple[str, Counts]]) -> None:
-        """Run the probes of `wanted` not run yet, all in one parallel batch."""
+    def submit(self, strategy: str, batch: list[Counts], early_stop: bool = True) -> None:
+        """Start the probes of `batch` not run or running yet (`early_stop`: as far as the config allows, stop each
+        once it has missed the target)."""
         config = self.config
-        new = [key for key in dict.fromkeys(wanted) if key not in self.done]
-        empty = [key for key in new if config.pools.gpus(key[1]) == 0]
-        for key in empty:  # nothing to simulate: no GPU pod can run
-            self.done[key] = Measure(tuple(math.inf for p in config.workload.pods if p.is_gpu), 0.0)
-        trials = [
-            _Trial(config.pools, counts, strategy, config.workload, config.seed, config.policies, config.driver)
-            for strategy, counts in new if config.pools.gpus(counts) > 0
-        ]  # fmt: skip
-        before = len(self.done)
+        stop = config.target if early_stop and config.early_stop else None
+        started = set(self.running.values())
+        for counts in dict.fromkeys(batch):
+            key = (strategy, counts)
+            if key in self.done or key in started:
+                continue
+            if config.pools.gpus(counts) == 0:  # nothing to simulate: no GPU pod can run
+                self.done[key] = Measure(tuple(math.inf for p in config.workload.pods if p.is_gpu), 0.0)
+                continue
+            trial = _Trial(config.pools, counts, strategy, config.workload, config.seed, config.policies,
+                           config.driver, stop)  # fmt: skip
+            self.running[self.stream.submit(_run_trial, trial)] = key
 
-        def done(count: int) -> None:
-            if self.progress is not None:
-                self.estimate = max(self.estimate, before + count)
-                self.progress(before + count, self.estimate)
+    def collect(self) -> str:
+        """Wait for one running probe to finish; the strategy it probed."""
+        ticket, measure = self.stream.next_done()
+        key = self.running.pop(ticket)
+        self.done[key] = measure
+        if self.progress is not None:
+            self.estimate = max(self.estimate, len(self.done) + len(self.running))
+            self.progress(len(self.done), self.estimate)
+        return key[0]
 
-        for trial, measure in zip(trials, self.mapped(_run_trial, trials, done), strict=True):
-            self.done[(trial.strategy, trial.counts)] = measure
+    def complete(self, strategy: str, batch: list[Counts]) -> bool:
+        """Whether every probe of `batch` has finished."""
+        return all((strategy, counts) in self.done for counts in batch)
 
     def met(self, strategy: str, counts: Counts) -> bool:
         """Whether the probe of `counts` under `strategy` (run already) met the target's pending clauses."""
@@ -266,21 +291,31 @@ def plan(config: PlanConfig, progress: Progress | None = None) -> PlanResult:
     # trim the pools whose nodes cost most first: their nodes are the ones worth saving
     weight = [p.gpus * (config.prices[1][p.model].gpu_hour if config.prices else 1.0) for p in pools]
     order = sorted(range(len(pools)), key=lambda i: -weight[i])
-    with parallel_map(config.backend, config.workers) as mapped:
-        probes = _Probes(config, mapped, progress, _estimate(config))
-        probes.run([(s, high) for s in config.strategies])
-        for strategy in config.strategies:
-            if not probes.met(strategy, high):
-                raise _unmet(config, strategy, probes.done[(strategy, high)])
+    with parallel_stream(config.backend, config.workers) as stream:
+        probes = _Probes(config, stream, progress, _estimate(config))
+        for strategy in config.strategies:  # run whole: a miss there reports what it reached
+            probes.submit(strategy, [high], early_stop=False)
         searches: dict[str, Search] = {s: smallest(low, high, order, width) for s in config.strategies}
         found: dict[str, Counts] = {}
         asked: dict[str, list[Counts]] = {}
-        for strategy, search in searches.items():
-            _advance(strategy, search, None, asked, found)
-        while asked:
-            probes.run([(s, c) for s, batch in asked.items() for c in batch])
-            for strategy, batch in list(asked.items()):
-                _advance(strategy, searches[strategy], [probes.met(strategy, c) for c in batch], asked, found)
+        ready = list(config.strategies)  # the searches to start or send their batch's verdicts
+        begun: set[str] = set()
+        _check_max(config, probes, high)
+        while ready or probes.running:
+            while ready:  # each search moves on as soon as its own batch is in: no core waits for another's probes
+                strategy = ready.pop(0)
+                verdicts = [probes.met(strategy, c) for c in asked[strategy]] if strategy in begun else None
+                begun.add(strategy)
+                _advance(strategy, searches[strategy], verdicts, asked, found)
+                if strategy in asked:
+                    probes.submit(strategy, asked[strategy])
+                    if probes.complete(strategy, asked[strategy]):
+                        ready.append(strategy)
+            if probes.running:
+                strategy = probes.collect()
+                _check_max(config, probes, high)
+                if strategy in asked and strategy not in ready and probes.complete(strategy, asked[strategy]):
+                    ready.append(strategy)
     plans = {}
     for strategy in config.strategies:
         measure = probes.done[(strategy, found[strategy])]
@@ -295,6 +330,15 @@ def plan(config: PlanConfig, progress: Progress | None = None) -> PlanResult:
         runs = sum(1 for s, _ in probes.done if s == strategy)
         plans[strategy] = _costed(config, strategy, found[strategy], measure, runs)
     return PlanResult(config, plans, time.perf_counter() - started)
+
+
+def _check_max(config: PlanConfig, probes: _Probes, high: Counts) -> None:
+    """Once every strategy's probe at the pools' max is in: the first (in `config.strategies` order) that misses
+    the target is an error (the searches trust that the max meets; their answers are not used then)."""
+    if all(probes.complete(s, [high]) for s in config.strategies):
+        for strategy in config.strategies:
+            if not probes.met(strategy, high):
+                raise _unmet(config, strategy, probes.done[(strategy, high)])
 
 
 def _advance(
