@@ -41,27 +41,32 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 class HeapTrim:
-    """Called periodically with the open connection count: trims once the table has shrunk by `closed` since the
-    last trim (or since its peak)."""
+    """Called periodically with the open connection count. Once `closed` connections have closed since the last
+    trim, it collects and trims at the first poll that finds the table unchanged (the burst is over, so what its
+    last connections held goes back too), or at once past eight times as many (a burst that goes on)."""
 
     def __init__(self, open_connections: Callable[[], int], *, closed: int = DEFAULT_CLOSED_BEFORE_TRIM) -> None:
         self._open = open_connections
         self._closed = closed
-        self._peak = 0
+        self._last = 0
+        self._closed_since = 0
         self._trim = _malloc_trim()
         self.trims = 0
 
     def __call__(self) -> None:
         now = self._open()
-        self._peak = max(self._peak, now)
-        if self._peak - now < self._closed:
+        if now < self._last:
+            self._closed_since += self._last - now
+        quiet = now == self._last
+        self._last = now
+        if self._closed_since < self._closed or not (quiet or self._closed_since >= 8 * self._closed):
             return
-        self._peak = now
+        self._closed_since = 0
         # A closed connection's objects (asyncio's TLS protocol and transport, uvicorn's protocol, their buffers and
         # OpenSSL's) hold one another in reference cycles: only the cyclic collector frees them, and on a server
         # gone quiet after the burst (webhook.settled_heap makes young collections rare) it would not run.
         gc.collect()
+        self.trims += 1
         if self._trim is not None:
             self._trim(0)
-            self.trims += 1
             log.debug("returned free heap pages after %d connections closed", self._closed)
