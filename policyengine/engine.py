@@ -28,7 +28,7 @@ from .claim_check import ClaimCheck
 from .decision import ContainerRequest, Decision, JsonView, Violation, claim_digest, pod_order
 from .facts import ContainerFacts, PodFacts, pod_facts
 from .loader import CompiledExpr, CompiledPolicy, CompiledRule
-from .per_container import merge_decisions
+from .per_container import container_request, merge_decisions
 
 __all__ = ["MODE_LABEL", "PolicySet"]
 
@@ -616,33 +616,13 @@ class PolicySet:
                 requests.append(built.request)
                 constraints.extend(built.constraints)
                 config.extend(built.config)
-            state.containers.append(
-                ContainerRequest(
-                    container=container.name,
-                    kind=container.kind,
-                    index=container.index,
-                    request=container.name,
-                    replaces=dict(container.legacy),
-                    variables=JsonView(own),
-                    policy=policy.name,
-                )
-            )
+            state.containers.append(container_request(container, container.name, policy.name, own))
         # An init container shares the request of the container it precedes (`PodFacts.claim_containers`); one that
         # shares several requests or adds one of its own is joined to the pod's claim by `merge_decisions`.
         built_names = {c.name for c in facts.claim_containers}
         for container in facts.legacy_containers:
             if container.reuses and container.reuses in built_names and not container.also:
-                state.containers.append(
-                    ContainerRequest(
-                        container=container.name,
-                        kind=container.kind,
-                        index=container.index,
-                        request=container.reuses,
-                        replaces=dict(container.legacy),
-                        variables=JsonView({}),
-                        policy=policy.name,
-                    )
-                )
+                state.containers.append(container_request(container, container.reuses, policy.name))
         state.containers.sort(key=pod_order)
         if stage_key is not None and not staged and pod_memo is not None:
             added = parent.weighed_items()[before[0] :]

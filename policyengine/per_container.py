@@ -15,7 +15,27 @@ from .decision import ContainerRequest, Decision, JsonView, Violation, pod_order
 from .facts import ContainerFacts
 from .init_reuse import with_extra_requests
 
-__all__ = ["merge_decisions"]
+__all__ = ["container_request", "merge_decisions"]
+
+
+def container_request(
+    container: ContainerFacts,
+    request: str,
+    policy: str,
+    variables: Any = None,
+    also: tuple[str, ...] = (),
+) -> ContainerRequest:
+    """The decision's record of a legacy container and the claim request(s) that stand in for its resources."""
+    return ContainerRequest(
+        container=container.name,
+        kind=container.kind,
+        index=container.index,
+        request=request,
+        replaces=dict(container.legacy),
+        variables=JsonView({} if variables is None else variables),
+        policy=policy,
+        also=also,
+    )
 
 
 def _verdict(violation: Violation) -> str:
@@ -57,16 +77,7 @@ def _joined(
     names = {r.get("name") for r in requests}
     policies = {c.container: c.policy for p in parts for c in p.containers}
     return [
-        ContainerRequest(
-            container=c.name,
-            kind=c.kind,
-            index=c.index,
-            request=c.reuses,
-            replaces=dict(c.legacy),
-            variables=JsonView({}),
-            policy=policies.get(c.reuses, ""),
-            also=tuple(n for n in c.also if n in names),
-        )
+        container_request(c, c.reuses, policies.get(c.reuses, ""), also=tuple(n for n in c.also if n in names))
         for c in inits
     ]
 

@@ -4,7 +4,6 @@ whole GPUs or MIG devices: its claim allocates on a node whose GPUs are all part
 
 from __future__ import annotations
 
-import copy
 import shutil
 from pathlib import Path
 from typing import Any
@@ -12,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from dra.allocator import Allocator, FeatureSet
-from dra.gpus import device_classes, get, node_resource_slices, synthetic_node
+from dra.gpus import get, node_resource_slices, synthetic_node
 from gpudra.commands.migrate import MigrateOptions, migrate
 from policyengine import PolicySet, load_policies, shipped_policies_dir
 from policyengine.device_plugin import migration, read_configs
+from tests.policyengine.test_device_plugin_semantics import _allocate
 
 SINGLE = {"version": "v1", "flags": {"migStrategy": "single"}}
 
@@ -50,20 +49,6 @@ def _partitioned_slices(node: str, profile: str = "1g.5gb", gpus: int = 2) -> li
     layout = [(profile, start) for start in range(7)]
     built = synthetic_node(get("A100-PCIE-40GB"), node, gpus, mig_layouts={i: layout for i in range(gpus)})
     return node_resource_slices(built, mig_mode="static")
-
-
-def _allocate(claim: Any, slices: list[dict[str, Any]], node: str) -> list[dict[str, Any]]:
-    resource_claim = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": "c", "namespace": "team-a", "uid": "uid-c"},
-        "spec": copy.deepcopy(dict(claim)),
-    }
-    allocator = Allocator(slices=slices, classes=device_classes(), allocated=[], features=FeatureSet.latest())
-    (result,) = allocator.allocate(
-        [resource_claim], node={"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}
-    )
-    return list(result["devices"]["results"])
 
 
 def test_migrate_prints_the_mig_single_param_only_for_a_config_that_says_single(tmp_path: Path) -> None:
