@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from dra import cel
@@ -46,12 +46,6 @@ def _sizing_notes(facts: PodFacts) -> dict[str, str]:
             vram = Quantity.from_int(sizing.vram_bytes, "BinarySI")
             notes[container.name] = f"{vram} from {sizing.source}: {sizing.reason}"
     return notes
-
-
-def _settled(view: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A decision's variables map, detached from the evaluation's activation (`_Variables.settled`)."""
-    values = view.cel_values if isinstance(view, JsonView) else view
-    return JsonView(values.settled()) if isinstance(values, _Variables) else view
 
 
 def _weigh_variables(view: Mapping[str, Any]) -> int:
@@ -191,7 +185,7 @@ class _Variables(dict[str, Any]):
 
     def settled(self) -> _Variables:
         """This level's values read so far, with their weights, detached from the activation they were computed in.
-        What outlives the evaluation (a memo entry, a cached decision) keeps this: the activation holds the review's
+        What outlives the evaluation (a memo entry) keeps this: the activation holds the review's
         whole pod, so keeping it would keep every large pod a cache entry was first built from (measured: 64 reviews
         of 2.5 MB pods left 39 MiB of parsed JSON alive)."""
         copy = _Variables((), {})
@@ -684,10 +678,8 @@ class PolicySet:
         allowed = not denials
         message = "; ".join(_verdict(v) for v in denials)
         chosen = state.chosen
-        warnings, audit = tuple(state.warnings), tuple(state.audit)
-        containers = tuple(replace(c, variables=_settled(c.variables)) for c in state.containers)
-        variables = {name: _settled(view) for name, view in state.variables.items()}
-        held = _held_bytes(message, warnings, audit, state.claim, state.claim_weight, variables, containers)
+        warnings, audit, containers = tuple(state.warnings), tuple(state.audit), tuple(state.containers)
+        held = _held_bytes(message, warnings, audit, state.claim, state.claim_weight, state.variables, containers)
         return Decision(
             allowed=allowed,
             message=message,
@@ -698,7 +690,7 @@ class PolicySet:
             matched=tuple(state.matched),
             shadowed=tuple(state.shadowed),
             unmatched=state.unmatched,
-            variables=variables,
+            variables=state.variables,
             claim=state.claim,
             containers=containers,
             violations=tuple(state.violations),
