@@ -93,6 +93,7 @@ def main() -> None:
         "meets_bound": memoised_us / decision_us <= 0.10,
         "claims_unsatisfiable": sum(1 for v in verdicts if not v.satisfiable),
         "alternatives_dropped": sum(len(v.dropped()) for v in verdicts),
+        "alternatives_redundant": sum(len(v.redundant) for v in verdicts),  # fit, but never chosen
         "alternatives": sum(len(r.alternatives) for v in verdicts for r in v.requests),
     }
     json.dump(result, sys.stdout, indent=2)

@@ -22,8 +22,8 @@ ResourceSlice of an unrelated driver is published to requeue them all, and the C
 (kube-scheduler's `scheduler_schedule_attempts_total`) is the cost of one unschedulable retry. Each run also reports
 the seconds kube-scheduler spent per extension point (`scheduler_framework_extension_point_duration_seconds`: wall
 time, summed over its parallel Filter goroutines, so inflated on a busy machine; `filter_s` and `ratio_filter_s` are the
-Filter pass's). Runs alternate (gpudra,
-whole, whole, gpudra, ...); the namespace is deleted and gone before the next. Prints one JSON object;
+Filter pass's). After an unmeasured warm-up of 20 pods of each, runs alternate
+(gpudra, whole, whole, gpudra, ...); the namespace is deleted and gone before the next. Prints one JSON object;
 `sizes[*].ratio_cpu_per_pod` is gpudra's scheduler CPU per decided pod over whole's, the runs pooled.
 """
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import json
 import os
 import re
@@ -38,6 +39,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import uuid
@@ -57,6 +59,7 @@ from tests.controlplane.kube import Kube, wait_for  # noqa: E402
 
 RESOURCE = "resource.k8s.io/v1"
 RETRY_LIMIT_S = 180.0
+WARMUP_PODS = 20
 _TICKS = os.sysconf("SC_CLK_TCK")
 A100_LAYOUT = [("3g.40gb", 4), ("2g.20gb", 0), ("1g.10gb", 2), ("1g.10gb", 3)]
 # (pool, catalog model, GPUs, MIG mode), cycled over the nodes: half HGX H100, a quarter each A100 and L40S
@@ -224,6 +227,14 @@ class Scheduler:
         """scheduler_schedule_attempts_total by result (scheduled, unschedulable, error)."""
         return self.metric("scheduler_schedule_attempts_total", "result")
 
+    def cpu_profile(self, seconds: int) -> bytes:
+        """A pprof CPU profile of the next `seconds` (kube-scheduler serves /debug/pprof with --profiling, its
+        default)."""
+        url = self.url.replace("/metrics", f"/debug/pprof/profile?seconds={seconds}")
+        with urllib.request.urlopen(url, context=self.context, timeout=seconds + 30) as response:
+            data: bytes = response.read()
+        return data
+
     def extension_points(self) -> dict[str, float]:
         """Seconds spent in each extension point (all plugins, every cycle; wall time summed over goroutines)."""
         return self.metric("scheduler_framework_extension_point_duration_seconds_sum", "extension_point")
@@ -309,6 +320,34 @@ def retry_cost(kube: Kube, scheduler: Scheduler, pending: int, quiet: float, lim
             "cpu_ms_per_attempt": round(cpu / tried * 1000, 1) if tried else None}  # fmt: skip
 
 
+class Profiler:
+    """kube-scheduler's CPU profile in 10 s pieces while a run lasts, written to `directory` as
+    <label>-<n>.pb.gz (`go tool pprof -top <files>` merges them)."""
+
+    PIECE_S = 10
+
+    def __init__(self, scheduler: Scheduler, directory: Path, label: str) -> None:
+        self.scheduler, self.directory, self.label = scheduler, directory, label
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._collect, daemon=True)
+
+    def __enter__(self) -> Profiler:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def _collect(self) -> None:
+        piece = 0
+        while not self.stop.is_set():
+            data = self.scheduler.cpu_profile(self.PIECE_S)
+            (self.directory / f"{self.label}-{piece:03d}.pb.gz").write_bytes(data)
+            piece += 1
+
+
 def submit(kube: Kube, workload: Workload, namespace: str) -> None:
     def placed(obj: dict[str, Any]) -> dict[str, Any]:
         return {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
@@ -316,16 +355,24 @@ def submit(kube: Kube, workload: Workload, namespace: str) -> None:
     in_parallel(lambda t: kube.create(placed(t)), workload.templates)
 
 
-def run_once(kube: Kube, scheduler: Scheduler, workload: Workload, quiet: float, limit: float) -> dict[str, Any]:
+def run_once(
+    kube: Kube, scheduler: Scheduler, workload: Workload, quiet: float, limit: float, profile: Path | None = None
+) -> dict[str, Any]:
     """One bulk submission of the workload in a fresh namespace, measured, then the namespace deleted and gone."""
     namespace = kube.create_namespace(f"sched-{workload.name}")
     submit(kube, workload, namespace)
     pods = [{**p, "metadata": {**p["metadata"], "namespace": namespace}} for p in workload.pods]
-    before, points = scheduler.cpu(), scheduler.extension_points()
-    start = time.monotonic()
-    in_parallel(kube.create, pods)
-    submitted = time.monotonic() - start
-    rest = settle(lambda: decided(kube, namespace), scheduler.cpu, len(pods), quiet, limit)
+    profiling = (
+        Profiler(scheduler, profile, f"{workload.name}-{namespace}")
+        if profile is not None
+        else contextlib.nullcontext()
+    )
+    with profiling:
+        before, points = scheduler.cpu(), scheduler.extension_points()
+        start = time.monotonic()
+        in_parallel(kube.create, pods)
+        submitted = time.monotonic() - start
+        rest = settle(lambda: decided(kube, namespace), scheduler.cpu, len(pods), quiet, limit)
     (bound, unschedulable), seconds = rest.seen, rest.changed - start
     figures: dict[str, Any] = {
         "cpu_s": round(rest.cpu - before, 3),
@@ -341,6 +388,14 @@ def run_once(kube: Kube, scheduler: Scheduler, workload: Workload, quiet: float,
     kube.delete("Namespace", namespace)
     wait_for(lambda: not namespace_exists(kube, namespace), timeout=300, what=f"namespace {namespace} gone")
     return figures
+
+
+def warmup(workload: Workload) -> Workload:
+    """The first WARMUP_PODS pods of the workload with their templates."""
+    pods = workload.pods[:WARMUP_PODS]
+    names = {c["resourceClaimTemplateName"] for p in pods for c in p["spec"].get("resourceClaims", [])}
+    templates = [t for t in workload.templates if t["metadata"]["name"] in names]
+    return Workload(f"{workload.name}-warmup", templates, pods)
 
 
 def spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -379,7 +434,13 @@ def pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def measure_size(
-    nodes: int, pods: list[dict[str, Any]], rounds: int, quiet: float, limit: float, against: str
+    nodes: int,
+    pods: list[dict[str, Any]],
+    rounds: int,
+    quiet: float,
+    limit: float,
+    against: str,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     """A fresh control plane with `nodes` nodes; `rounds` rounds of both workloads, alternating which goes first."""
     cluster = build_cluster(nodes)
@@ -391,9 +452,13 @@ def measure_size(
         kube = Kube(cp.api_client())
         populate(kube, cluster)
         scheduler = Scheduler(cp)
+        # A first, unmeasured run of a few pods of each workload: the scheduler's first cycles on a new cluster
+        # (informers filling, CEL programs compiled) would otherwise be charged to whichever workload goes first.
+        for workload in loads:
+            run_once(kube, scheduler, warmup(workload), quiet, limit)
         for i in range(rounds):
             for workload in loads if i % 2 == 0 else loads[::-1]:
-                runs[workload.name].append(run_once(kube, scheduler, workload, quiet, limit))
+                runs[workload.name].append(run_once(kube, scheduler, workload, quiet, limit, profile))
     finally:
         cp.stop()
     figures: dict[str, Any] = {"nodes": nodes, "devices": cluster.devices}
@@ -419,6 +484,11 @@ def main(argv: list[str] | None = None) -> int:
         default="cluster",
         help="what gpudra's claims are checked against: this cluster's slices (--slices) or the GPU catalog",
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="write kube-scheduler's CPU profile of each run here (10 s pprof pieces; `go tool pprof -top`)",
+    )
     parser.add_argument("--smoke", action="store_true", help="3 nodes, 12 pods, 1 round")
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.nodes.split(",")]
@@ -434,7 +504,9 @@ def main(argv: list[str] | None = None) -> int:
         "sizes": [],
     }
     for nodes in sizes:
-        result["sizes"].append(measure_size(nodes, pods, rounds, args.settle, args.limit, args.gpudra_against))
+        result["sizes"].append(
+            measure_size(nodes, pods, rounds, args.settle, args.limit, args.gpudra_against, args.profile)
+        )
         print(json.dumps(result["sizes"][-1]), file=sys.stderr, flush=True)  # kept if a later size is cut off
     print(json.dumps(result, indent=2))
     return 0

@@ -98,7 +98,7 @@ class ClaimCheck:
             few = self._few(decision, verdict.together, shapes)
             if few:
                 decision = dataclasses.replace(decision, warnings=(*decision.warnings, few))
-            if not verdict.dropped():
+            if not verdict.removable():
                 return decision
             pruned = {**claim, "devices": prune(claim.get("devices") or {}, verdict)}
             return dataclasses.replace(decision, claim=pruned, claim_digest="", claim_blob=None)

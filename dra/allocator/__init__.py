@@ -15,11 +15,12 @@ from dra.allocator._errors import AllocationError, Unsatisfiable
 from dra.allocator._objects import Claim, Node, parse_claim
 from dra.allocator.diagnosis import DeviceCheck, RequestDiagnosis
 from dra.allocator.features import FeatureSet
-from dra.allocator.requests import SelectorMatcher, cel_selector_matcher
+from dra.allocator.requests import Candidate, SelectorMatcher, cel_selector_matcher
 
 __all__ = [
     "AllocationError",
     "Allocator",
+    "Candidate",
     "Claim",
     "DeviceCheck",
     "FeatureSet",

@@ -29,7 +29,7 @@ from dra.allocator.features import FeatureSet
 from dra.allocator.pools import Pool, gather_pools
 from dra.allocator.requests import Candidate, SelectorCache, SelectorMatcher, cel_selector_matcher
 from dra.allocator.result import build_allocation
-from dra.allocator.search import AllocatedState, Search
+from dra.allocator.search import AllocatedState, Search, taint_prevents
 
 if TYPE_CHECKING:
     from dra.allocator.diagnosis import RequestDiagnosis
@@ -175,6 +175,23 @@ class Allocator:
             return diagnose(search, (name for name in self._on_node if name))
 
         return run
+
+    def selectable_devices(self, claim: Any, *, node: Any) -> dict[str, list[Candidate]]:
+        """Per request (or `request/subrequest`) of one claim: the node's devices it could take were they all free,
+        in search order (class and request selectors, per-device node selection, binding conditions, taints its
+        tolerations do not cover). Raises `AllocationError` for a claim the allocator refuses outright."""
+        search, _ = self.search([claim], node)
+        search.prepare()
+        taints = self.features.DeviceTaints
+        out: dict[str, list[Candidate]] = {}
+        for key, data in search.data.items():
+            out[data.name] = [
+                c
+                for c in search.candidates
+                if search.selectable(key, data, c)
+                and not (taints and c.device.taints and taint_prevents(c.device, data.request))
+            ]
+        return out
 
     def unsatisfied_requests(
         self, claims: Iterable[Any], *, node: Any, mode: Mode = "upstream"

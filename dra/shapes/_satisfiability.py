@@ -16,6 +16,7 @@ from typing import Any
 
 from dra.allocator import AllocationError, Allocator, FeatureSet, Mode, RequestDiagnosis, Unsatisfiable
 from dra.shapes._canonical import digest
+from dra.shapes._dominance import redundant_alternatives
 from dra.shapes._shape import DeviceShape, DeviceShapes, shape_evidence
 
 __all__ = ["Alternative", "Closest", "RequestVerdict", "SatisfiabilityChecker", "Verdict", "claim_devices", "prune"]
@@ -93,6 +94,7 @@ class Verdict:
     decided: bool
     generation: int
     note: str = ""  # why undecided, or why requests that fit alone fail together
+    redundant: tuple[str, ...] = ()  # alternatives that fit but can never be chosen (dra.shapes._dominance)
 
     @property
     def satisfiable(self) -> bool:
@@ -104,13 +106,17 @@ class Verdict:
             return ()
         return tuple(a.ref for r in self.requests for a in r.alternatives if not a.fits)
 
+    def removable(self) -> tuple[str, ...]:
+        """What `prune` takes out: the alternatives no shape can satisfy and those that can never be chosen."""
+        return (*self.dropped(), *self.redundant)
+
 
 def prune(claim_spec_devices: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
-    """`spec.devices` without the `firstAvailable` alternatives the verdict dropped (and constraint and config
-    references to them; a constraint or config left naming nothing goes too, since an empty list would mean every
-    request). Requests whose every alternative was dropped are kept as they are: the claim is refused, not
-    rewritten."""
-    dropped = set(verdict.dropped())
+    """`spec.devices` without the `firstAvailable` alternatives the verdict dropped or found redundant (and
+    constraint and config references to them; a constraint or config left naming nothing goes too, since an empty
+    list would mean every request). Requests whose every alternative was dropped are kept as they are: the claim is
+    refused, not rewritten."""
+    dropped = set(verdict.removable())
     requests = []
     gone: set[str] = set()
     for raw in claim_spec_devices.get("requests") or []:
@@ -237,9 +243,14 @@ class SatisfiabilityChecker:
         if not all(r.survivors for r in requests):
             return Verdict(tuple(requests), (), True, shapes.generation)
         verdict = Verdict(tuple(requests), (), True, shapes.generation)
+        redundant = redundant_alternatives(
+            devices,
+            {r.name: tuple(a.shapes for a in r.alternatives) for r in requests},
+            ((s.key, s.node_name, self._allocator(s, shapes)) for s in targets),
+        )
         if len(requests) == 1:  # alone is together: the allocator takes the first alternative that fits
             together = tuple(s.key for s in targets if any(s.key in a.shapes for a in requests[0].alternatives))
-            return Verdict(tuple(requests), together, True, shapes.generation)
+            return Verdict(tuple(requests), together, True, shapes.generation, redundant=redundant)
         claim = {"metadata": {"name": "satisfiability"}, "spec": {"devices": prune(devices, verdict)}}
         fits: list[str] = []
         note = ""
@@ -254,7 +265,7 @@ class SatisfiabilityChecker:
                 continue
             fits.append(shape.key)
         note = "" if fits else f"every request fits alone, not together; {note}"
-        return Verdict(tuple(requests), tuple(fits), True, shapes.generation, note)
+        return Verdict(tuple(requests), tuple(fits), True, shapes.generation, note, redundant if fits else ())
 
     def _alternative(
         self,

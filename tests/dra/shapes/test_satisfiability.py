@@ -133,7 +133,7 @@ def test_pruning_takes_dropped_alternatives_out_of_config_too() -> None:
     }  # fmt: skip
 
     class _Dropped:
-        def dropped(self) -> tuple[str, ...]:
+        def removable(self) -> tuple[str, ...]:
             return ("main/shared",)
 
     pruned = prune(devices, _Dropped())  # type: ignore[arg-type]
