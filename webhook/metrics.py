@@ -147,6 +147,11 @@ class _GateCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         gate, stats = self._gate, self._gate.stats
         yield GaugeMetricFamily("gpudra_connections_open", "Connections open in this process.", value=len(gate))
+        yield CounterMetricFamily(
+            "gpudra_connections_opened",
+            "Connections let in by the gate since the process started (each one a TLS handshake when serving TLS).",
+            value=stats.opened,
+        )
         refused = CounterMetricFamily(
             "gpudra_connections_refused",
             "Connections reset at accept, by reason (per-source: an untrusted source's cap; open-rate: its rate of "
