@@ -17,7 +17,7 @@ from typing import Any
 
 from dra.cancellation import check_deadline
 
-from .errors import ApiServerError
+from .errors import ApiServerError, ApiServerUnanswered
 from .refresh import BackgroundRefresh
 from .templates import TemplateWriter
 
@@ -43,14 +43,15 @@ class _Read:
         if self.read:
             return self.value
         if self.error is not None:
-            raise ApiServerError(str(self.error))
-        raise ApiServerError("the Namespace read this review waited for was abandoned")  # its caller's deadline
+            raise type(self.error)(str(self.error))
+        raise ApiServerUnanswered("the Namespace read this review waited for was abandoned")  # its caller's deadline
 
 
 class NamespaceCache:
     """Namespace objects by name for `ttl` seconds; the rollout label of a namespace changes rarely. An entry between
     `ttl` and `ttl + stale_seconds` old is handed out as it is while one background read renews it (a failed renewal
-    keeps it until then); an older one is read again before it is handed out, as a missing one is.
+    keeps it until then); an older one is read again before it is handed out, as a missing one is. Callers that
+    waited for a read that got no answer (`ApiServerUnanswered`) ask once more rather than share its timeout.
 
     Bounded by `max_entries` and by `max_bytes` of the objects' JSON text, least recently used out first: a review
     can name any namespace (one that does not exist included), so the cache must not grow with the names sent.
@@ -96,27 +97,36 @@ class NamespaceCache:
             return len(self._entries), self._bytes
 
     def get(self, name: str) -> dict[str, Any] | None:
-        now = self._clock()
-        with self._lock:
-            hit = self._entries.get(name)
-            if hit is not None and now - hit[0] < self._ttl + self.stale_seconds:
-                self._entries.move_to_end(name)
-                if now - hit[0] >= self._ttl and name not in self._reads:
-                    self.renewals.submit(("namespace", name), lambda: self._renew(name))
-                return hit[1]
-            read = self._reads.get(name)
-            leader = read is None
-            if read is None:
-                read = self._reads[name] = _Read()
-        if not leader:
+        asked_again = False
+        while True:
+            now = self._clock()
+            with self._lock:
+                hit = self._entries.get(name)
+                if hit is not None and now - hit[0] < self._ttl + self.stale_seconds:
+                    self._entries.move_to_end(name)
+                    if now - hit[0] >= self._ttl and name not in self._reads:
+                        self.renewals.submit(("namespace", name), lambda: self._renew(name))
+                    return hit[1]
+                read = self._reads.get(name)
+                leader = read is None
+                if read is None:
+                    read = self._reads[name] = _Read()
+            if leader:
+                return self._read(name, read, now)
             with self._lock:
                 self._waiting += 1
             try:
                 return read.outcome()
+            except ApiServerUnanswered:
+                # The read this review waited for got no answer (its timeout): that says nothing about this review,
+                # which asks once more, itself or behind another waiter, within its own deadline.
+                if asked_again:
+                    raise
+                asked_again = True
+                check_deadline()
             finally:
                 with self._lock:
                     self._waiting -= 1
-        return self._read(name, read, now)
 
     def _renew(self, name: str) -> None:
         """A background read of an entry past its `ttl`; a review that finds it past `stale_seconds` meanwhile waits

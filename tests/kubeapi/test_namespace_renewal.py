@@ -120,3 +120,48 @@ def test_a_failed_renewal_frees_its_key() -> None:
     assert not refresh.pending("a")
     with pytest.raises(ValueError, match="at least one thread"):
         BackgroundRefresh(0)
+
+
+def test_reviews_that_waited_for_a_read_without_answer_ask_once_more() -> None:
+    from kubeapi import ApiServerUnanswered
+
+    class OnceUnanswered(Namespaces):
+        def get_namespace(self, name: str) -> dict[str, Any] | None:
+            first = self.reads == 0
+            try:
+                found = super().get_namespace(name)
+            finally:
+                self.gate = None  # the next read is answered at once
+            if first:
+                raise ApiServerUnanswered("could not read Namespace team-a within 2s")
+            return found
+
+    api = OnceUnanswered()
+    api.gate = threading.Event()
+    cache = NamespaceCache(api)
+    outcomes: list[Any] = []
+    lock = threading.Lock()
+
+    def get() -> None:
+        try:
+            found: Any = cache.get("team-a")
+        except ApiServerError as exc:
+            found = exc
+        with lock:
+            outcomes.append(found)
+
+    threads = [threading.Thread(target=get) for _ in range(5)]
+    threads[0].start()
+    assert api.entered.wait(30)
+    for thread in threads[1:]:
+        thread.start()
+    while cache.waiting < 4:
+        threading.Event().wait(0.01)
+    api.gate.set()
+    for thread in threads:
+        thread.join(30)
+    # The first caller's own read timed out: it is refused; the four that waited read once more, one read for all.
+    assert api.reads == 2
+    refused = [o for o in outcomes if isinstance(o, ApiServerError)]
+    assert len(refused) == 1 and isinstance(refused[0], ApiServerUnanswered)
+    assert sum(1 for o in outcomes if isinstance(o, dict)) == 4
