@@ -13,6 +13,8 @@ import logging
 import threading
 from collections.abc import Callable, Hashable
 
+from .errors import ApiServerError
+
 __all__ = ["BackgroundRefresh"]
 
 log = logging.getLogger("gpudra.kubeapi.refresh")
@@ -62,8 +64,10 @@ class BackgroundRefresh:
                 key, renew = self._queue.pop(0)
             try:
                 renew()
-            except Exception:  # the owner keeps its entry; the next use past its time asks again
-                log.warning("background renewal of %r failed", key, exc_info=True)
+            except ApiServerError as exc:  # the owner keeps its entry (or forgets it); a later use asks again
+                log.warning("background renewal of %r failed: %s", key, exc)
+            except Exception:  # a bug: with its traceback
+                log.exception("background renewal of %r failed", key)
             finally:
                 with self._cond:
                     self._pending.discard(key)

@@ -109,15 +109,24 @@ def test_one_renewal_per_key_at_a_time() -> None:
     assert refresh.wait_idle(30) and sorted(ran) == ["a1", "a3", "b1"]
 
 
-def test_a_failed_renewal_frees_its_key() -> None:
+def test_a_failed_renewal_frees_its_key_and_an_api_failure_is_one_line(caplog: pytest.LogCaptureFixture) -> None:
     refresh = BackgroundRefresh(1)
 
     def fail() -> None:
-        raise ApiServerError("no answer")
+        raise ApiServerError("could not read Namespace a within 2s")
 
-    assert refresh.submit("a", fail)
-    assert refresh.wait_idle(30)
-    assert not refresh.pending("a")
+    def bug() -> None:
+        raise KeyError("metadata")
+
+    with caplog.at_level("WARNING", logger="gpudra.kubeapi.refresh"):
+        assert refresh.submit("a", fail)
+        assert refresh.wait_idle(30)
+        assert refresh.submit("b", bug)
+        assert refresh.wait_idle(30)
+    assert not refresh.pending("a") and not refresh.pending("b")
+    api, buggy = caplog.records
+    assert "within 2s" in api.getMessage() and api.exc_info is None  # expected under load: no traceback
+    assert buggy.exc_info is not None  # a bug keeps its traceback
     with pytest.raises(ValueError, match="at least one thread"):
         BackgroundRefresh(0)
 
