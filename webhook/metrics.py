@@ -36,6 +36,12 @@ class WebhookMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.decision_wait = Histogram(
+            "gpudra_decision_queue_wait_seconds",
+            "Time a review waited for a decision thread (all busy: slow decisions, or threads held by API calls).",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         self.bad_requests = Counter(
             "gpudra_admission_bad_requests", "Requests rejected as malformed, by HTTP status.", ["status"], registry=r
         )
