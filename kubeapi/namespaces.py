@@ -18,7 +18,7 @@ from typing import Any
 from dra.cancellation import check_deadline
 
 from .errors import ApiServerError, ApiServerUnanswered
-from .refresh import BackgroundRefresh
+from .refresh import BackgroundRefresh, time_for_another_call
 from .templates import TemplateWriter
 
 __all__ = ["NamespaceCache"]
@@ -51,7 +51,8 @@ class NamespaceCache:
     """Namespace objects by name for `ttl` seconds; the rollout label of a namespace changes rarely. An entry between
     `ttl` and `ttl + stale_seconds` old is handed out as it is while one background read renews it (a failed renewal
     keeps it until then); an older one is read again before it is handed out, as a missing one is. Callers that
-    waited for a read that got no answer (`ApiServerUnanswered`) ask once more rather than share its timeout.
+    waited for a read that got no answer (`ApiServerUnanswered`) ask once more rather than share its timeout, when
+    their deadline leaves room for a whole read (`call_seconds`).
 
     Bounded by `max_entries` and by `max_bytes` of the objects' JSON text, least recently used out first: a review
     can name any namespace (one that does not exist included), so the cache must not grow with the names sent.
@@ -67,6 +68,7 @@ class NamespaceCache:
         max_bytes: int = 8 * 2**20,
         renewals: BackgroundRefresh | None = None,
         clock: Callable[[], float] = time.monotonic,
+        call_seconds: float = 2.0,
     ) -> None:
         if max_entries < 1 or max_bytes < 1:
             raise ValueError(f"max_entries and max_bytes must be above 0 (got {max_entries}, {max_bytes})")
@@ -77,6 +79,7 @@ class NamespaceCache:
         self.stale_seconds = stale_seconds
         self.renewals = renewals or BackgroundRefresh(1, name="gpudra-namespace-renew")
         self._clock = clock
+        self.call_seconds = call_seconds  # what bounds one read (KubeSideEffects.timeout)
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
@@ -119,11 +122,11 @@ class NamespaceCache:
                 return read.outcome()
             except ApiServerUnanswered:
                 # The read this review waited for got no answer (its timeout): that says nothing about this review,
-                # which asks once more, itself or behind another waiter, within its own deadline.
-                if asked_again:
+                # which asks once more, itself or behind another waiter, if its deadline leaves room for a whole
+                # read; else it is refused with that read's reason.
+                if asked_again or not time_for_another_call(self.call_seconds):
                     raise
                 asked_again = True
-                check_deadline()
             finally:
                 with self._lock:
                     self._waiting -= 1

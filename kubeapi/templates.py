@@ -23,7 +23,7 @@ from dra.cancellation import check_deadline
 from .client import one_attempt_per_call, parse_timestamp
 from .errors import ApiServerError, ApiServerUnanswered, api_errors, status_of
 from .paging import PAGE, all_pages
-from .refresh import BackgroundRefresh
+from .refresh import BackgroundRefresh, time_for_another_call
 
 __all__ = [
     "GROUP",
@@ -238,8 +238,9 @@ class SharedTemplates:
     within about `reuse_seconds` while no review waits for that call; past LAST_USED_RESOLUTION callers wait for it.
 
     A failure is never remembered. One the API server answered is shared by the callers that waited for it; one that
-    got no answer (`ApiServerUnanswered`: its timeout) says nothing of theirs, and each of them asks once more within
-    its own deadline (one call at a time again). Bounded by `max_entries` (least recently used out first)."""
+    got no answer (`ApiServerUnanswered`: its timeout) says nothing of theirs, and each of them whose deadline leaves
+    room for another whole call (`call_seconds`) asks once more (one call at a time again). Bounded by `max_entries`
+    (least recently used out first)."""
 
     def __init__(
         self,
@@ -249,6 +250,7 @@ class SharedTemplates:
         max_entries: int = 4096,
         clock: Callable[[], float] = time.time,
         renewals: BackgroundRefresh | None = None,
+        call_seconds: float = 2.0,
     ) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries must be above 0 (got {max_entries})")
@@ -262,6 +264,7 @@ class SharedTemplates:
         self._flights: dict[tuple[str, str, str], _Flight] = {}
         self._waiting = 0
         self.renewals = renewals or BackgroundRefresh(1, name="gpudra-template-renew")
+        self.call_seconds = call_seconds  # what bounds one call of `writer` (KubeSideEffects.timeout)
 
     def __len__(self) -> int:
         return len(self._known)
@@ -297,11 +300,11 @@ class SharedTemplates:
                 return self._wait(flight, name, namespace)
             except ApiServerUnanswered:
                 # The call this review waited for got no answer (its timeout, a lost connection): that says nothing
-                # about this review, which asks once more, itself or behind another waiter, within its own deadline.
-                if asked_again:
+                # about this review, which asks once more, itself or behind another waiter, if its own deadline
+                # leaves room for a whole call; else it is refused with that call's reason.
+                if asked_again or not time_for_another_call(self.call_seconds):
                     raise
                 asked_again = True
-                check_deadline()
 
     def _lead(
         self, key: tuple[str, str, str], flight: _Flight, namespace: str, template: dict[str, Any]

@@ -310,3 +310,43 @@ def test_concurrent_namespace_misses_share_one_read() -> None:
             thread.join(30)
         assert len(results) == 5 and all(r == results[0] for r in results), results
     assert reads == ["team-a", "gone", "unreachable"]
+
+
+@pytest.mark.parametrize(("call_seconds", "calls"), [(60.0, 1), (1.0, 2)])
+def test_a_waiter_asks_again_only_with_room_for_a_whole_call_before_its_deadline(
+    clock: Clock, call_seconds: float, calls: int
+) -> None:
+    writer = Writer(clock)
+    writer.fail, writer.unanswered = "could not create ResourceClaimTemplate team-a/gpudra-a within 2s", True
+    writer.gate = threading.Event()
+    shared = SharedTemplates(writer, clock=clock, call_seconds=call_seconds)
+    led: list[BaseException] = []
+
+    def lead() -> None:
+        try:
+            shared.ensure_template("team-a", template())
+        except ApiServerError as exc:
+            led.append(exc)
+
+    leader = threading.Thread(target=lead)
+    leader.start()
+    assert writer.entered.wait(30)
+    outcome: list[BaseException] = []
+
+    def wait() -> None:
+        with deadline_scope(Deadline(30)):  # 30 s left: no room for a 60 s call, room for a 1 s one and 1 s spare
+            try:
+                shared.ensure_template("team-a", template())
+            except ApiServerError as exc:
+                outcome.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    while shared.waiting < 1:
+        threading.Event().wait(0.01)
+    writer.gate.set()
+    leader.join(30)
+    waiter.join(30)
+    # Either way it ends with the API server's reason, not a bare deadline: shared at once, or after its own call.
+    assert len(writer.calls) == calls and len(led) == 1
+    assert len(outcome) == 1 and isinstance(outcome[0], ApiServerUnanswered) and "within 2s" in str(outcome[0])
