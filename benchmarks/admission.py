@@ -24,8 +24,9 @@ which admits them unchanged, so its `p99_ratio` is what calling any webhook cost
 mutating webhook costs here, the API server's own work after a patch included; `through_apiserver.map` the native peer,
 a MutatingAdmissionPolicy (benchmarks/peers/mutatingadmissionpolicy.yaml) doing the subset of the translation a policy
 can, in kube-apiserver's process. `through_apiserver.steady`: `--steady-rate` pods/s for `--steady-seconds`, without
-the webhook and then through it as deployed, with kube-apiserver's own histogram of the webhook's duration
-(`server_side_p99_ms`).
+the webhook, then to `/echo-patch` at the address gpudra is called at (`steady.echo_patch`, the floor), then through
+gpudra as deployed, with kube-apiserver's own histogram of the webhook's duration (`server_side_p99_ms`, and
+`server_side_p99_over_echo_patch`).
 """
 
 from __future__ import annotations
@@ -381,6 +382,8 @@ _BURST_LABELS = {
     "echo": "gpudra.io/benchmark-echo",
     "echo_patch": "gpudra.io/benchmark-echo-patch",
     "map": admission_policy.NAMESPACE_LABEL,
+    # the steady load's floor: /echo-patch at the non-loopback address (HTTP/1.1), as gpudra is called there
+    "echo_patch_http1": "gpudra.io/benchmark-steadyfloor",
 }
 
 
@@ -599,9 +602,11 @@ def through_apiserver(
       claims with it) before the next one starts;
     - `deployments` Deployments scaled from 0 to `replicas` at once: kube-controller-manager creates the pods
       (no kubelet runs them); the time until all exist;
-    - a steady `steady_rate` pods a second for `steady_seconds` (open loop) to the webhook as deployed (HTTP/1.1, at
-      the non-loopback address; at the loopback one without it), with kube-apiserver's own histogram of the webhook's
-      duration read from its /metrics before and after (see `_steady`).
+    - a steady `steady_rate` pods a second for `steady_seconds` (open loop) without the webhook, to `/echo-patch` at
+      the non-loopback address (the floor: any mutating webhook called as gpudra is), and to the webhook as deployed
+      (HTTP/1.1, at the non-loopback address; at the loopback one without it, and then no floor), with
+      kube-apiserver's own histogram of the webhook's duration read from its /metrics before and after (see
+      `_steady`).
 
     A warm-up burst of each kind, as large as the measured ones, comes first: imports and the API server's caches
     warm for all, and every connection a burst needs open (the client's to the API server, the API server's to the
@@ -717,6 +722,8 @@ def through_apiserver(
             kube.create(_webhook_configuration(server))
             if outward:
                 kube.create(_webhook_configuration(server, outward, selected_by=_BURST_LABELS["webhook_http1"]))
+                floor_label = _BURST_LABELS["echo_patch_http1"]
+                kube.create(_webhook_configuration(server, outward, path="/echo-patch", selected_by=floor_label))
             kube.create(map_policy)
             kube.create(map_binding)
             probe = namespace(kube, kinds[-1] if outward else "webhook", "bench-probe")
@@ -772,6 +779,12 @@ def through_apiserver(
                 ns = namespace(kube, "legacy", "bench-steady")
                 baseline = _steady(cp, pods_for(kube, "legacy", ns, count), steady_rate)
                 remove(kube, ns)
+                floor: dict[str, Any] = {}
+                if outward:  # then any mutating webhook at the same address: /echo-patch
+                    ns = namespace(kube, "echo_patch_http1", "bench-steady")
+                    floor = _steady(cp, pods_for(kube, "legacy", ns, count), steady_rate)
+                    floor["pods_patched"] = _admitted(kube, ns)[1]
+                    remove(kube, ns)
                 kind = "webhook_http1" if outward else "webhook"
                 ns = namespace(kube, kind, "bench-steady")
                 steady = _steady(cp, pods_for(kube, kind, ns, count), steady_rate)
@@ -782,6 +795,12 @@ def through_apiserver(
                 steady["without_webhook"] = {key: baseline[key] for key in _STEADY_CLIENT_KEYS}
                 if baseline["client_p99_ms"] and steady["client_p99_ms"]:
                     steady["client_p99_ratio"] = round(steady["client_p99_ms"] / baseline["client_p99_ms"], 3)
+                if floor:
+                    keys = (*_STEADY_CLIENT_KEYS, "server_side_p50_ms", "server_side_p99_ms", "failures_by_status")
+                    steady["echo_patch"] = {key: floor[key] for key in (*keys, "pods_patched")}
+                    if floor["server_side_p99_ms"] and steady["server_side_p99_ms"]:
+                        over = steady["server_side_p99_ms"] / floor["server_side_p99_ms"]
+                        steady["server_side_p99_over_echo_patch"] = round(over, 3)
         finally:
             server.stop()
 

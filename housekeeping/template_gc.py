@@ -37,9 +37,10 @@ __all__ = [
 log = logging.getLogger("gpudra.gc")
 
 MANAGED_SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
-# A reused template is re-stamped only when its stamp is LAST_USED_RESOLUTION old, so a template just handed to a pod
-# may carry a stamp that old; the pod is persisted within the webhook configurations' longest timeoutSeconds (30)
-# after that. A shorter idle bound could delete a template that a pod being admitted names.
+# A template is handed to a pod (from the webhook's memory, or after a call that re-stamps it only past
+# kubeapi.RESTAMP_SECONDS) only while its stamp is less than LAST_USED_RESOLUTION old, so it may carry a stamp that
+# old; the pod is persisted within the webhook configurations' longest timeoutSeconds (30) after that.
+# A shorter idle bound could delete a template that a pod being admitted names.
 MIN_IDLE_FLOOR = dt.timedelta(seconds=LAST_USED_RESOLUTION + 30)
 
 

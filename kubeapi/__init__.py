@@ -4,6 +4,7 @@ timeout, with one idea of what a failed call is (`errors`), one paging loop (`pa
 - `client`: the ApiClient (kubeconfig or service account, one attempt per call) and API timestamps;
 - `templates`: the webhook's side effects (ResourceClaimTemplates, Namespace and claim reads) and gc's store;
 - `namespaces`: the admission path's bounded Namespace cache;
+- `refresh`: the renewals of what that path remembers (Namespaces, ensured templates), run off it;
 - `quotas`: `gpudra quota`'s store;
 - `install`: the installed objects `gpudra doctor` reads back;
 - `listwatch`: the one list+watch loop of every cache kept by list+watch (a cache says what it does with events);
@@ -20,7 +21,7 @@ from __future__ import annotations
 from .backoff import Backoff
 from .client import api_client, one_attempt_per_call, parse_timestamp
 from .clusterlistwatch import ClusterListWatch
-from .errors import ApiServerError, api_errors, status_of
+from .errors import ApiServerError, ApiServerUnanswered, api_errors, status_of
 from .install import INSTALL_KINDS, KubeInstallReader
 from .listwatch import (
     ListWatch,
@@ -55,6 +56,7 @@ __all__ = [
     "PAGE",
     "SPEC_DIGEST_ANNOTATION",
     "ApiServerError",
+    "ApiServerUnanswered",
     "Backoff",
     "ClusterListWatch",
     "KubeInstallReader",

@@ -7,11 +7,16 @@ from functools import cache
 
 from dra.errors import GpudraError
 
-__all__ = ["ApiServerError", "api_errors", "status_of"]
+__all__ = ["ApiServerError", "ApiServerUnanswered", "api_errors", "status_of"]
 
 
 class ApiServerError(GpudraError):
     """The API server could not be reached in time or refused a side effect; the message says which."""
+
+
+class ApiServerUnanswered(ApiServerError):
+    """The call got no answer (a timeout, a refused or lost connection): asking again may succeed, unlike a call the
+    API server answered with an error status."""
 
 
 @cache

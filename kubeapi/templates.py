@@ -21,14 +21,16 @@ from typing import Any, Protocol, cast
 from dra.cancellation import check_deadline
 
 from .client import one_attempt_per_call, parse_timestamp
-from .errors import ApiServerError, api_errors, status_of
+from .errors import ApiServerError, ApiServerUnanswered, api_errors, status_of
 from .paging import PAGE, all_pages
+from .refresh import BackgroundRefresh, time_for_another_call
 
 __all__ = [
     "GROUP",
     "LAST_USED_ANNOTATION",
     "LAST_USED_RESOLUTION",
     "PLURAL",
+    "RESTAMP_SECONDS",
     "SPEC_DIGEST_ANNOTATION",
     "VERSION",
     "KubeSideEffects",
@@ -43,7 +45,10 @@ GROUP, VERSION, PLURAL = "resource.k8s.io", "v1", "resourceclaimtemplates"
 SPEC_DIGEST_ANNOTATION = "gpudra.io/spec-digest"
 # When the webhook last handed this template to a pod (RFC 3339, UTC); template garbage collection reads it.
 LAST_USED_ANNOTATION = "gpudra.io/last-used"
-LAST_USED_RESOLUTION = 60.0  # seconds: reusing a template stamps it at most this often
+LAST_USED_RESOLUTION = 60.0  # seconds: a template in use is stamped at least this often
+# A reused template whose stamp is older than this is stamped again: half of LAST_USED_RESOLUTION, so a template
+# renewed in the background (SharedTemplates) stays usable from memory for at least this long after its renewal.
+RESTAMP_SECONDS = LAST_USED_RESOLUTION / 2
 
 
 def spec_digest(template: dict[str, Any]) -> str:
@@ -111,7 +116,7 @@ class KubeSideEffects:
             return TemplateResult(name, namespace, created=True, active_at=asked)
         except api_errors() as exc:
             if status_of(exc) != 409:
-                raise ApiServerError(self._explain("create ResourceClaimTemplate", namespace, name, exc)) from exc
+                raise self._failure("create ResourceClaimTemplate", namespace, name, exc) from exc
         existing = self._get(PLURAL, namespace, name, "read ResourceClaimTemplate")
         if existing is None:  # collected between our create and our read: create it again
             return None
@@ -128,11 +133,11 @@ class KubeSideEffects:
         return TemplateResult(name, namespace, created=False, active_at=active_at)
 
     def _stamp_if_stale(self, namespace: str, name: str, last_used: Any) -> float | None:
-        """Mark a reused template as used now (so collection leaves it alone) unless its stamp is recent; the stamp
-        it holds now (Unix seconds), or None when it is gone."""
+        """Mark a reused template as used now (so collection leaves it alone) unless its stamp is younger than
+        RESTAMP_SECONDS; the stamp it holds now (Unix seconds), or None when it is gone."""
         now = dt.datetime.now(dt.UTC)
         stamped = parse_timestamp(last_used)
-        if stamped is not None and (now - stamped).total_seconds() < LAST_USED_RESOLUTION:
+        if stamped is not None and (now - stamped).total_seconds() < RESTAMP_SECONDS:
             return stamped.timestamp()
         # The stamp is written in whole seconds: what the server holds is no later than `now`, and no earlier than
         # `now` truncated.
@@ -145,7 +150,7 @@ class KubeSideEffects:
         except api_errors() as exc:
             if status_of(exc) == 404:
                 return None
-            raise ApiServerError(self._explain("mark ResourceClaimTemplate used", namespace, name, exc)) from exc
+            raise self._failure("mark ResourceClaimTemplate used", namespace, name, exc) from exc
         return now.timestamp()
 
     def _get(self, plural: str, namespace: str, name: str, what: str) -> dict[str, Any] | None:
@@ -157,7 +162,7 @@ class KubeSideEffects:
         except api_errors() as exc:
             if status_of(exc) == 404:
                 return None
-            raise ApiServerError(self._explain(what, namespace, name, exc)) from exc
+            raise self._failure(what, namespace, name, exc) from exc
         return cast(dict[str, Any], found)
 
     def read_claim_spec(self, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
@@ -176,7 +181,7 @@ class KubeSideEffects:
         except api_errors() as exc:
             if status_of(exc) == 404:
                 return None
-            raise ApiServerError(self._explain("read Namespace", "", name, exc)) from exc
+            raise self._failure("read Namespace", "", name, exc) from exc
         result: dict[str, Any] = self._core.api_client.sanitize_for_serialization(ns)
         return result
 
@@ -186,6 +191,11 @@ class KubeSideEffects:
         except api_errors() as exc:
             return False, f"API server not reachable: {type(exc).__name__}: {exc}"
         return True, f"API server {getattr(info, 'git_version', '?')}"
+
+    def _failure(self, what: str, namespace: str, name: str, exc: Exception) -> ApiServerError:
+        """The error naming the call; `ApiServerUnanswered` when no answer came (a timeout, a lost connection)."""
+        message = self._explain(what, namespace, name, exc)
+        return ApiServerError(message) if status_of(exc) is not None else ApiServerUnanswered(message)
 
     def _explain(self, what: str, namespace: str, name: str, exc: Exception) -> str:
         target = f"{namespace}/{name}" if namespace else name
@@ -218,16 +228,19 @@ class SharedTemplates:
     """A `TemplateWriter` that creates (or reuses) each template once for identical claims.
 
     Concurrent callers asking for the same template (namespace, name, spec digest) share one call to `writer`, and a
-    template ensured here is handed to later callers from memory, as `created=False`, while both hold:
+    template ensured here is handed to later callers from memory, as `created=False`, while less than
+    LAST_USED_RESOLUTION have passed since the last use the API server holds (`TemplateResult.active_at`: its
+    creation or `gpudra.io/last-used` stamp). `KubeSideEffects` re-stamps a reused template whose stamp is older than
+    RESTAMP_SECONDS (below LAST_USED_RESOLUTION), and the collector's idle floor (`housekeeping.MIN_IDLE_FLOOR`) is
+    built on that bound, so a template handed out from memory is exactly as safe from collection as one confirmed by
+    a call. Once `reuse_seconds` have passed since it was ensured, the first caller also has it ensured again in the
+    background (`renewals`, one call at a time), so that a template deleted by hand is noticed (and made again)
+    within about `reuse_seconds` while no review waits for that call; past LAST_USED_RESOLUTION callers wait for it.
 
-    - less than `reuse_seconds` have passed since it was ensured, and
-    - less than LAST_USED_RESOLUTION have passed since the last use the API server holds (`TemplateResult.active_at`:
-      its creation or `gpudra.io/last-used` stamp). `KubeSideEffects` itself skips re-stamping a template stamped
-      within LAST_USED_RESOLUTION, and the collector's idle floor (`housekeeping.MIN_IDLE_FLOOR`) is built on
-      that bound, so a template handed out from memory is exactly as safe from collection as one confirmed by a call.
-
-    A failure is shared by the callers that waited for it and never remembered. Bounded by `max_entries` (least
-    recently used out first)."""
+    A failure is never remembered. One the API server answered is shared by the callers that waited for it; one that
+    got no answer (`ApiServerUnanswered`: its timeout) says nothing of theirs, and each of them whose deadline leaves
+    room for another whole call (`call_seconds`) asks once more (one call at a time again). Bounded by `max_entries`
+    (least recently used out first)."""
 
     def __init__(
         self,
@@ -236,6 +249,8 @@ class SharedTemplates:
         reuse_seconds: float = DEFAULT_REUSE_SECONDS,
         max_entries: int = 4096,
         clock: Callable[[], float] = time.time,
+        renewals: BackgroundRefresh | None = None,
+        call_seconds: float = 2.0,
     ) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries must be above 0 (got {max_entries})")
@@ -244,9 +259,12 @@ class SharedTemplates:
         self.max_entries = max_entries
         self._clock = clock
         self._lock = threading.Lock()
-        self._known: OrderedDict[tuple[str, str, str], float] = OrderedDict()  # key -> handed out until (clock)
+        # key -> (renewed after, handed out until), both on `clock`
+        self._known: OrderedDict[tuple[str, str, str], tuple[float, float]] = OrderedDict()
         self._flights: dict[tuple[str, str, str], _Flight] = {}
         self._waiting = 0
+        self.renewals = renewals or BackgroundRefresh(1, name="gpudra-template-renew")
+        self.call_seconds = call_seconds  # what bounds one call of `writer` (KubeSideEffects.timeout)
 
     def __len__(self) -> int:
         return len(self._known)
@@ -259,19 +277,38 @@ class SharedTemplates:
     def ensure_template(self, namespace: str, template: dict[str, Any]) -> TemplateResult:
         name = template["metadata"]["name"]
         key = (namespace, name, spec_digest(template))
-        with self._lock:
-            until = self._known.get(key)
-            if until is not None:
-                if self._clock() < until:
-                    self._known.move_to_end(key)
-                    return TemplateResult(name, namespace, created=False)
-                del self._known[key]
-            flight = self._flights.get(key)
-            leader = flight is None
-            if flight is None:
-                flight = self._flights[key] = _Flight()
-        if not leader:
-            return self._wait(flight, name, namespace)
+        asked_again = False
+        while True:
+            with self._lock:
+                known = self._known.get(key)
+                if known is not None:
+                    soft, hard = known
+                    now = self._clock()
+                    if now < hard:
+                        self._known.move_to_end(key)
+                        if now >= soft and key not in self._flights:
+                            self.renewals.submit(key, lambda: self._renew(key, namespace, template))
+                        return TemplateResult(name, namespace, created=False)
+                    del self._known[key]
+                flight = self._flights.get(key)
+                leader = flight is None
+                if flight is None:
+                    flight = self._flights[key] = _Flight()
+            if leader:
+                return self._lead(key, flight, namespace, template)
+            try:
+                return self._wait(flight, name, namespace)
+            except ApiServerUnanswered:
+                # The call this review waited for got no answer (its timeout, a lost connection): that says nothing
+                # about this review, which asks once more, itself or behind another waiter, if its own deadline
+                # leaves room for a whole call; else it is refused with that call's reason.
+                if asked_again or not time_for_another_call(self.call_seconds):
+                    raise
+                asked_again = True
+
+    def _lead(
+        self, key: tuple[str, str, str], flight: _Flight, namespace: str, template: dict[str, Any]
+    ) -> TemplateResult:
         try:
             result = self._writer.ensure_template(namespace, template)
         except ApiServerError as exc:
@@ -286,6 +323,23 @@ class SharedTemplates:
                 del self._flights[key]
             flight.done.set()
 
+    def _renew(self, key: tuple[str, str, str], namespace: str, template: dict[str, Any]) -> None:
+        """Ensure a remembered template again in the background (`renewals`). No answer keeps what is remembered
+        until its hard bound; an answer that refuses it (another spec under its name, no permission) forgets it, so
+        that the next review asks and is refused itself."""
+        with self._lock:
+            if key in self._flights:
+                return
+            flight = self._flights[key] = _Flight()
+        try:
+            self._lead(key, flight, namespace, template)
+        except ApiServerUnanswered:
+            raise
+        except ApiServerError:
+            with self._lock:
+                self._known.pop(key, None)
+            raise
+
     def _wait(self, flight: _Flight, name: str, namespace: str) -> TemplateResult:
         with self._lock:
             self._waiting += 1
@@ -298,16 +352,17 @@ class SharedTemplates:
         if flight.result is not None:
             return TemplateResult(name, namespace, created=False, active_at=flight.result.active_at)
         if flight.error is not None:
-            raise ApiServerError(str(flight.error))
+            raise type(flight.error)(str(flight.error))
         # The leader stopped without an outcome (its own deadline passed): nothing is known about the template.
-        raise ApiServerError(f"ResourceClaimTemplate {namespace}/{name}: the call creating it was abandoned")
+        raise ApiServerUnanswered(f"ResourceClaimTemplate {namespace}/{name}: the call creating it was abandoned")
 
     def _remember(self, key: tuple[str, str, str], result: TemplateResult) -> None:
         if result.active_at is None or self.reuse_seconds <= 0:
             return
-        until = min(self._clock() + self.reuse_seconds, result.active_at + LAST_USED_RESOLUTION)
+        hard = result.active_at + LAST_USED_RESOLUTION
+        soft = min(self._clock() + self.reuse_seconds, hard)
         with self._lock:
-            self._known[key] = until
+            self._known[key] = (soft, hard)
             self._known.move_to_end(key)
             while len(self._known) > self.max_entries:
                 self._known.popitem(last=False)

@@ -27,7 +27,10 @@ PROTOCOL_METHODS = (
     "pause_writing",
     "resume_writing",
 )
-PROTOCOL_ATTRIBUTES = ("app", "app_state", "loop", "transport", "cycle", "pipeline", "timeout_keep_alive", "logger")
+PROTOCOL_ATTRIBUTES = (
+    "app", "app_state", "loop", "transport", "cycle", "pipeline", "timeout_keep_alive", "timeout_keep_alive_task",
+    "logger",
+)  # fmt: skip
 
 
 def logging_config() -> dict[str, Any]:

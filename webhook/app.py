@@ -149,7 +149,7 @@ def create_app(
     with the server and stopped with it; `lifespan_state` is handed to the server's connections (webhook.connections
     reads its gate and TLS from there)."""
     checks = dict(readiness or {})
-    pool = DecisionPool(decision_threads)
+    pool = DecisionPool(decision_threads, on_wait=metrics.decision_wait.observe)
     # One thread: huge reviews (thousands of containers, megabytes of env) wait for each other, never for or
     # instead of the ordinary ones, and one stuck there holds this thread only.
     large_lane = DecisionPool(1, name="gpudra-decide-large")

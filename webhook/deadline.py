@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -33,7 +34,7 @@ class DeadlineExceeded(Exception):
         super().__init__(f"policy evaluation did not finish within {seconds:g} s")
 
 
-_Job = tuple[Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]", Deadline]
+_Job = tuple[Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]", Deadline, float]
 
 
 def _expire(future: asyncio.Future[Any], deadline: Deadline) -> None:
@@ -57,9 +58,14 @@ def _settle(future: asyncio.Future[Any], result: Any, failure: BaseException | N
 class DecisionPool:
     """`threads` daemon workers; `await pool.run(fn, deadline)` returns fn's result or raises DeadlineExceeded."""
 
-    def __init__(self, threads: int = 4, *, name: str = "gpudra-decide") -> None:
+    def __init__(
+        self, threads: int = 4, *, name: str = "gpudra-decide", on_wait: Callable[[float], object] | None = None
+    ) -> None:
+        """`on_wait`, if given, is told how long each job waited for a thread (seconds), on that thread: a queue
+        behind threads held by something slow shows there first (issue 41's steady load)."""
         if threads < 1:
             raise ValueError(f"a decision pool needs at least one thread (got {threads})")
+        self._on_wait = on_wait
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._busy = 0
         self._lock = threading.Lock()
@@ -74,7 +80,9 @@ class DecisionPool:
 
     def _work(self) -> None:
         while True:
-            fn, loop, future, deadline = self._jobs.get()
+            fn, loop, future, deadline, queued = self._jobs.get()
+            if self._on_wait is not None:
+                self._on_wait(time.perf_counter() - queued)
             # Its request gave up while it waited in the queue. Reading the loop's future from this thread is a
             # read of one attribute; a request that gives up just after it only finds its outcome dropped.
             if future.done():
@@ -99,7 +107,7 @@ class DecisionPool:
                 loop.call_soon_threadsafe(_settle, future, result, failure)
             except RuntimeError:  # the loop has closed: nobody waits for this outcome
                 pass
-            del fn, loop, future, deadline, result, failure
+            del fn, loop, future, deadline, result, failure, queued
 
     async def run(self, fn: Callable[[], T], deadline_seconds: float) -> T:
         """fn's result, run on a pool thread under a `deadline_seconds` deadline (from now); past it,
@@ -107,7 +115,7 @@ class DecisionPool:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         deadline = Deadline(deadline_seconds)
-        self._jobs.put((fn, loop, future, deadline))
+        self._jobs.put((fn, loop, future, deadline, time.perf_counter()))
         expiry = loop.call_later(deadline_seconds, _expire, future, deadline)
         try:
             return await future

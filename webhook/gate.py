@@ -81,6 +81,8 @@ class GateStats:
     refused_per_source: int = 0
     refused_open_rate: int = 0
     refused_full: int = 0
+    # Connections let in (each a TLS handshake behind it): what a client that re-opens instead of reusing costs.
+    opened: int = 0
     evicted: dict[str, int] = field(default_factory=dict)  # by what was evicted: "untrusted-idle", ...
 
 
@@ -130,6 +132,7 @@ class ConnectionGate:
             self.stats.refused_full += 1
             return None
         entry = Entry(source, abort)
+        self.stats.opened += 1
         self._entries[entry] = None
         self._per_source[source] = self.held_by(source) + 1
         return entry

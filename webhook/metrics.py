@@ -36,6 +36,12 @@ class WebhookMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.decision_wait = Histogram(
+            "gpudra_decision_queue_wait_seconds",
+            "Time a review waited for a decision thread (all busy: slow decisions, or threads held by API calls).",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         self.bad_requests = Counter(
             "gpudra_admission_bad_requests", "Requests rejected as malformed, by HTTP status.", ["status"], registry=r
         )
@@ -147,6 +153,11 @@ class _GateCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         gate, stats = self._gate, self._gate.stats
         yield GaugeMetricFamily("gpudra_connections_open", "Connections open in this process.", value=len(gate))
+        yield CounterMetricFamily(
+            "gpudra_connections_opened",
+            "Connections let in by the gate since the process started (each one a TLS handshake when serving TLS).",
+            value=stats.opened,
+        )
         refused = CounterMetricFamily(
             "gpudra_connections_refused",
             "Connections reset at accept, by reason (per-source: an untrusted source's cap; open-rate: its rate of "

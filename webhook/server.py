@@ -180,8 +180,8 @@ def build_app(
             api_client(settings.kubeconfig, in_cluster=settings.in_cluster), timeout=settings.api_timeout_seconds
         )
         # Identical claims share one template, created once: a burst of replicas makes one call, not one each.
-        writer = SharedTemplates(kube)
-    namespaces = NamespaceCache(writer) if writer is not None else None
+        writer = SharedTemplates(kube, call_seconds=kube.timeout)
+    namespaces = NamespaceCache(writer, call_seconds=settings.api_timeout_seconds) if writer is not None else None
     sizing: RecommendationCache | None = None
     if settings.sizing_recommendations not in ("auto", "on", "off"):
         raise ValueError(f"sizing_recommendations must be auto, on or off (got {settings.sizing_recommendations!r})")

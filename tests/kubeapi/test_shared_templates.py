@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dra.cancellation import Deadline, EvaluationCancelled, deadline_scope
-from kubeapi import LAST_USED_RESOLUTION, ApiServerError, SharedTemplates, TemplateResult
+from kubeapi import LAST_USED_RESOLUTION, ApiServerError, ApiServerUnanswered, SharedTemplates, TemplateResult
 
 
 class Clock:
@@ -27,6 +27,7 @@ class Writer:
         self.clock = clock
         self.calls: list[tuple[str, str]] = []
         self.fail: str | None = None
+        self.unanswered = False  # fail with ApiServerUnanswered (a timeout) rather than an answered error
         self.active_at: float | None = None
         self.gate: threading.Event | None = None
         self.entered = threading.Event()
@@ -34,10 +35,11 @@ class Writer:
     def ensure_template(self, namespace: str, template: dict[str, Any]) -> TemplateResult:
         self.calls.append((namespace, template["metadata"]["name"]))
         self.entered.set()
-        if self.gate is not None:
-            assert self.gate.wait(30)
+        gate = self.gate
+        if gate is not None:
+            assert gate.wait(30)
         if self.fail:
-            raise ApiServerError(self.fail)
+            raise (ApiServerUnanswered if self.unanswered else ApiServerError)(self.fail)
         active = self.clock.now if self.active_at is None else self.active_at
         return TemplateResult(template["metadata"]["name"], namespace, created=len(self.calls) == 1, active_at=active)
 
@@ -65,9 +67,58 @@ def test_identical_claims_share_one_call_while_it_is_recent(clock: Clock) -> Non
     again = shared.ensure_template("team-a", template())
     assert not again.created and again.name == "gpudra-a" and again.namespace == "team-a"
     assert len(writer.calls) == 1
-    clock.now += 1  # reuse_seconds after it was ensured: asked again
-    shared.ensure_template("team-a", template())
+    clock.now += 1  # reuse_seconds after it was ensured: asked again, in the background
+    assert not shared.ensure_template("team-a", template()).created
+    assert shared.renewals.wait_idle(30)
     assert len(writer.calls) == 2
+    clock.now += 9  # renewed 9 s ago: from memory again
+    shared.ensure_template("team-a", template())
+    assert shared.renewals.wait_idle(30)
+    assert len(writer.calls) == 2
+
+
+def test_a_renewal_never_holds_a_review_up(clock: Clock) -> None:
+    writer = Writer(clock)
+    shared = SharedTemplates(writer, reuse_seconds=10, clock=clock)
+    shared.ensure_template("team-a", template())
+    clock.now += 11
+    writer.gate = threading.Event()  # the renewal's call hangs (a loaded API server) until released
+    writer.entered.clear()
+    for _ in range(20):  # every caller meanwhile is answered from memory, and one call renews it
+        assert not shared.ensure_template("team-a", template()).created
+    assert writer.entered.wait(30)
+    assert len(writer.calls) == 2 and shared.waiting == 0
+    writer.gate.set()
+    assert shared.renewals.wait_idle(30)
+    assert len(writer.calls) == 2
+
+
+def test_a_renewal_without_answer_keeps_the_template_until_its_last_use_bound(clock: Clock) -> None:
+    writer = Writer(clock)
+    shared = SharedTemplates(writer, reuse_seconds=10, clock=clock)
+    shared.ensure_template("team-a", template())
+    writer.fail, writer.unanswered = "could not create ResourceClaimTemplate team-a/gpudra-a within 2s", True
+    clock.now += 11
+    shared.ensure_template("team-a", template())
+    assert shared.renewals.wait_idle(30) and len(writer.calls) == 2
+    clock.now += LAST_USED_RESOLUTION - 12  # still within a minute of its creation: from memory, renewing again
+    assert not shared.ensure_template("team-a", template()).created
+    assert shared.renewals.wait_idle(30) and len(writer.calls) == 3
+    clock.now += 1  # a minute after the last use the server holds: the review asks, and gets the failure itself
+    with pytest.raises(ApiServerError, match="within 2s"):
+        shared.ensure_template("team-a", template())
+
+
+def test_a_renewal_refused_forgets_the_template(clock: Clock) -> None:
+    writer = Writer(clock)
+    shared = SharedTemplates(writer, reuse_seconds=10, clock=clock)
+    shared.ensure_template("team-a", template())
+    writer.fail = "ResourceClaimTemplate team-a/gpudra-a exists with a different spec"
+    clock.now += 11
+    shared.ensure_template("team-a", template())
+    assert shared.renewals.wait_idle(30) and len(writer.calls) == 2
+    with pytest.raises(ApiServerError, match="different spec"):  # asked at once, not handed out for 49 s more
+        shared.ensure_template("team-a", template())
 
 
 def test_other_namespaces_names_and_specs_are_their_own(clock: Clock) -> None:
@@ -155,13 +206,43 @@ def test_concurrent_callers_wait_for_the_one_call(clock: Clock) -> None:
     assert sum(1 for o in outcomes if isinstance(o, TemplateResult) and o.created) == 1
 
 
-def test_concurrent_callers_share_its_failure(clock: Clock) -> None:
+def test_concurrent_callers_share_its_answered_failure(clock: Clock) -> None:
     writer = Writer(clock)
-    writer.fail = "could not create ResourceClaimTemplate team-a/gpudra-a within 2s"
+    writer.fail = "could not create ResourceClaimTemplate team-a/gpudra-a: API server answered 403 Forbidden"
     shared = SharedTemplates(writer, clock=clock)
     outcomes = _concurrent(shared, writer, 5)
     assert len(writer.calls) == 1
-    assert len(outcomes) == 5 and all(isinstance(o, ApiServerError) and "within 2s" in str(o) for o in outcomes)
+    assert len(outcomes) == 5 and all(isinstance(o, ApiServerError) and "403" in str(o) for o in outcomes)
+
+
+def test_callers_waiting_for_a_call_without_answer_ask_once_more_themselves(clock: Clock) -> None:
+    writer = Writer(clock)
+    writer.fail, writer.unanswered = "could not create ResourceClaimTemplate team-a/gpudra-a within 2s", True
+    shared = SharedTemplates(writer, clock=clock)
+    first = writer.ensure_template
+
+    def then_answer(namespace: str, template: dict[str, Any]) -> TemplateResult:
+        try:
+            return first(namespace, template)
+        finally:
+            writer.fail, writer.gate = None, None  # the next call is answered, at once
+
+    writer.ensure_template = then_answer  # type: ignore[method-assign]
+    outcomes = _concurrent(shared, writer, 5)
+    # The first caller's own call timed out: it is refused. The four that waited asked once more, one call for all.
+    assert len(writer.calls) == 2
+    refused = [o for o in outcomes if isinstance(o, BaseException)]
+    assert len(refused) == 1 and isinstance(refused[0], ApiServerUnanswered) and "within 2s" in str(refused[0])
+    assert sum(1 for o in outcomes if isinstance(o, TemplateResult)) == 4
+
+
+def test_callers_ask_again_only_once(clock: Clock) -> None:
+    writer = Writer(clock)
+    writer.fail, writer.unanswered = "could not create ResourceClaimTemplate team-a/gpudra-a within 2s", True
+    shared = SharedTemplates(writer, clock=clock)
+    outcomes = _concurrent(shared, writer, 3)
+    assert 2 <= len(writer.calls) <= 3  # the leader's, then at most one each for the two that waited
+    assert len(outcomes) == 3 and all(isinstance(o, ApiServerUnanswered) for o in outcomes)
 
 
 def test_a_waiter_stops_at_its_review_deadline(clock: Clock) -> None:
@@ -229,3 +310,43 @@ def test_concurrent_namespace_misses_share_one_read() -> None:
             thread.join(30)
         assert len(results) == 5 and all(r == results[0] for r in results), results
     assert reads == ["team-a", "gone", "unreachable"]
+
+
+@pytest.mark.parametrize(("call_seconds", "calls"), [(60.0, 1), (1.0, 2)])
+def test_a_waiter_asks_again_only_with_room_for_a_whole_call_before_its_deadline(
+    clock: Clock, call_seconds: float, calls: int
+) -> None:
+    writer = Writer(clock)
+    writer.fail, writer.unanswered = "could not create ResourceClaimTemplate team-a/gpudra-a within 2s", True
+    writer.gate = threading.Event()
+    shared = SharedTemplates(writer, clock=clock, call_seconds=call_seconds)
+    led: list[BaseException] = []
+
+    def lead() -> None:
+        try:
+            shared.ensure_template("team-a", template())
+        except ApiServerError as exc:
+            led.append(exc)
+
+    leader = threading.Thread(target=lead)
+    leader.start()
+    assert writer.entered.wait(30)
+    outcome: list[BaseException] = []
+
+    def wait() -> None:
+        with deadline_scope(Deadline(30)):  # 30 s left: no room for a 60 s call, room for a 1 s one and 1 s spare
+            try:
+                shared.ensure_template("team-a", template())
+            except ApiServerError as exc:
+                outcome.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    while shared.waiting < 1:
+        threading.Event().wait(0.01)
+    writer.gate.set()
+    leader.join(30)
+    waiter.join(30)
+    # Either way it ends with the API server's reason, not a bare deadline: shared at once, or after its own call.
+    assert len(writer.calls) == calls and len(led) == 1
+    assert len(outcome) == 1 and isinstance(outcome[0], ApiServerUnanswered) and "within 2s" in str(outcome[0])

@@ -104,3 +104,39 @@ def test_a_refused_source_is_reset_at_accept_and_an_admitted_one_is_idle() -> No
         return first.aborted, second.aborted, entry.state
 
     assert asyncio.run(run()) == (False, True, State.IDLE)
+
+
+async def _answer(scope: Any, receive: Any, send: Any) -> None:
+    """200 for /ok (a review answered: its source becomes trusted), 404 for anything else."""
+    if scope["type"] != "http":
+        return
+    status = 200 if scope["path"] == "/ok" else 404
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def test_between_requests_a_trusted_source_outwaits_the_api_servers_idle_connections(monkeypatch: Any) -> None:
+    import webhook.connections
+
+    monkeypatch.setattr(webhook.connections, "TRUSTED_IDLE_SECONDS", 0.6)
+
+    async def run() -> list[tuple[bool, bool]]:
+        gate = ConnectionGate()
+        config = Config(app=_answer, timeout_keep_alive=_SHORT)
+        config.load()
+        setup = ConnectionSetup(gate, tls=None)
+        seen: list[tuple[bool, bool]] = []
+        trusted, untrusted = _Transport("10.0.0.1"), _Transport("10.0.0.2")
+        for transport, path in ((trusted, b"/ok"), (untrusted, b"/no")):
+            protocol = GatedProtocol(config=config, server_state=ServerState(), app_state={SETUP_KEY: setup})
+            protocol.connection_made(transport)
+            protocol.data_received(b"POST " + path + b" HTTP/1.1\r\nHost: webhook\r\nContent-Length: 0\r\n\r\n")
+        while b"HTTP/1.1" not in trusted.written or b"HTTP/1.1" not in untrusted.written:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.25)  # five idle timeouts
+        seen.append((trusted.closing, untrusted.closing))
+        await asyncio.sleep(0.6)  # past the trusted wait too
+        seen.append((trusted.closing, untrusted.closing))
+        return seen
+
+    assert asyncio.run(run()) == [(False, True), (True, True)]

@@ -91,6 +91,29 @@ def test_pool_answers_at_the_deadline_and_keeps_serving() -> None:
     assert fast == 42 and busy == 1
 
 
+def test_pool_reports_how_long_each_job_waited_for_a_thread() -> None:
+    waits: list[float] = []
+    pool = DecisionPool(1, name="gpudra-test-wait", on_wait=waits.append)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> int:
+        held.set()
+        assert release.wait(30)
+        return 1
+
+    async def scenario() -> list[int]:
+        first = asyncio.ensure_future(pool.run(hold, 30))
+        while not held.is_set():  # the one thread is taken
+            await asyncio.sleep(0.01)
+        second = asyncio.ensure_future(pool.run(lambda: 2, 30))
+        await asyncio.sleep(0.2)  # the second job waits behind the first for at least this long
+        release.set()
+        return [await first, await second]
+
+    assert asyncio.run(scenario()) == [1, 2]
+    assert len(waits) == 2 and waits[1] >= 0.2 and waits[0] < waits[1]
+
+
 def test_pool_threads_are_daemons_so_a_stuck_decision_never_blocks_exit() -> None:
     DecisionPool(1, name="gpudra-test-daemon")
     workers = [t for t in threading.enumerate() if t.name.startswith("gpudra-test-daemon")]

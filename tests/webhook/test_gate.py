@@ -33,6 +33,7 @@ def test_an_untrusted_source_is_capped_and_other_sources_are_not_affected() -> N
     assert conns.gate.stats.refused_per_source == 1
     assert conns.open("10.0.0.1") is not None
     assert conns.aborted == []
+    assert conns.gate.stats.opened == 4  # the refused one is not counted
 
 
 def test_a_trusted_source_is_not_capped_per_source() -> None:

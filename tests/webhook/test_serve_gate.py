@@ -108,6 +108,8 @@ def test_an_untrusted_source_is_capped_until_it_has_a_review_answered(gated: Ser
         for sock in held:
             sock.close()
     assert _metric(gated, 'gpudra_connections_refused_total{reason="per-source"}') == 1
+    # the two held, the other source's, the three after trust, and the scrape's own; not the one refused
+    assert _metric(gated, "gpudra_connections_opened_total") >= 7
 
 
 def test_http2_is_not_offered_and_an_http2_preface_is_refused(gated: Server) -> None:
