@@ -104,6 +104,10 @@ class ConnectionGate:
         self._per_source: dict[str, int] = {}
         self._trusted: OrderedDict[str, None] = OrderedDict()
         self._buckets: dict[str, _Bucket] = {}
+        # Connections ended since start: closed, lost, aborted, or refused at accept. A count, not the table's size,
+        # tells how many connections came and went between two looks (webhook.heap_trim): a burst refused as fast
+        # as it arrives leaves the table's size unchanged.
+        self.ended = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -120,14 +124,17 @@ class ConnectionGate:
         if not self.trusted(source):
             if self.held_by(source) >= limits.per_source:
                 self.stats.refused_per_source += 1
+                self.ended += 1
                 return None
             if not self._take_open_token(source):
                 self.stats.refused_open_rate += 1
+                self.ended += 1
                 return None
         if len(self._entries) >= limits.max_connections - min(limits.headroom, limits.max_connections // 8):
             self._evict_one(hard=len(self._entries) >= limits.max_connections)
         if len(self._entries) >= limits.max_connections:
             self.stats.refused_full += 1
+            self.ended += 1
             return None
         entry = Entry(source, abort)
         self._entries[entry] = None
@@ -158,6 +165,7 @@ class ConnectionGate:
         if entry.closed:
             return
         entry.closed = True
+        self.ended += 1
         self._entries.pop(entry, None)
         left = self._per_source.get(entry.source, 0) - 1
         if left > 0:
