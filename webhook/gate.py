@@ -81,6 +81,7 @@ class GateStats:
     refused_per_source: int = 0
     refused_open_rate: int = 0
     refused_full: int = 0
+    refused_tenant_pod: int = 0  # a source whose review was refused as a tenant pod's (webhook.review_sources)
     evicted: dict[str, int] = field(default_factory=dict)  # by what was evicted: "untrusted-idle", ...
 
 
@@ -140,6 +141,11 @@ class ConnectionGate:
         self._entries[entry] = None
         self._per_source[source] = self.held_by(source) + 1
         return entry
+
+    def refuse_tenant_pod(self) -> None:
+        """A connection from a source known as a tenant pod's address was reset at accept, with no entry."""
+        self.stats.refused_tenant_pod += 1
+        self.ended += 1
 
     def set_state(self, entry: Entry, state: State) -> None:
         if entry.closed:
