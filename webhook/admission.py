@@ -24,6 +24,7 @@ from policyengine.translate import Translation, translate
 from webhook.claim_refs import check_claim_references
 from webhook.decision_cache import DecisionCache
 from webhook.dra_demand import ClaimReader, claim_demand, gpu_classes
+from webhook.input_size import json_text_longer_than
 from webhook.metrics import WebhookMetrics
 from webhook.policy_store import PolicyStore
 from webhook.review import (
@@ -303,7 +304,9 @@ class Admission:
             extended_resource_pairs(mapping),
             self.shapes_token() if self.shapes_token is not None else "",
         )
-        keyed = self._key(policies, inputs) if self.cache_size > 0 else None
+        # A pod whose text is certainly past what the cache keeps is not written out for a key never stored.
+        uncached = review.body_bytes > UNCACHED_INPUT_BYTES and json_text_longer_than(pod, UNCACHED_INPUT_BYTES)
+        keyed = self._key(policies, inputs) if self.cache_size > 0 and not uncached else None
         if keyed is not None:
             cached = self._cache.get(keyed[0])
             if cached is not None:

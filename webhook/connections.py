@@ -4,7 +4,8 @@ uvicorn accepts plain TCP; this protocol asks the gate (webhook.gate) whether th
 connection before any TLS work, starts TLS itself with a handshake deadline, and only then serves HTTP/1.1 through
 uvicorn's httptools protocol. Whatever is refused is aborted, never drained:
 
-- a source over its budget, or a table that is full, gets its TCP connection reset at accept;
+- a source over its budget, or a table that is full, gets its TCP connection reset at accept; so does a source
+  whose review was refused as a tenant pod's (webhook.review_sources), for as long as that refusal is remembered;
 - a handshake not done within the deadline is aborted (asyncio would wait 60 s);
 - a request's headers must arrive within the idle timeout of the connection's TLS set-up or of its previous
   response, and any byte does not restart the clock; they may take at most `MAX_HEADER_BYTES` (431, reset). Between
@@ -149,6 +150,10 @@ class GatedProtocol(HttpToolsProtocol):
         self._tcp = transport
         peer = transport.get_extra_info("peername")
         source = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
+        if setup.sources is not None and not setup.gate.trusted(source) and setup.sources.refused(source):
+            setup.gate.refuse_tenant_pod()  # its review was refused as a tenant pod's: no TLS work for it
+            transport.abort()
+            return
         entry = setup.gate.open(source, self._abort)
         if entry is None:
             transport.abort()

@@ -81,6 +81,7 @@ class GateStats:
     refused_per_source: int = 0
     refused_open_rate: int = 0
     refused_full: int = 0
+    refused_tenant_pod: int = 0  # a source whose review was refused as a tenant pod's (webhook.review_sources)
     # Connections let in (each a TLS handshake behind it): what a client that re-opens instead of reusing costs.
     opened: int = 0
     evicted: dict[str, int] = field(default_factory=dict)  # by what was evicted: "untrusted-idle", ...
@@ -106,6 +107,10 @@ class ConnectionGate:
         self._per_source: dict[str, int] = {}
         self._trusted: OrderedDict[str, None] = OrderedDict()
         self._buckets: dict[str, _Bucket] = {}
+        # Connections ended since start: closed, lost, aborted, or refused at accept. A count, not the table's size,
+        # tells how many connections came and went between two looks (webhook.heap_trim): a burst refused as fast
+        # as it arrives leaves the table's size unchanged.
+        self.ended = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -122,20 +127,28 @@ class ConnectionGate:
         if not self.trusted(source):
             if self.held_by(source) >= limits.per_source:
                 self.stats.refused_per_source += 1
+                self.ended += 1
                 return None
             if not self._take_open_token(source):
                 self.stats.refused_open_rate += 1
+                self.ended += 1
                 return None
         if len(self._entries) >= limits.max_connections - min(limits.headroom, limits.max_connections // 8):
             self._evict_one(hard=len(self._entries) >= limits.max_connections)
         if len(self._entries) >= limits.max_connections:
             self.stats.refused_full += 1
+            self.ended += 1
             return None
         entry = Entry(source, abort)
         self.stats.opened += 1
         self._entries[entry] = None
         self._per_source[source] = self.held_by(source) + 1
         return entry
+
+    def refuse_tenant_pod(self) -> None:
+        """A connection from a source known as a tenant pod's address was reset at accept, with no entry."""
+        self.stats.refused_tenant_pod += 1
+        self.ended += 1
 
     def set_state(self, entry: Entry, state: State) -> None:
         if entry.closed:
@@ -161,6 +174,7 @@ class ConnectionGate:
         if entry.closed:
             return
         entry.closed = True
+        self.ended += 1
         self._entries.pop(entry, None)
         left = self._per_source.get(entry.source, 0) - 1
         if left > 0:

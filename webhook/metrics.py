@@ -161,12 +161,14 @@ class _GateCollector(Collector):
         refused = CounterMetricFamily(
             "gpudra_connections_refused",
             "Connections reset at accept, by reason (per-source: an untrusted source's cap; open-rate: its rate of "
-            "new connections; full: no room and nothing to evict).",
+            "new connections; full: no room and nothing to evict; tenant-pod: a source whose review was refused as "
+            "a tenant pod's, while that refusal is remembered).",
             labels=["reason"],
         )
         refused.add_metric(["per-source"], stats.refused_per_source)
         refused.add_metric(["open-rate"], stats.refused_open_rate)
         refused.add_metric(["full"], stats.refused_full)
+        refused.add_metric(["tenant-pod"], stats.refused_tenant_pod)
         yield refused
         evicted = CounterMetricFamily(
             "gpudra_connections_evicted",

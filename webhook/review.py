@@ -63,6 +63,7 @@ class ReviewRequest:
     old_object: dict[str, Any] | None
     user_info: dict[str, Any] = field(default_factory=dict)
     request: dict[str, Any] = field(default_factory=dict)
+    body_bytes: int = 0  # the size of the body it was parsed from (0: not parsed from one)
 
     @property
     def is_pod(self) -> bool:
@@ -114,6 +115,7 @@ def parse_review(body: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ReviewRe
         old_object=old,
         user_info=user,
         request=req,
+        body_bytes=len(body),
     )
 
 

@@ -8,6 +8,10 @@ a live pod on the pod network, in a namespace not listed as trusted, is a tenant
 break a cluster: a source it cannot attribute to a tenant pod (a node, a hostNetwork pod, the provider's range, an
 address behind SNAT, an API error) keeps today's behaviour.
 
+A source refused that way has its next connections reset at accept (webhook.connections), before any TLS work,
+for as long as its refusal is remembered: a tenant pod sends nothing the webhook would answer, and each handshake
+it starts costs the event loop that the API server's reviews wait on about a millisecond of CPU.
+
 One lookup per source address and worker process (a field-selected list of pods, `status.podIP=<address>`, served
 from the API server's watch cache), shared by the connections that wait for it, and remembered: an allowed source
 for `allowed_seconds`, a refused one for `refused_seconds` (a pod IP may be handed to another pod after its pod
@@ -75,6 +79,11 @@ class ReviewSources:
         self._known: dict[str, tuple[float, SourceVerdict]] = {}
         self._pending: dict[str, asyncio.Task[SourceVerdict]] = {}
         self.counts = {"allowed": 0, "refused": 0, "unchecked": 0}
+
+    def refused(self, source: str) -> bool:
+        """Whether `source` is a tenant pod's address by a verdict still remembered (no lookup: a dict read)."""
+        known = self._known.get(canonical_address(source))
+        return known is not None and not known[1].allowed and known[0] > self._clock()
 
     async def verdict(self, source: str) -> SourceVerdict:
         address = canonical_address(source)

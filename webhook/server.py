@@ -263,7 +263,7 @@ def build_app(
         GateLimits(max_connections=settings.max_connections, per_source=settings.per_source_connections)
     )
     metrics.watch_gate(gate)
-    periodic.append(HeapTrim(lambda: len(gate)))  # a burst of connections gone: their memory back to the system
+    periodic.append(HeapTrim(lambda: gate.ended))  # a burst of connections gone: their memory back to the system
     tls_context: Callable[[], ssl.SSLContext] | None = None
     if certificate is not None:
         serving = certificate

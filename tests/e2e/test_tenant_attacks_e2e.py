@@ -58,9 +58,9 @@ def attack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     yield run
 
 
-def assert_ordinary_pods_unharmed(row: dict[str, Any], *, rss_back: bool = True) -> None:
+def assert_ordinary_pods_unharmed(row: dict[str, Any]) -> None:
     """Every ordinary pod created during the attack admitted and translated; the server alive; RSS under the limit
-    and (`rss_back`) back within 30 s. Prints the p99 ratio the issue bounds at 2x (measured, not asserted: a shared
+    and back within 30 s. Prints the p99 ratio the issue bounds at 2x (measured, not asserted: a shared
     machine)."""
     print(
         f"p99 {row['p99_ms_under_attack']} ms under attack / {row['p99_ms_baseline']} ms baseline = {row['p99_ratio']}"
@@ -75,9 +75,6 @@ def assert_ordinary_pods_unharmed(row: dict[str, Any], *, rss_back: bool = True)
     assert row["rss_mib_peak"] < row["rss_limit_mib"], (
         f"RSS peaked at {row['rss_mib_peak']} MiB, over the Deployment's {row['rss_limit_mib']} MiB limit"
     )
-    if not rss_back:
-        print(f"RSS {row['rss_mib_after_30s']} MiB 30 s after the attack, {row['rss_mib_before']} MiB before it")
-        return
     assert row["rss_back_s"] is not None, (
         f"RSS {row['rss_mib_after_30s']} MiB 30 s after the attack, {row['rss_mib_before']} MiB before it"
     )
@@ -129,7 +126,8 @@ def test_forged_reviews_from_tenant_pods_create_nothing_with_or_without_client_a
     attack: Callable[[str], Any],
 ) -> None:
     """Row 4: with --client-ca a review without the API server's certificate is refused; without it (the default
-    install), a review from a tenant pod's address is refused by the review-source check (webhook.review_sources)."""
+    install), a review from a tenant pod's address is refused by the review-source check (webhook.review_sources),
+    and that source's next connections are reset at accept."""
     rows = attack("forged_reviews")
     with_ca, without_ca = rows["with_client_ca"], rows["without_client_ca"]
     assert with_ca["client_ca"] and not without_ca["client_ca"]
@@ -137,7 +135,12 @@ def test_forged_reviews_from_tenant_pods_create_nothing_with_or_without_client_a
         counts = row["attack"]
         assert counts["templates_created_in_victim_namespace"] == 0, counts
         assert counts["answered_with_a_patch"] == 0, counts
-        assert counts["answers"] == {"403": counts["forged_reviews"]}, counts
+        # 403 for each source's first review; a source refused that way has its next connections reset at accept
+        # (smoke size: 20 reviews from 24 sources, each source's first)
+        answers = counts["answers"]
+        assert all(k == "403" or k.startswith("connection error") for k in answers), counts
+        assert sum(answers.values()) == counts["forged_reviews"], counts
+        assert answers.get("403", 0) >= min(counts["forged_reviews"], len(BENCH.tenant_sources(24))), counts
         assert_ordinary_pods_unharmed(row)
 
 
@@ -180,10 +183,9 @@ def test_half_sent_bodies(attack: Callable[[str], Any]) -> None:
         row["attack"].get("half sent", 0) + sum(v for k, v in row["attack"].items() if k.startswith("refused"))
         == row["attack"]["clients"]
     ), row["attack"]
-    # Issue 37 row 8, open: through the API server the workers keep 53-66 MiB of the attack 30 s later (311 -> 365
-    # and -> 378 MiB in two runs, against a margin of 62), where a direct run gives it back (245 -> 248 MiB): what
-    # they keep is not yet found, so the return is printed here, not asserted; the peak under the limit is.
-    assert_ordinary_pods_unharmed(row, rss_back=False)
+    # Through the API server the bodies are refused (403) and reset as fast as they come: the heap trim counts the
+    # connections that ended, not the table's size, so what they left goes back (webhook.heap_trim).
+    assert_ordinary_pods_unharmed(row)
 
 
 def test_bad_requests_do_not_flood_the_log(attack: Callable[[str], Any]) -> None:

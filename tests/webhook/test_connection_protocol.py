@@ -140,3 +140,34 @@ def test_between_requests_a_trusted_source_outwaits_the_api_servers_idle_connect
         return seen
 
     assert asyncio.run(run()) == [(False, True), (True, True)]
+
+
+def test_a_source_refused_as_a_tenant_pod_is_reset_at_accept_while_the_refusal_is_remembered() -> None:
+    """Issue 37 rows 4 and 10: once a source's review was refused as a tenant pod's, its next connections cost no
+    TLS handshake; other sources, and one that is trusted (it had a review answered), are served as before."""
+    from webhook.review_sources import ReviewSources
+
+    now = [0.0]
+    pods = {"10.244.0.7": [("team-a", "attacker")], "10.0.0.1": [("team-b", "was-a-tenant")]}
+    sources = ReviewSources(lambda address: pods.get(address, []), refused_seconds=30, clock=lambda: now[0])
+
+    async def run() -> list[bool]:
+        gate = ConnectionGate()
+        setup = ConnectionSetup(gate, tls=None, sources=sources)
+        for address in ("10.244.0.7", "10.0.0.1", "10.0.0.2"):
+            await sources.verdict(address)
+        gate.trust("10.0.0.1")
+        config = Config(app=_app, timeout_keep_alive=_SHORT)
+        config.load()
+        transports = [_Transport(peer) for peer in ("10.244.0.7", "10.0.0.1", "10.0.0.2")]
+        for transport in transports:
+            GatedProtocol(config=config, server_state=ServerState(), app_state={SETUP_KEY: setup}).connection_made(
+                transport
+            )
+        assert gate.stats.refused_tenant_pod == 1 and gate.ended == 1 and len(gate) == 2
+        now[0] += 31  # the refusal expired: the next connection is let in (and its review looked up again)
+        later = _Transport("10.244.0.7")
+        GatedProtocol(config=config, server_state=ServerState(), app_state={SETUP_KEY: setup}).connection_made(later)
+        return [t.aborted for t in (*transports, later)]
+
+    assert asyncio.run(run()) == [True, False, False, False]

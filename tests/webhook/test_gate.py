@@ -136,3 +136,21 @@ def test_close_is_idempotent_and_frees_the_source_count() -> None:
 def test_limits_are_checked(limits: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="must be"):
         GateLimits(**limits)  # type: ignore[arg-type]
+
+
+def test_every_connection_that_ends_is_counted_once_closed_evicted_or_refused() -> None:
+    """`ended` (what webhook.heap_trim counts) grows by each close, eviction and refusal, never twice for one."""
+    gate = ConnectionGate(GateLimits(max_connections=8, per_source=2, headroom=0))
+    conns = _Conns(gate)
+    first, second = conns.open("10.0.0.2"), conns.open("10.0.0.2")
+    assert first is not None and second is not None and gate.ended == 0
+    assert conns.open("10.0.0.2") is None  # past the per-source cap
+    assert gate.ended == 1
+    gate.close(first)
+    gate.close(first)  # idempotent
+    assert gate.ended == 2
+    for i in range(7):
+        assert conns.open(f"10.0.1.{i}") is not None
+    assert len(gate) == 8
+    assert conns.open("10.0.2.1") is not None  # at the limit: an idle untrusted connection is evicted for it
+    assert len(conns.aborted) == 1 and gate.ended == 3

@@ -211,3 +211,18 @@ def test_serve_refuses_an_unknown_review_sources_mode(value: str) -> None:
         serve_settings(ServeOptions(review_sources=value))
     settings = serve_settings(ServeOptions(review_source_namespaces=["konnectivity", "kube-system"]))
     assert settings.review_sources == "auto" and settings.review_source_namespaces == ("konnectivity", "kube-system")
+
+
+def test_a_refusal_is_known_without_a_lookup_while_it_is_remembered() -> None:
+    """What webhook.connections reads at accept: no lookup of its own, only verdicts already reached."""
+    clock = Clock()
+    lookups = Lookups({"10.1.0.7": [("team-a", "p")]})
+    sources = ReviewSources(lookups, refused_seconds=30, clock=clock)
+    assert not sources.refused("10.1.0.7") and lookups.calls == []  # never looked up: not known
+    verdict(sources, "10.1.0.7")
+    verdict(sources, "10.2.0.1")
+    assert sources.refused("10.1.0.7") and sources.refused("::ffff:10.1.0.7")
+    assert not sources.refused("10.2.0.1")  # allowed
+    clock.now += 31
+    assert not sources.refused("10.1.0.7")  # expired: the address may be another pod's now
+    assert lookups.calls == ["10.1.0.7", "10.2.0.1"]
