@@ -269,9 +269,14 @@ def _spread_text(compared: dict[str, Any]) -> list[str]:
         f"{spread['replays']} real runs (min / median / max); {spread['within']} of {len(spread['figures'])} "
         "figures within"
     ]
+
+    def num(value: float | None) -> str:
+        return "-" if value is None else f"{value:g}"
+
     for name, row in spread["figures"].items():
         mark = {True: "within", False: "OUTSIDE", None: "-"}[row["within"]]
-        lines.append(f"    {name}: model {row['model']}, real {row['min']} / {row['median']} / {row['max']} ({mark})")
+        real = " / ".join(num(row[key]) for key in ("min", "median", "max"))
+        lines.append(f"    {name}: model {num(row['model'])}, real {real} ({mark})")
     return lines
 
 

@@ -49,6 +49,7 @@ class WholeRun:
     attempts: dict[str, int]
     steps: int
     wall_seconds: float
+    metrics_reads: int = 0  # reads of kube-scheduler's /metrics until it settled, over every step
 
 
 def barrier_claim(index: int, namespace: str) -> dict[str, Any]:
@@ -78,6 +79,7 @@ class _Bulk:
     barriers: int = 0
     departures: int = 0
     steps: int = 0
+    reads: int = 0
 
     def push(self, when: float, kind: int, payload: Any) -> None:
         self.seq += 1
@@ -150,6 +152,7 @@ class _Bulk:
             outcome = self.live.wait(self.decided, f"{len(self.pending)} pending pods to be bound or Unschedulable")
             unschedulable = sum(1 for node in outcome.values() if node is None)
             state = self.metrics.read()
+            self.reads += 1
             if self.quiet(state, unschedulable) and self.decided() == outcome:
                 break
             if time.monotonic() > deadline:
@@ -211,7 +214,7 @@ def run_whole(
         attempts = metrics.read().attempts
         return WholeRun(
             dict(bulk.starts), tuple(bulk.denied), bulk.departures, cut, attempts, bulk.steps,
-            round(time.perf_counter() - started, 1),
+            round(time.perf_counter() - started, 1), bulk.reads,
         )  # fmt: skip
     except ApiError as exc:
         raise ReplayError(f"{exc}\n{cp.logs(20)}") from exc

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,11 @@ def verify_whole_run(
     policies: str | Path | None = None,
     gpudra_attributes: bool = False,
     seed: int = 0,
+    parallel: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """The first `sample` pods (by arrival) through kube-scheduler in bulk `replays` times, against the model.
+    """The first `sample` pods (by arrival) through kube-scheduler in bulk `replays` times (side by side with
+    `parallel`, each on its own control plane), against the model.
 
     `progress(done, total)` counts arrivals over every replay. Raises `MissingBinaries` or `InputError` before
     anything starts, `ControlPlaneError` / `ReplayError` when the control plane misbehaves."""
@@ -48,25 +51,35 @@ def verify_whole_run(
     binaries, profile, config, policy_set = prepared(bin_dir, scheduler_config, policies)
     chosen = sorted(pods, key=lambda p: p.arrival)[:sample]
     published: list[dict[str, Any]] = []
-    runs: list[WholeRun] = []
+    done = [0] * replays
 
-    def slices_of(node: NodeSpec) -> list[dict[str, Any]]:  # with the node's driver gates, as the model's
-        made = list(node_slices(node, node.name, gpudra_attributes=gpudra_attributes).slices)
-        if not runs:  # every run publishes the same: the first one's are counted
-            published.extend(made)
+    def slices_of(index: int) -> Callable[[NodeSpec], list[dict[str, Any]]]:
+        def made(node: NodeSpec) -> list[dict[str, Any]]:  # with the node's driver gates, as the model's
+            found = list(node_slices(node, node.name, gpudra_attributes=gpudra_attributes).slices)
+            if index == 0:  # every run publishes the same: the first one's are counted
+                published.extend(found)
+            return found
+
         return made
 
-    def step(done: int, total: int) -> None:
-        if progress is not None:
-            progress(len(runs) * total + done, replays * total)
+    def one(index: int) -> WholeRun:
+        def step(arrived: int, total: int) -> None:
+            done[index] = arrived
+            if progress is not None:
+                progress(sum(done), replays * total)
 
-    started = time.perf_counter()
-    for _ in range(replays):
         cp = ControlPlane.launch(binaries, scheduler_config=config)
         try:
-            runs.append(run_whole(cp, spec, chosen, policies=policy_set, slices_of=slices_of, progress=step))
+            return run_whole(cp, spec, chosen, policies=policy_set, slices_of=slices_of(index), progress=step)
         finally:
             cp.stop()
+
+    started = time.perf_counter()
+    if parallel and replays > 1:  # each run on its own control plane; the settled states do not depend on timing
+        with ThreadPoolExecutor(max_workers=replays, thread_name_prefix="whole-run") as pool:
+            runs = list(pool.map(one, range(replays)))
+    else:
+        runs = [one(index) for index in range(replays)]
     model_started = time.perf_counter()
     rec = model_run(spec, chosen, policies, profile, gpudra_attributes, seed)
     model_seconds = time.perf_counter() - model_started
@@ -75,13 +88,14 @@ def verify_whole_run(
     for run, found in zip(runs, compared["runs"], strict=True):
         found |= {
             "attempts": run.attempts, "departures": run.departures, "clock_steps": run.steps,
-            "wall_seconds": run.wall_seconds,
+            "metrics_reads": run.metrics_reads, "wall_seconds": run.wall_seconds,
         }  # fmt: skip
     return {
         "mode": "whole-run",
         "kube_scheduler_version": component_version(binaries["kube-scheduler"]),
         "sample": len(chosen),
         "replays": replays,
+        "parallel": parallel and replays > 1,
         "denied": len(runs[0].denied),
         **compared,
         "driver": published_driver(spec, published),

@@ -90,9 +90,8 @@ def test_a_model_outside_the_spread_is_named() -> None:
 def test_spread_without_a_value_says_so_and_mismatched_figures_are_refused() -> None:
     compared = spread({"gpu_allocation": None}, [{"gpu_allocation": 0.5}])
     assert compared["figures"]["gpu_allocation"]["within"] is None and compared["outside"] == []
-    with pytest.raises(
-        InputError, match=r"replay 2 and the model differ in figures: \['pending_by_gpus.4', 'pending_by_gpus.8'\]"
-    ):
+    differ = r"replay 2 and the model differ in figures: \['pending_by_gpus.4', 'pending_by_gpus.8'\]"
+    with pytest.raises(InputError, match=differ):
         spread(_found(0.5, 1.0, 0), [_found(0.5, 1.0, 0), {**_found(0.5, 1.0, 0), "pending_by_gpus": {"8": 1.0}}])
     with pytest.raises(InputError, match="no replays"):
         spread(_found(0.5, 1.0, 0), [])
