@@ -138,6 +138,24 @@ class SimulateOptions:
     sample: Annotated[
         int, typer.Option("--sample", help="--verify-scheduler: how many pods (the first by arrival).")
     ] = 200
+    whole_run: Annotated[
+        bool,
+        typer.Option(
+            "--whole-run",
+            help="--verify-scheduler: submit the whole sample in bulk in simulated time order, kube-scheduler's own "
+            "queue deciding (no per-decision comparison), and set the model's allocation, pending by GPUs per pod "
+            "and unplaced pods against the spread of --replays runs, both cut at the last arrival.",
+        ),
+    ] = False
+    replays: Annotated[
+        int | None,
+        typer.Option(
+            "--replays",
+            help="--verify-scheduler: how many times the sample goes through fresh control planes (kube-scheduler "
+            "picks at random among tied nodes): the spread the model is set against (default 2 with --whole-run, "
+            "else 1).",
+        ),
+    ] = None
     driver_release: Annotated[
         str,
         typer.Option(
@@ -188,6 +206,8 @@ def simulate(options: SimulateOptions) -> Outcome:
 
     try:
         config = simulation_config(options)
+        if (options.whole_run or options.replays is not None) and not options.verify_scheduler:
+            raise OptionError("--whole-run and --replays need --verify-scheduler")
         if options.verify_scheduler:  # before the simulation: without the binaries there is nothing to verify against
             from simulator.verify import find_components
 
@@ -222,24 +242,53 @@ def simulate(options: SimulateOptions) -> Outcome:
 
 
 def _verification(options: SimulateOptions, config: SimulationConfig, err: Console) -> dict[str, Any]:
-    """`--verify-scheduler`: the sample through the real kube-scheduler, a progress bar on a terminal."""
-    from simulator.verify import verification_inputs, verify_scheduler
+    """`--verify-scheduler`: the sample through the real kube-scheduler (per decision, or `--whole-run` in bulk), a
+    progress bar on a terminal."""
+    from simulator.verify import verification_inputs, verify_scheduler, verify_whole_run
 
     spec, pods = verification_inputs(
         options.cluster, options.trace, seed=options.seed, driver=config.driver, unannotated=options.unannotated
     )
+    verify = verify_whole_run if options.whole_run else verify_scheduler
+    replays = options.replays if options.replays is not None else 2 if options.whole_run else 1
     console = Console(stderr=True, quiet=True) if options.as_json else err
     with progress_bar("verify-scheduler", console) as bar:
-        task = bar.add_task("verify-scheduler", total=min(options.sample, len(pods)))
-        return verify_scheduler(
-            spec, pods, sample=options.sample, bin_dir=options.k8s_bin, policies=options.policies,
+        task = bar.add_task("verify-scheduler", total=min(options.sample, len(pods)) * replays)
+        return verify(
+            spec, pods, sample=options.sample, replays=replays, bin_dir=options.k8s_bin, policies=options.policies,
             gpudra_attributes=options.gpudra_attributes, seed=options.seed, scheduler_config=options.scheduler_config,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )  # fmt: skip
 
 
+def _spread_text(compared: dict[str, Any]) -> list[str]:
+    """The model's whole-run figures against the real runs' min / median / max, one line each."""
+    spread = compared["spread"]
+    lines = [
+        f"  whole run, both cut at the last arrival ({compared['cut_seconds']:g} s): the model against "
+        f"{spread['replays']} real runs (min / median / max); {spread['within']} of {len(spread['figures'])} "
+        "figures within"
+    ]
+
+    def num(value: float | None) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    for name, row in spread["figures"].items():
+        mark = {True: "within", False: "OUTSIDE", None: "-"}[row["within"]]
+        real = " / ".join(num(row[key]) for key in ("min", "median", "max"))
+        lines.append(f"    {name}: model {num(row['model'])}, real {real} ({mark})")
+    return lines
+
+
 def _verification_text(found: dict[str, Any]) -> str:
     """The verification's figures and its first disagreements, as the table's footnote."""
+    if found.get("mode") == "whole-run":
+        heading = (
+            f"\nScheduler verification, whole run: {found['sample']} pods through kube-scheduler "
+            f"{found['kube_scheduler_version']} in bulk, {found['replays']} runs "
+            f"({', '.join(str(sum(run['attempts'].values())) for run in found['runs'])} scheduling attempts)"
+        )
+        return "\n".join([heading, *_spread_text(found)]) + "\n"
 
     def pct(value: float | None) -> str:
         return "-" if value is None else f"{100 * value:.1f}%"
@@ -260,6 +309,7 @@ def _verification_text(found: dict[str, Any]) -> str:
         f"  slices published: {found['driver']['devices']} devices, {found['driver']['shareable_devices']} shareable "
         f"(gates: {', '.join(found['driver']['gates']) or 'none'})"
     )
+    lines.extend(_spread_text(found["whole_run"]))
     for cause, count in found["causes"].items():
         lines.append(f"  {count} x {cause}")
     for item in found["disagreements"][:10]:

@@ -146,6 +146,7 @@ class Collection(Mapping[str, dict[str, Any]]):
     def __init__(self, changed: threading.Condition) -> None:
         self.changed = changed
         self._objects: dict[str, dict[str, Any]] = {}
+        self.seen = 0  # objects that appeared (a name new to the collection), deletions and relists included
 
     def __getitem__(self, name: str) -> dict[str, Any]:
         return self._objects[name]
@@ -158,7 +159,9 @@ class Collection(Mapping[str, dict[str, Any]]):
 
     def replace(self, items: list[dict[str, Any]]) -> None:
         with self.changed:
-            self._objects = {str(i["metadata"]["name"]): i for i in items}
+            objects = {str(i["metadata"]["name"]): i for i in items}
+            self.seen += len(objects.keys() - self._objects.keys())
+            self._objects = objects
             self.changed.notify_all()
 
     def apply(self, event: str, obj: dict[str, Any]) -> None:
@@ -167,6 +170,7 @@ class Collection(Mapping[str, dict[str, Any]]):
             if event == "DELETED":
                 self._objects.pop(name, None)
             else:
+                self.seen += name not in self._objects
                 self._objects[name] = obj
             self.changed.notify_all()
 

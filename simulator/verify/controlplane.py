@@ -145,6 +145,9 @@ class ControlPlane:
     components: dict[str, Component] = field(default_factory=dict)
     # The scratch directory this object created (removed by stop() unless GPUDRA_KEEP_CONTROL_PLANE is set).
     scratch: Path | None = None
+    # kube-scheduler's secure port (its /metrics answers the admin certificate) and its self-signed serving cert
+    scheduler_url: str = ""
+    scheduler_cert: Path | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------------
     @classmethod
@@ -295,6 +298,8 @@ class ControlPlane:
         )
         self.components["kube-controller-manager"] = kcm
         self.components["kube-scheduler"] = scheduler
+        self.scheduler_url = f"https://127.0.0.1:{sched_port}"
+        self.scheduler_cert = self.workdir / "scheduler-certs" / "kube-scheduler.crt"  # written at its start
         kcm.start()
         scheduler.start()
         self._wait("kube-controller-manager", lambda: http_ok(f"https://127.0.0.1:{kcm_port}/healthz", insecure=True))

@@ -31,7 +31,10 @@ from .objects import RESOURCE_API, Admitted, admit, device_class_objects, node_o
 if TYPE_CHECKING:
     from policyengine import PolicySet
 
-__all__ = ["Bound", "LiveCluster", "RealDecision", "Replayed", "ReplayError", "Snapshot", "Step", "replay"]
+__all__ = [
+    "Bound", "LiveCluster", "RealDecision", "Replayed", "ReplayError", "Snapshot", "Step", "allocation_results",
+    "claim_names", "pod_name", "replay",
+]  # fmt: skip
 
 SETTLE_TIMEOUT = 180.0  # seconds one event may take to settle on a loaded machine before the replay gives up
 NAMESPACE = "default"
@@ -81,7 +84,7 @@ class Step(Generic[T]):
     real: RealDecision
 
 
-def _pod_name(name: str, attempt: int) -> str:
+def pod_name(name: str, attempt: int) -> str:
     """A DNS-1123 name for attempt `attempt` of the simulated pod `name`."""
     base = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:50] or "pod"
     return f"{base}-{attempt}"
@@ -96,7 +99,7 @@ def _scheduled_false(pod: dict[str, Any]) -> str | None:
     return None
 
 
-def _claim_names(pod: dict[str, Any]) -> list[str]:
+def claim_names(pod: dict[str, Any]) -> list[str]:
     status = pod.get("status") or {}
     names = [
         str(s["resourceClaimName"]) for s in status.get("resourceClaimStatuses") or [] if s.get("resourceClaimName")
@@ -107,7 +110,7 @@ def _claim_names(pod: dict[str, Any]) -> list[str]:
     return names
 
 
-def _results(claim: dict[str, Any]) -> list[dict[str, Any]] | None:
+def allocation_results(claim: dict[str, Any]) -> list[dict[str, Any]] | None:
     allocation = (claim.get("status") or {}).get("allocation")
     if not allocation:
         return None
@@ -218,14 +221,14 @@ class LiveCluster:
         if not node:
             message = _scheduled_false(pod)
             return None if message is None else (None, (), message)
-        names = _claim_names(pod)
+        names = claim_names(pod)
         if len(names) < claims:
             return None
         devices: list[str] = []
         uid = pod["metadata"]["uid"]
         for claim_name in names:
             claim = self.claims.get(claim_name)
-            results = None if claim is None else _results(claim)
+            results = None if claim is None else allocation_results(claim)
             if claim is None or results is None:
                 return None
             if uid not in {r.get("uid") for r in (claim.get("status") or {}).get("reservedFor") or []}:
@@ -235,22 +238,29 @@ class LiveCluster:
 
     def bound(self, name: str) -> Bound:
         pod = self.pods[name]
-        return Bound(pod, tuple(self.claims[n] for n in _claim_names(pod)))
+        return Bound(pod, tuple(self.claims[n] for n in claim_names(pod)))
 
-    def remove(self, name: str, claim_names: list[str]) -> None:
-        """Delete pod `name` now and wait until it and the claims `claim_names` are gone (or hold no devices)."""
+    def delete(self, name: str) -> None:
+        """Delete pod `name` now, without waiting."""
         self.api.delete_now(f"{self._pods_path}/{name}")
+
+    def create_claim(self, claim: dict[str, Any]) -> None:
+        self.api.create(self._claims_path, claim)
+
+    def remove(self, name: str, claims: list[str]) -> None:
+        """Delete pod `name` now and wait until it and the claims `claims` are gone (or hold no devices)."""
+        self.delete(name)
 
         def gone() -> bool | None:
             if name in self.pods:
                 return None
-            for claim_name in claim_names:
+            for claim_name in claims:
                 claim = self.claims.get(claim_name)
-                if claim is not None and _results(claim) is not None:
+                if claim is not None and allocation_results(claim) is not None:
                     return None
             return True
 
-        self.wait(gone, f"pod {name} and its claims {claim_names} to be deleted")
+        self.wait(gone, f"pod {name} and its claims {claims} to be deleted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +275,7 @@ class Replayed(Generic[T]):
     # GPU pods: simulated seconds from arrival to the real scheduler's binding (or to the last event, for pods the
     # replay still held when the arrivals ran out), with their GPUs per pod
     waits: tuple[tuple[int, float, bool], ...] = ()
+    starts: dict[str, float] = field(default_factory=dict)  # simulated pod -> the second the real scheduler bound it
 
 
 @dataclass(slots=True)
@@ -284,6 +295,7 @@ class _Replay(Generic[T]):
     seq: int = 0
     now: float = 0.0
     waits: list[tuple[int, float, bool]] = field(default_factory=list)  # (GPUs, seconds pending, placed)
+    starts: dict[str, float] = field(default_factory=dict)
 
     def push(self, when: float, kind: int, payload: Any) -> None:
         self.seq += 1
@@ -295,7 +307,7 @@ class _Replay(Generic[T]):
     def attempt(self, sim: SimPod, now: float) -> bool:
         """One decision: the model's answer in the current state, then the real scheduler's; True when bound."""
         attempt = self.attempts[sim.name] = self.attempts.get(sim.name, 0) + 1
-        name = _pod_name(sim.name, attempt)
+        name = pod_name(sim.name, attempt)
         admitted = admit(sim, self.policies, name, self.live.namespace)
         if admitted is None:
             self.denied += 1
@@ -313,6 +325,7 @@ class _Replay(Generic[T]):
             self.live.remove(name, [])
             return False
         self.bound[name] = (self.live.bound(name), sim)
+        self.starts.setdefault(sim.name, now)
         if sim.is_gpu:
             self.waits.append((sim.num_gpu, now - sim.arrival, True))
         if sim.duration is not None:
@@ -371,7 +384,7 @@ def replay(
         live.install(spec, slices_of)
         run: _Replay[T] = _Replay(live, policies, ask, progress)
         run.run(sorted(pods, key=lambda p: p.arrival))
-        return Replayed(run.steps, run.denied, run.departures, run.model_seconds, tuple(run.waits))
+        return Replayed(run.steps, run.denied, run.departures, run.model_seconds, tuple(run.waits), dict(run.starts))
     except ApiError as exc:
         raise ReplayError(f"{exc}\n{cp.logs(20)}") from exc
     finally:

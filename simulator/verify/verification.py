@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dra.errors import InputError
 from dra.gpus import DriverGates
@@ -16,7 +16,7 @@ from dra.yamlio import load_yaml, read_source
 from ..cluster import ClusterSpec, NodeSpec, default_cluster
 from ..cluster_sources import load_cluster
 from ..comparison import SimulationConfig, simulate
-from ..kpis import pending_by_gpus
+from ..kpis import Recorder, pending_by_gpus
 from ..scheduling import Profile
 from ..sizing import strip_annotations
 from ..traces import GeneratorConfig, generate, load_trace
@@ -25,9 +25,17 @@ from ..workload import SimPod, Workload
 from .binaries import component_version, find_components
 from .compare import ALLOCATOR_MODE, model_ask, tally
 from .controlplane import ControlPlane
-from .replay import replay
+from .replay import Replayed, replay
+from .spread import spread
+from .timeline import figures, model_runs, pod_runs
 
-__all__ = ["published_driver", "real_pending_by_gpus", "verification_inputs", "verify_scheduler"]
+if TYPE_CHECKING:
+    from policyengine import PolicySet
+
+__all__ = [
+    "model_run", "prepared", "published_driver", "real_pending_by_gpus", "verification_inputs", "verify_scheduler",
+    "whole_run_spread",
+]  # fmt: skip
 
 
 def verification_inputs(
@@ -80,19 +88,46 @@ def published_driver(spec: ClusterSpec, slices: list[dict[str, Any]]) -> dict[st
     }
 
 
-def _model_pending(
-    spec: ClusterSpec, pods: list[SimPod], cutoff: float, policies: str | Path | None, profile: Profile,
-    gpudra_attributes: bool, seed: int,
-) -> dict[str, float]:  # fmt: skip
-    """`pending_by_gpus` of the simulator's gpudra run of `pods` (replay protocol), waits cut off at `cutoff` as the
-    verification's replay cuts them (it stops at the last arrival; the model's run goes on until every pod ran)."""
+def model_run(
+    spec: ClusterSpec, pods: list[SimPod], policies: str | Path | None, profile: Profile, gpudra_attributes: bool,
+    seed: int,
+) -> Recorder:  # fmt: skip
+    """The simulator's gpudra run of `pods` (replay protocol, `profile`): it goes on until every pod ran."""
     work = Workload(list(pods), "verification sample", "jsonl")
     config = SimulationConfig(
         spec, work, ("gpudra",), seed, "replay", policies=policies, scheduler=profile,
         gpudra_attributes=gpudra_attributes,
     )  # fmt: skip
-    rec = simulate(config).runs["gpudra"]
-    return pending_by_gpus(rec, until=cutoff, arrivals={p.name: p.arrival for p in pods})
+    return simulate(config).runs["gpudra"]
+
+
+def whole_run_spread(
+    spec: ClusterSpec, pods: list[SimPod], rec: Recorder, starts: list[dict[str, float]], cut: float
+) -> dict[str, Any]:
+    """Each real run's whole-run figures (`starts`: the second each pod first ran, one mapping per run) and the
+    model's (`rec`), all cut at `cut`, and the model against the runs' spread. Pods the model's policies denied are
+    left out on both sides (the real runs never submitted them)."""
+    seen = [p for p in pods if p.name in rec.waits]
+    model = figures(model_runs(seen, rec.placed, rec.waits), cut, spec.total_gpus)
+    runs = [figures(pod_runs(seen, found), cut, spec.total_gpus) for found in starts]
+    return {"cut_seconds": cut, "runs": runs, "model": model, "spread": spread(model, runs)}
+
+
+def prepared(
+    bin_dir: Path | None, scheduler_config: Path | None, policies: str | Path | None
+) -> tuple[dict[str, Path], Profile, dict[str, Any] | None, PolicySet]:
+    """The binaries, the model's profile, the real scheduler's configuration and the policies of a verification;
+    `MissingBinaries` or `InputError` before anything starts."""
+    from policyengine import load_policies, shipped_policies_dir
+    from simulator.scheduling import DEFAULT_PROFILE, load_scheduler_config
+
+    binaries = find_components(bin_dir)
+    profile = DEFAULT_PROFILE if scheduler_config is None else load_scheduler_config(scheduler_config)
+    config = None if scheduler_config is None else _read_config(scheduler_config)
+    policy_set = load_policies(Path(policies) if policies else shipped_policies_dir())
+    if policy_set.errors:
+        raise policy_set.errors[0]
+    return dict(binaries), profile, config, policy_set
 
 
 def verify_scheduler(
@@ -100,6 +135,7 @@ def verify_scheduler(
     pods: list[SimPod],
     *,
     sample: int,
+    replays: int = 1,
     bin_dir: Path | None = None,
     scheduler_config: Path | None = None,
     policies: str | Path | None = None,
@@ -107,51 +143,64 @@ def verify_scheduler(
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Replay the first `sample` pods (by arrival, with their departures) through kube-scheduler and the model.
+    """Replay the first `sample` pods (by arrival, with their departures) through kube-scheduler and the model,
+    `replays` times (each on a fresh control plane): the decisions of every replay are compared; `pending_by_gpus`
+    is the first replay's; `whole_run` sets each replay's whole-run figures against the model's, cut the same way.
 
     Raises `MissingBinaries` (naming what is missing and how to get it) before anything starts, `InputError` for a
     bad scheduler configuration, `ControlPlaneError` / `ReplayError` when the control plane misbehaves."""
-    from policyengine import load_policies, shipped_policies_dir
-    from simulator.scheduling import DEFAULT_PROFILE, load_scheduler_config, node_slices
+    from simulator.scheduling import node_slices
 
     if sample < 1:
         raise InputError(f"--sample must be at least 1 (got {sample})")
-    binaries = find_components(bin_dir)
-    profile = DEFAULT_PROFILE if scheduler_config is None else load_scheduler_config(scheduler_config)
-    config = None if scheduler_config is None else _read_config(scheduler_config)
-    policy_set = load_policies(Path(policies) if policies else shipped_policies_dir())
-    if policy_set.errors:
-        raise policy_set.errors[0]
+    if replays < 1:
+        raise InputError(f"--replays must be at least 1 (got {replays})")
+    binaries, profile, config, policy_set = prepared(bin_dir, scheduler_config, policies)
     chosen = sorted(pods, key=lambda p: p.arrival)[:sample]
     version = component_version(binaries["kube-scheduler"])
 
     published: list[dict[str, Any]] = []  # every ResourceSlice the real cluster got, to say what it published
+    runs: list[Replayed[Any]] = []
 
     def slices_of(node: NodeSpec) -> list[dict[str, Any]]:  # with the node's driver gates, as the model's
         made = list(node_slices(node, node.name, gpudra_attributes=gpudra_attributes).slices)
-        published.extend(made)
+        if not runs:  # every replay publishes the same: the first one's are counted
+            published.extend(made)
         return made
 
     started = time.perf_counter()
-    cp = ControlPlane.launch(binaries, scheduler_config=config)
-    try:
-        replayed = replay(
-            cp, spec, chosen, policies=policy_set, slices_of=slices_of, ask=model_ask(profile, seed=seed),
-            progress=progress,
-        )  # fmt: skip
-    finally:
-        cp.stop()
+    for _ in range(replays):
+        cp = ControlPlane.launch(binaries, scheduler_config=config)
+        try:
+            runs.append(
+                replay(
+                    cp,
+                    spec,
+                    chosen,
+                    policies=policy_set,
+                    slices_of=slices_of,
+                    ask=model_ask(profile, seed=seed),
+                    progress=progress,
+                )  # fmt: skip
+            )
+        finally:
+            cp.stop()
+    replayed = runs[0]
     cutoff = max(p.arrival for p in chosen)  # the replay stops once the last arrival is decided
-    model_pending = _model_pending(spec, chosen, cutoff, policies, profile, gpudra_attributes, seed)
-    figures = tally(replayed.steps).figures()
+    rec = model_run(spec, chosen, policies, profile, gpudra_attributes, seed)
+    model_pending = pending_by_gpus(rec, until=cutoff, arrivals={p.name: p.arrival for p in chosen})
+    steps = [step for run in runs for step in run.steps]
+    found = tally(steps).figures()
     pools = {node.name: node.pool for node in spec.nodes}
     bound = [step.real for step in replayed.steps if step.real.node is not None]
-    head = {key: figures.pop(key) for key in ("decisions", "feasibility_agreement", "node_in_top_set", "same_devices")}
+    head = {key: found.pop(key) for key in ("decisions", "feasibility_agreement", "node_in_top_set", "same_devices")}
     return {
         **head,
         "kube_scheduler_version": version,
-        **figures,
+        **found,
         "sample": len(chosen),
+        "replays": replays,
+        "decisions_per_replay": [len(run.steps) for run in runs],
         "departures": replayed.departures,
         "denied": replayed.denied,
         "bound_by_policy": dict(Counter(real.admitted.policy for real in bound).most_common()),
@@ -162,9 +211,10 @@ def verify_scheduler(
         "model_pending_by_gpus": model_pending,
         "pending_cutoff_seconds": cutoff,
         "gpu_pods_still_pending": sum(1 for _, _, placed in replayed.waits if not placed),
+        "whole_run": whole_run_spread(spec, chosen, rec, [run.starts for run in runs], cutoff),
         "driver": published_driver(spec, published),
         "scheduler_config": None if scheduler_config is None else str(scheduler_config),
         "allocator_mode": ALLOCATOR_MODE,
-        "model_seconds": round(replayed.model_seconds, 1),
+        "model_seconds": round(sum(run.model_seconds for run in runs), 1),
         "wall_seconds": round(time.perf_counter() - started, 1),
     }

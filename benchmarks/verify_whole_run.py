@@ -1,0 +1,55 @@
+"""Benchmark of `gpudra simulate --verify-scheduler --whole-run`: the first --sample pods of the built-in cluster's
+generated workload (one per --seeds) submitted in bulk to a real control plane (etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler from tests/controlplane/build.sh, or --k8s-bin DIR) --replays times,
+kube-scheduler's own queue deciding, and the model's run of the same sample set against the replays' spread, both cut
+at the last arrival (`simulator.verify.verify_whole_run`).
+
+Prints one JSON object: per seed the cut, each replay's figures (allocation, pending by GPUs per pod, unplaced pods,
+scheduling attempts, departures, clock steps, wall seconds), the model's, the spread (min / median / max, within or
+not) and the wall seconds of the whole verification and of the model's run alone (the baseline, same machine).
+
+    python benchmarks/verify_whole_run.py [--sample 1000] [--replays 2] [--seeds 0] [--parallel] [--k8s-bin DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from simulator.verify import verification_inputs, verify_whole_run  # noqa: E402
+
+
+def one_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    spec, pods = verification_inputs(None, None, seed=seed)
+    found = verify_whole_run(
+        spec, pods, sample=args.sample, replays=args.replays, bin_dir=args.k8s_bin, seed=seed, parallel=args.parallel,
+        progress=lambda done, total: print(f"seed {seed}: {done}/{total} arrivals", file=sys.stderr, flush=True)
+        if done % 100 == 0 else None,
+    )  # fmt: skip
+    found["ratio_wall_to_model"] = round(found["wall_seconds"] / max(found["model_seconds"], 0.1), 1)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", type=int, default=1000)
+    parser.add_argument("--replays", type=int, default=2)
+    parser.add_argument("--seeds", default="0", help="comma-separated generator seeds")
+    parser.add_argument("--parallel", action="store_true", help="the replays of a seed side by side")
+    parser.add_argument("--k8s-bin", type=Path, default=None)
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    started = time.perf_counter()
+    out = {f"seed {seed}": one_seed(seed, args) for seed in seeds}
+    print(json.dumps({"sample": args.sample, "replays": args.replays, "by_seed": out,
+                      "wall_seconds": round(time.perf_counter() - started, 1)}, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
