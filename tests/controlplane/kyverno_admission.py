@@ -11,6 +11,7 @@ key), so that it stays out of every other load through the same API server.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -171,9 +172,11 @@ def running(
 
         wait_for(webhook_registered, timeout=timeout, interval=0.5, what="Kyverno's policy webhook registered")
         for policy in policies:
-            wait_for(lambda p=policy: _create_policy(kube, p), timeout=timeout, interval=0.5, what="policy created")
             name = policy["metadata"]["name"]
-            wait_for(lambda n=name: _policy_ready(kube, n), timeout=timeout, interval=0.5, what=f"policy {name} Ready")
+            created = functools.partial(_create_policy, kube, policy)
+            wait_for(created, timeout=timeout, interval=0.5, what=f"policy {name} created")
+            ready = functools.partial(_policy_ready, kube, name)
+            wait_for(ready, timeout=timeout, interval=0.5, what=f"policy {name} Ready")
 
         def resource_webhook() -> bool:
             alive()

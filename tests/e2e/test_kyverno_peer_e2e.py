@@ -6,6 +6,7 @@ Skipped, naming build_kyverno.sh, where the binary is not in the cache (CI does 
 from __future__ import annotations
 
 import copy
+import functools
 import socket
 import uuid
 from collections.abc import Iterator
@@ -63,6 +64,10 @@ def _namespace(kube: Kube, selected: bool) -> str:
     return name
 
 
+def _gone(kube: Kube, namespace: str) -> bool:
+    return not exists(kube, "Namespace", namespace)
+
+
 def _legacy_pod(name: str) -> dict[str, Any]:
     pod: dict[str, Any] = copy.deepcopy(yaml.safe_load((ROOT / "examples" / "pod-legacy-1gpu.yaml").read_text()))
     pod["metadata"] = {"name": name}
@@ -92,4 +97,5 @@ def test_kyverno_mutates_a_legacy_pod_in_a_selected_namespace(kyverno: None, kub
         for ns in (selected, other):
             kube.delete("Namespace", ns)
         for ns in (selected, other):
-            wait_for(lambda n=ns: not exists(kube, "Namespace", n), timeout=120, what=f"namespace {ns} deleted")
+            gone = functools.partial(_gone, kube, ns)
+            wait_for(gone, timeout=120, what=f"namespace {ns} deleted")
