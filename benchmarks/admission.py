@@ -23,7 +23,11 @@ which admits them unchanged, so its `p99_ratio` is what calling any webhook cost
 `through_apiserver.echo_patch` the same at `/echo-patch`, which adds one annotation and decides nothing: what any
 mutating webhook costs here, the API server's own work after a patch included; `through_apiserver.map` the native peer,
 a MutatingAdmissionPolicy (benchmarks/peers/mutatingadmissionpolicy.yaml) doing the subset of the translation a policy
-can, in kube-apiserver's process. `through_apiserver.steady`: `--steady-rate` pods/s for `--steady-seconds`, without
+can, in kube-apiserver's process; `through_apiserver.kyverno` the same subset as a Kyverno ClusterPolicy
+(benchmarks/peers/kyverno-clusterpolicy.yaml) served by Kyverno's admission controller, run out of cluster at the
+address gpudra is called at (tests/controlplane/kyverno_admission.py), only where the opt-in
+`bash tests/controlplane/build_kyverno.sh` has built it (else `{"skipped": <why and that command>}`).
+`through_apiserver.steady`: `--steady-rate` pods/s for `--steady-seconds`, without
 the webhook, then to `/echo-patch` at the address gpudra is called at (`steady.echo_patch`, the floor), then through
 gpudra as deployed, with kube-apiserver's own histogram of the webhook's duration (`server_side_p99_ms`, and
 `server_side_p99_over_echo_patch`).
