@@ -38,8 +38,9 @@ def _address() -> str:
 
 
 @pytest.fixture(scope="module")
-def kyverno(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Kyverno with the peer's policy; skipped before any control plane starts where the opt-in build is absent."""
+def kyverno(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
+    """Kyverno with the peer's policy, and a client of its control plane; skipped before any control plane starts
+    where the opt-in build is absent (so the test asks for no session fixture itself: those would start first)."""
     try:
         kyverno_admission.binary()
         kyverno_admission.crd_directory()
@@ -50,7 +51,7 @@ def kyverno(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     workdir = tmp_path_factory.mktemp("kyverno")
     policies = [kyverno_policy.policy()]
     with kyverno_admission.running(control_plane, kube, _address(), kyverno_policy.NAMESPACE_LABEL, policies, workdir):
-        yield
+        yield kube
 
 
 def _namespace(kube: Kube, selected: bool) -> str:
@@ -74,7 +75,8 @@ def _legacy_pod(name: str) -> dict[str, Any]:
     return pod
 
 
-def test_kyverno_mutates_a_legacy_pod_in_a_selected_namespace(kyverno: None, kube: Kube) -> None:
+def test_kyverno_mutates_a_legacy_pod_in_a_selected_namespace(kyverno: Kube) -> None:
+    kube = kyverno
     selected, other = _namespace(kube, True), _namespace(kube, False)
     try:
         # Kyverno's webhook is registered before kube-apiserver's informer sees it: wait for a dry run to mutate.
