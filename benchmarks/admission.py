@@ -23,7 +23,11 @@ which admits them unchanged, so its `p99_ratio` is what calling any webhook cost
 `through_apiserver.echo_patch` the same at `/echo-patch`, which adds one annotation and decides nothing: what any
 mutating webhook costs here, the API server's own work after a patch included; `through_apiserver.map` the native peer,
 a MutatingAdmissionPolicy (benchmarks/peers/mutatingadmissionpolicy.yaml) doing the subset of the translation a policy
-can, in kube-apiserver's process. `through_apiserver.steady`: `--steady-rate` pods/s for `--steady-seconds`, without
+can, in kube-apiserver's process; `through_apiserver.kyverno` the same subset as a Kyverno ClusterPolicy
+(benchmarks/peers/kyverno-clusterpolicy.yaml) served by Kyverno's admission controller, run out of cluster at the
+address gpudra is called at (tests/controlplane/kyverno_admission.py), only where the opt-in
+`bash tests/controlplane/build_kyverno.sh` has built it (else `{"skipped": <why and that command>}`).
+`through_apiserver.steady`: `--steady-rate` pods/s for `--steady-seconds`, without
 the webhook, then to `/echo-patch` at the address gpudra is called at (`steady.echo_patch`, the floor), then through
 gpudra as deployed, with kube-apiserver's own histogram of the webhook's duration (`server_side_p99_ms`, and
 `server_side_p99_over_echo_patch`).
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import contextlib
 import copy
 import itertools
 import json
@@ -53,7 +58,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.peers import admission_policy  # noqa: E402
+from benchmarks.peers import admission_policy, kyverno_policy  # noqa: E402
 from benchmarks.peers.apiserver_metrics import histogram  # noqa: E402
 from pki import write_dev_certificates  # noqa: E402
 from webhook.app import ECHO_PATCH_ANNOTATION  # noqa: E402
@@ -382,6 +387,7 @@ _BURST_LABELS = {
     "echo": "gpudra.io/benchmark-echo",
     "echo_patch": "gpudra.io/benchmark-echo-patch",
     "map": admission_policy.NAMESPACE_LABEL,
+    "kyverno": kyverno_policy.NAMESPACE_LABEL,
     # the steady load's floor: /echo-patch at the non-loopback address (HTTP/1.1), as gpudra is called there
     "echo_patch_http1": "gpudra.io/benchmark-steadyfloor",
 }
@@ -474,9 +480,11 @@ def _deployment(legacy: dict[str, Any], name: str, replicas: int = 0) -> dict[st
 # included), and, where this machine has a non-loopback address, the same webhook registered at that address
 # (HTTP/1.1, as for a webhook behind a Service: a new TLS connection for each concurrent review beyond the 25 it keeps
 # idle); and the legacy pods mutated by a MutatingAdmissionPolicy instead of a webhook (`map`: in-process, the subset of
-# the translation CEL can do, benchmarks/peers/mutatingadmissionpolicy.yaml). `webhook_http1` stays last: it is the
-# one left out without a non-loopback address.
-_BURSTS = ("legacy", "translated", "webhook", "echo", "echo_patch", "map", "webhook_http1")
+# the translation CEL can do, benchmarks/peers/mutatingadmissionpolicy.yaml); and, where build_kyverno.sh's opt-in build
+# is in the cache, by Kyverno's admission controller with a ClusterPolicy doing the same subset (`kyverno`: a webhook
+# at the same non-loopback address, benchmarks/peers/kyverno-clusterpolicy.yaml). `webhook_http1` stays last: it is
+# the one left out without a non-loopback address.
+_BURSTS = ("legacy", "translated", "webhook", "echo", "echo_patch", "map", "kyverno", "webhook_http1")
 
 # kube-controller-manager's ReplicaSet controller creates pods through a client of its own, rate-limited by a token
 # bucket (--kube-api-qps 20, --kube-api-burst 30 by default): after a pause the first 30 requests go at once, then 20
@@ -619,6 +627,8 @@ def through_apiserver(
 
     from policyengine import load_policies
     from policyengine.translate import translate
+    from tests.controlplane import kyverno_admission
+    from tests.controlplane.binaries import MissingBinaries
     from tests.controlplane.cluster import running
     from tests.controlplane.kube import Kube, exists, wait_for
 
@@ -626,7 +636,13 @@ def through_apiserver(
     policies = load_policies()
     map_policy, map_binding, map_template = admission_policy.manifests()
     outward = _outward_address()
-    kinds = _BURSTS if outward else _BURSTS[:-1]
+    kyverno_skipped = ""
+    try:  # the opt-in peer: only where build_kyverno.sh has put it in the cache
+        kyverno_admission.binary()
+        kyverno_admission.crd_directory()
+    except MissingBinaries as exc:
+        kyverno_skipped = f"{exc}"
+    kinds = tuple(k for k in _BURSTS if (k != "kyverno" or not kyverno_skipped) and (k != "webhook_http1" or outward))
 
     def namespace(kube: Kube, kind: str, prefix: str = "bench") -> str:
         """A new namespace for one burst of `kind`, labelled for the configuration that serves it (if any)."""
@@ -636,7 +652,7 @@ def through_apiserver(
             labels[_BURST_LABELS[kind]] = "true"
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
         wait_for(lambda: kube.list("ServiceAccount", name), timeout=30, what=f"ServiceAccount {name}/default")
-        if kind == "map":  # the template the policy's claims name, made beforehand (a policy creates nothing)
+        if kind in ("map", "kyverno"):  # the template the policies' claims name, made beforehand
             kube.create(map_template, name)
         return name
 
@@ -697,10 +713,12 @@ def through_apiserver(
     translated = dict.fromkeys(kinds, 0)
     echo_patched = 0
     map_mutated = 0
+    kyverno_mutated = 0
+    kyverno_url = ""
     steady: dict[str, Any] = {}
     scaled: dict[bool, float] = {}
     scaled_translated = {False: 0, True: 0}
-    with running() as cp, tempfile.TemporaryDirectory() as tmp:
+    with running() as cp, tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as peers:
         config = cp.configuration()
         config.connection_pool_maxsize = concurrency
         kube = Kube(kubernetes.client.ApiClient(config))
@@ -738,6 +756,21 @@ def through_apiserver(
                 timeout=60,
                 what="the MutatingAdmissionPolicy and its binding in effect",
             )
+            if "kyverno" in kinds:
+                kyverno = peers.enter_context(
+                    kyverno_admission.running(
+                        cp, kube, outward or "127.0.0.1", kyverno_policy.NAMESPACE_LABEL, [kyverno_policy.policy()],
+                        Path(tmp),
+                    )
+                )  # fmt: skip
+                kyverno_url = kyverno.url
+                pids["kyverno"] = kyverno.process.pid
+                kyverno_probe = namespace(kube, "kyverno", "bench-probe")
+                wait_for(
+                    lambda: _dry_run_translated(kube, pods_for(kube, "legacy", kyverno_probe, 1)[0]),
+                    timeout=60,
+                    what="Kyverno's ClusterPolicy in effect",
+                )
             for kind in kinds:
                 ns = namespace(kube, kind, "bench-warm")
                 create_all(kube, pods_for(kube, kind, ns, pods))
@@ -759,11 +792,15 @@ def through_apiserver(
                         echo_patched += patched_here
                     if kind == "map":
                         map_mutated += by_map_here
+                    if kind == "kyverno":  # the same pods as the MAP peer makes: the same check
+                        kyverno_mutated += by_map_here
                     remove(kube, ns)
                 ratios = {base: round(p99["webhook"] / p99[base], 3) for base in ("legacy", "translated")}
                 ratios["echo_legacy"] = round(p99["echo"] / p99["legacy"], 3)
                 ratios["echo_patch_legacy"] = round(p99["echo_patch"] / p99["legacy"], 3)
                 ratios["map_legacy"] = round(p99["map"] / p99["legacy"], 3)
+                if "kyverno" in p99:
+                    ratios["kyverno_legacy"] = round(p99["kyverno"] / p99["legacy"], 3)
                 if outward:
                     ratios["http1_legacy"] = round(p99["webhook_http1"] / p99["legacy"], 3)
                 per_round.append(ratios)
@@ -841,6 +878,8 @@ def through_apiserver(
             "what any mutating webhook costs here, the API server's work after a patch included",
             "map": "the legacy GPU pods, mutated in kube-apiserver by a MutatingAdmissionPolicy (no webhook): "
             "nvidia.com/gpu removed, a claim from a ResourceClaimTemplate made beforehand in each namespace",
+            "kyverno": "the legacy GPU pods, mutated by Kyverno's admission controller (a webhook at this machine's "
+            "non-loopback address) with a ClusterPolicy doing the map peer's subset; absent without the opt-in build",
             "webhook_http1": "the same at this machine's non-loopback address (HTTP/1.1, as for a webhook behind a "
             "Service); absent without such an address",
         },
@@ -874,6 +913,23 @@ def through_apiserver(
             "beforehand per namespace; no sizing, no template creation, no check against the cluster's devices), in "
             "kube-apiserver's process; pods_mutated counts the pods stored exactly as it mutates them",
         },
+        "kyverno": (
+            {
+                "with_webhook": summary(latencies["kyverno"]),
+                "p99_ratio": ratio("kyverno", "legacy"),
+                "pods_mutated": kyverno_mutated,
+                "pods": pods * rounds,
+                "version": kyverno_admission.version(),
+                "webhook_url": kyverno_url,
+                "policy": str(kyverno_policy.MANIFEST.relative_to(ROOT)),
+                "what": "Kyverno's admission controller (the opt-in build of tests/controlplane/build_kyverno.sh, run "
+                "out of cluster with the chart's arguments, --serverIP at this machine's address: kube-apiserver "
+                "speaks HTTP/1.1 to it) with a ClusterPolicy doing the MutatingAdmissionPolicy peer's subset; "
+                "pods_mutated counts the pods stored exactly as that peer mutates them",
+            }
+            if "kyverno" in kinds
+            else {"skipped": kyverno_skipped}
+        ),
         "context": "Kyverno publishes ~244 ms p99 for one mutating policy at 200 concurrent pod creations (3 replicas)",
     }
     if outward:
@@ -885,6 +941,7 @@ def through_apiserver(
             "pods_translated": translated["webhook_http1"],
             "pods": pods * rounds,
             "p99_over_map": ratio("webhook_http1", "map"),
+            **({"p99_over_kyverno": ratio("webhook_http1", "kyverno")} if "kyverno" in kinds else {}),
         }
     if steady:
         result["steady"] = steady

@@ -137,3 +137,21 @@ def test_the_policy_in_the_real_api_server_mutates_only_the_gpu_containers(kube:
     finally:
         kube.delete("MutatingAdmissionPolicyBinding", binding["metadata"]["name"])
         kube.delete("MutatingAdmissionPolicy", policy["metadata"]["name"])
+
+
+def test_the_kyverno_policy_matches_only_its_namespaces_and_claims_the_map_template(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from benchmarks.peers import kyverno_policy
+
+    policy = kyverno_policy.policy()
+    assert policy["kind"] == "ClusterPolicy" and policy["spec"]["rules"]
+    patches = "".join(r["mutate"].get("patchesJson6902", "") for r in policy["spec"]["rules"])
+    assert f'"resourceClaimTemplateName": "{kyverno_policy.template()["metadata"]["name"]}"' in patches
+    widened = copy.deepcopy(policy)
+    widened["spec"]["rules"][1]["match"] = {"any": [{"resources": {"kinds": ["Pod"]}}]}  # every namespace
+    manifest = tmp_path / "kyverno-clusterpolicy.yaml"
+    manifest.write_text(yaml.safe_dump(widened))
+    monkeypatch.setattr(kyverno_policy, "MANIFEST", manifest)
+    with pytest.raises(ValueError, match="rule 'strip-legacy-gpus' selects None"):
+        kyverno_policy.policy()
