@@ -64,6 +64,7 @@ SMOKE: dict[str, tuple[list[str], bool]] = {
     "tenant_attacks.py": (["--smoke", "--only", "forged_reviews", "--only", "bytes_after_refusal"], True),
     "timing_bounds.py": (["--repeat", "1"], False),
     "translate_stream.py": (["--mb", "0.2"], False),
+    "verify_whole_run.py": (["--sample", "8", "--replays", "1"], True),
     "webhook_memory.py": (["--pods", "10", "--annotation-bytes", "1024"], False),
     "webhook_reliability.py": (
         ["--random", "10", "--normal", "20", "--rounds", "1", "--half-sent", "3", "--half-sent-bytes", "65536"],
