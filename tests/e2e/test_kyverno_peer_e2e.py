@@ -72,6 +72,10 @@ def _gone(kube: Kube, namespace: str) -> bool:
 def _legacy_pod(name: str) -> dict[str, Any]:
     pod: dict[str, Any] = copy.deepcopy(yaml.safe_load((ROOT / "examples" / "pod-legacy-1gpu.yaml").read_text()))
     pod["metadata"] = {"name": name}
+    # Never bound (other modules leave nodes with nvidia.com/gpu behind): with no kubelet, a bound pod stays
+    # Terminating and so does its namespace. Only the admission is under test here.
+    pod["spec"]["nodeSelector"] = {"gpudra.io/e2e-kyverno": "nowhere"}
+    pod["spec"]["terminationGracePeriodSeconds"] = 0
     return pod
 
 
