@@ -108,7 +108,7 @@ def test_a_reused_decision_has_a_claim_of_its_own() -> None:
     first = policies.evaluate(_pod(name="a"))
     assert first.claim is not None
     expected = copy.deepcopy(dict(first.claim))
-    first.claim["devices"]["requests"].clear()  # type: ignore[index]
+    first.claim["devices"]["requests"].clear()
     second = policies.evaluate(_pod(name="b"))
     third = policies.evaluate(_pod(name="c"))
     assert second.claim == expected and third.claim == expected
