@@ -390,10 +390,11 @@ class DecisionEntry:
     """A memoized whole evaluation (`PolicyMemo.decision`): the decision as `PolicySet._evaluate_facts` made it,
     without what a caller may change or what holds the review's objects: no claim (it is loaded afresh from
     `Decision.claim_blob`), no pod-level variables (`variables` holds, per matched policy in order, the values read
-    with their weights, restored into a fresh map) and each container's variables settled."""
+    with their weights, settled (`engine._Variables.settled`), restored into a fresh map) and each container's
+    variables settled."""
 
     decision: Decision
-    variables: tuple[tuple[CompiledPolicy, tuple[tuple[str, Any, int], ...]], ...]
+    variables: tuple[tuple[CompiledPolicy, Any], ...]
 
 
 class PolicyMemo:

@@ -161,6 +161,12 @@ class _Variables(dict[str, Any]):
             self._weights[name] = weight
             self.held += 49 + len(name) + weight
 
+    def restore_settled(self, settled: _Variables) -> None:
+        """Set every value of `settled` (a `settled` copy of a map of the same variables), with its weights."""
+        dict.update(self, settled)
+        self._weights = dict(settled._weights)
+        self.held = settled.held
+
     def weighed_items(self) -> tuple[tuple[str, Any, int], ...]:
         """(name, value, weight) of this level's values, in the order they were read (see `restore`)."""
         weights = self._weights
@@ -243,11 +249,11 @@ def _reissue(entry: DecisionEntry, base: Mapping[str, Any], pod_memo: PodMemo) -
     variables restored into maps over this evaluation's inputs, as `_replay` makes them, and its own mappings."""
     stored = entry.decision
     variables: dict[str, Mapping[str, Any]] = {}
-    for policy, items in entry.variables:
+    for policy, settled in entry.variables:
         activation = dict(base)
         activation["params"] = policy.params
         values = _Variables(policy.variables, activation, memo=(pod_memo, policy))
-        values.restore(items)
+        values.restore_settled(settled)
         variables[policy.name] = JsonView(values)
     containers = []
     for request in stored.containers:
@@ -467,7 +473,7 @@ class PolicySet:
             values = view.cel_values if isinstance(view, JsonView) else view
             if not isinstance(values, _Variables):
                 return None
-            variables.append((by_name[name], values.weighed_items()))
+            variables.append((by_name[name], values.settled()))
         containers = []
         for request in decision.containers:
             values = request.variables.cel_values if isinstance(request.variables, JsonView) else request.variables
