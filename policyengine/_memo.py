@@ -20,8 +20,8 @@ from . import jsontext
 from ._cel import BUDGET_KEY
 from ._claim import BuiltRequest, claim_expressions
 from ._deps import Read, closure, path_closure, path_closure_levels, reads
-from .decision import Violation
-from .facts import ContainerFacts, PodFacts
+from .decision import Decision, Violation
+from .facts import VRAM_ANNOTATION, ContainerFacts, PodFacts, extended_resource_pairs
 from .loader import CompiledExpr, CompiledPolicy
 
 __all__ = [
@@ -30,12 +30,14 @@ __all__ = [
     "MAX_ENTRIES",
     "ClaimEntry",
     "ClaimFacts",
+    "DecisionEntry",
     "MemoTable",
     "Outcome",
     "Plan",
     "PodMemo",
     "PolicyMemo",
     "ReadRecorder",
+    "WholePlan",
     "analysis",
 ]
 
@@ -334,6 +336,67 @@ class ClaimFacts:
     blob: bytes | None
 
 
+def _covering(found: set[Read]) -> tuple[Read, ...]:
+    """`found` less each read whose path extends another read of the same root: equal JSON text at the shorter path
+    means equal values, so equal fingerprints, at every path below it."""
+    return tuple(
+        sorted(
+            (root, path)
+            for root, path in found
+            if not any(r == root and len(p) < len(path) and path[: len(p)] == p for r, p in found)
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WholePlan:
+    """What a whole evaluation (every policy of one `PolicySet._evaluate_facts` call) reads beyond the facts token,
+    the namespace's mode and name: when each of its policies is memoized whole (`Analysis.policy_reads`) and so is
+    each claim it can build (`Plan.claim_from_facts` or `Plan.claim_reads`), the decision is a function of these.
+
+    `roots`: the root-input reads of all of them (a read below another one left out, `_covering`); `container`:
+    the paths of the claim containers' own objects the claims read (`container`; `legacy` is in the facts)."""
+
+    roots: tuple[Read, ...]
+    container: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(cls, policies: Sequence[CompiledPolicy], claims: bool | None) -> WholePlan | None:
+        roots: set[Read] = set()
+        container: set[Read] = set()
+        for policy in policies:
+            if claims is not None and (policy.claim is not None) != claims:
+                continue
+            found = analysis(policy)
+            if found.policy_reads is None:
+                return None
+            roots.update(found.policy_reads)
+            if policy.claim is None or found.plan.claim_from_facts:
+                continue
+            if found.plan.claim_reads is None:
+                return None
+            for root, path in found.plan.claim_reads:
+                if root in ROOT_INPUTS:
+                    roots.add((root, path))
+                elif root == "container":
+                    container.add((root, path))
+                elif root not in _CLAIM_ROOTS:  # pragma: no cover - `Plan.of` keeps only keyable roots
+                    return None
+        return cls(_covering(roots), tuple(path for _root, path in _covering(container)))
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionEntry:
+    """A memoized whole evaluation (`PolicyMemo.decision`): the decision as `PolicySet._evaluate_facts` made it,
+    without what a caller may change or what holds the review's objects: no claim (it is loaded afresh from
+    `Decision.claim_blob`), no pod-level variables (`variables` holds, per matched policy in order, the values read
+    with their weights, settled (`engine._Variables.settled`), restored into a fresh map) and each container's
+    variables settled."""
+
+    decision: Decision
+    variables: tuple[tuple[CompiledPolicy, Any], ...]
+
+
 class PolicyMemo:
     """The memo tables of one `PolicySet`, with each policy's `Plan` and its pod-level expressions' reads.
 
@@ -353,6 +416,10 @@ class PolicyMemo:
         "_outcome",
         "_claim_facts",
         "_stage",
+        "_policies",
+        "_whole",
+        "_decision",
+        "_facts",
     )
 
     def __init__(self, policies: Sequence[CompiledPolicy]) -> None:
@@ -381,6 +448,13 @@ class PolicyMemo:
         # (outcome key, the containers' claim keys) → the pod-level variables building the claim added, in order,
         # with their weights, and what reading them charged (see `PodMemo.restore_stage`)
         self._stage: MemoTable[Any, tuple[tuple[tuple[str, Any, int], ...], tuple[int, int]]] = MemoTable()
+        self._policies = tuple(policies)
+        # `claims` (see `PolicySet._evaluate_facts`) → its `WholePlan` (None: not memoized whole), made on first ask
+        self._whole: dict[bool | None, WholePlan | None] = {}
+        # (claims, namespace mode and name, facts token, fingerprints of `WholePlan`'s reads) → `DecisionEntry`
+        self._decision: MemoTable[Any, DecisionEntry] = MemoTable()
+        # (JSON text of what `pod_facts` reads of the pod, the other facts) → the pod's facts (see `pod_facts`)
+        self._facts: MemoTable[Any, PodFacts] = MemoTable()
 
     def plan(self, policy: CompiledPolicy) -> Plan:
         return self._plans.get(id(policy)) or analysis(policy).plan
@@ -410,6 +484,46 @@ class PolicyMemo:
     def store_claim_facts(self, keys: tuple[Any, ...], facts: ClaimFacts) -> None:
         self._claim_facts.put(keys, facts)
 
+    def pod_facts(
+        self,
+        pod: Mapping[str, Any],
+        dra_devices: int,
+        extended_resources: Mapping[str, str] | None,
+        compute: Callable[[], PodFacts],
+    ) -> PodFacts:
+        """`compute()` (`facts.pod_facts` without an observed-usage lookup), or the facts of a pod equal in all it
+        reads: the spec's containers, init containers, resource claims and scheduler name, and the
+        `gpudra.io/vram` annotation (the namespace is read only to look observed usage up). Errors are not memoized."""
+        spec = pod.get("spec")
+        if type(spec) is not dict:
+            return compute()
+        read = [spec.get(name) for name in ("initContainers", "containers", "resourceClaims", "schedulerName")]
+        try:
+            text = jsontext.dumps(read, allow_nan=False)
+        except (TypeError, ValueError):
+            return compute()
+        vram = fingerprint(pod, ("metadata", "annotations", VRAM_ANNOTATION))
+        if vram is None:
+            return compute()
+        key = (text, vram, dra_devices, extended_resource_pairs(extended_resources))
+        found = self._facts.get(key)
+        if found is None:
+            found = compute()
+            # the facts hold about what their key's text does (names, counts, sizing reasons)
+            self._facts.put(key, found, 2 * weigh(key) + 512)
+        return found
+
+    def whole_plan(self, claims: bool | None) -> WholePlan | None:
+        if claims not in self._whole:
+            self._whole[claims] = WholePlan.of(self._policies, claims)
+        return self._whole[claims]
+
+    def decision(self, key: Any) -> DecisionEntry | None:
+        return self._decision.get(key)
+
+    def store_decision(self, key: Any, entry: DecisionEntry) -> None:
+        self._decision.put(key, entry, weigh(key) + entry.decision.held_bytes + 512)
+
     def for_pod(self, base: Mapping[str, Any], token: int) -> PodMemo:
         """The view for one evaluation: `base` holds the pod-level inputs (`object`, `request`, ...)."""
         return PodMemo(self, base, token)
@@ -423,6 +537,8 @@ class PolicyMemo:
             "outcome": len(self._outcome),
             "claim_facts": len(self._claim_facts),
             "stage": len(self._stage),
+            "decision": len(self._decision),
+            "facts": len(self._facts),
         }
 
     def weights(self) -> dict[str, int]:
@@ -435,6 +551,8 @@ class PolicyMemo:
             "outcome": self._outcome.bytes,
             "claim_facts": self._claim_facts.bytes,
             "stage": self._stage.bytes,
+            "decision": self._decision.bytes,
+            "facts": self._facts.bytes,
         }
 
 
@@ -518,6 +636,30 @@ class PodMemo:
         # the key, the value, and the entry's tuple with its names and charges
         table.put(key, (value, names, charges, weight), weigh(key) + weight + weigh(names) + 216)
         return value, weight
+
+    def decision_key(
+        self, claims: bool | None, ns_mode: str | None, ns_name: str, pod: Mapping[str, Any], facts: PodFacts
+    ) -> Any:
+        """The memo key of the whole evaluation (`WholePlan`), or None when it cannot be memoized whole."""
+        plan = self._memo.whole_plan(claims)
+        if plan is None:
+            return None
+        parts: list[Any] = [claims, ns_mode, ns_name, self._token]
+        for read in plan.roots:
+            found_print = self._fingerprint(read)
+            if found_print is None:
+                return None
+            parts.append(found_print)
+        if plan.container:
+            spec = pod["spec"]
+            for container in facts.claim_containers:
+                own = spec[container.kind][container.index]
+                for path in plan.container:
+                    found_print = fingerprint(own, path)
+                    if found_print is None:
+                        return None
+                    parts.append(found_print)
+        return tuple(parts)
 
     def outcome_key(self, policy: CompiledPolicy, mode: str, shadowing: bool) -> Any:
         """The memo key of the policy's pod-level `Outcome`, or None when it cannot be memoized whole (an

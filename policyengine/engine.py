@@ -23,7 +23,7 @@ from dra.sizing import SizingLookup
 from . import _cel
 from ._claim import build_request, claim_expressions, validate_claim
 from ._eval import Failed, check, run
-from ._memo import ClaimEntry, ClaimFacts, Outcome, PodMemo, PolicyMemo, weigh
+from ._memo import ClaimEntry, ClaimFacts, DecisionEntry, Outcome, PodMemo, PolicyMemo, weigh
 from .claim_check import ClaimCheck
 from .decision import ContainerRequest, Decision, JsonView, Violation, claim_digest, pod_order
 from .facts import ContainerFacts, PodFacts, pod_facts
@@ -161,6 +161,12 @@ class _Variables(dict[str, Any]):
             self._weights[name] = weight
             self.held += 49 + len(name) + weight
 
+    def restore_settled(self, settled: _Variables) -> None:
+        """Set every value of `settled` (a `settled` copy of a map of the same variables), with its weights."""
+        dict.update(self, settled)
+        self._weights = dict(settled._weights)
+        self.held = settled.held
+
     def weighed_items(self) -> tuple[tuple[str, Any, int], ...]:
         """(name, value, weight) of this level's values, in the order they were read (see `restore`)."""
         weights = self._weights
@@ -236,6 +242,35 @@ def _namespace_mode(namespace: Mapping[str, Any] | None) -> str | None:
     labels = ((namespace or {}).get("metadata") or {}).get("labels") or {}
     value = labels.get(MODE_LABEL)
     return value if value in _MODES else None
+
+
+def _reissue(entry: DecisionEntry, base: Mapping[str, Any], pod_memo: PodMemo) -> Decision:
+    """A fresh decision from a memoized one (`PolicySet._entry`): its own claim (loaded from the pickle), pod-level
+    variables restored into maps over this evaluation's inputs, as `_replay` makes them, and its own mappings."""
+    stored = entry.decision
+    variables: dict[str, Mapping[str, Any]] = {}
+    for policy, settled in entry.variables:
+        activation = dict(base)
+        activation["params"] = policy.params
+        values = _Variables(policy.variables, activation, memo=(pod_memo, policy))
+        values.restore_settled(settled)
+        variables[policy.name] = JsonView(values)
+    containers = []
+    for request in stored.containers:
+        copy = object.__new__(ContainerRequest)
+        copy.__dict__.update(request.__dict__)
+        copy.__dict__["replaces"] = dict(request.replaces)
+        containers.append(copy)
+    decision = object.__new__(Decision)
+    decision.__dict__.update(stored.__dict__)
+    decision.__dict__.update(
+        variables=variables,
+        containers=tuple(containers),
+        claim=pickle.loads(stored.claim_blob) if stored.claim_blob is not None else None,
+        unmatched={},
+        sizing=dict(stored.sizing),
+    )
+    return decision
 
 
 @dataclass
@@ -345,10 +380,18 @@ class PolicySet:
         request.setdefault("operation", "CREATE")
         request.setdefault("namespace", ns_name)
         request.setdefault("dryRun", False)
-        try:
-            facts = pod_facts(
+
+        def read() -> PodFacts:
+            return pod_facts(
                 pod, dra_devices=dra_devices, sizing=sizing, namespace=ns_name, extended_resources=extended_resources
             )
+
+        try:
+            # Observed usage is read from outside the pod at each review: facts sized by it are never memoized.
+            if self.memoize and sizing is None:
+                facts = self._memo.pod_facts(pod, dra_devices, extended_resources, read)
+            else:
+                facts = read()
         except InputError as exc:
             return Decision(False, f"pod cannot be read: {exc}", "Invalid", namespace=ns_name)
         if len(facts.claim_containers) < 2 and not facts.joined_inits:
@@ -391,6 +434,13 @@ class PolicySet:
         ns_mode = _namespace_mode(namespace)
         state = _Run()
         pod_memo = None if self.all_variables or token is None else self._memo.for_pod(base, token)
+        whole_key = None if pod_memo is None else pod_memo.decision_key(claims, ns_mode, ns_name, pod, facts)
+        if whole_key is not None and pod_memo is not None:
+            entry = self._memo.decision(whole_key)
+            if entry is not None:
+                check_deadline()
+                return self._checked(_reissue(entry, base, pod_memo), namespace)
+        failures = False
         for policy in self.policies:
             mode = ns_mode or policy.mode
             if mode == "off" or (claims is not None and (policy.claim is not None) != claims):
@@ -399,12 +449,41 @@ class PolicySet:
             try:
                 self._apply(policy, mode, base, pod, facts, token, state, pod_memo)
             except Failed as failed:
+                failures = True
                 self._failed(policy, mode, failed.error, state)
         # What sizing could not read (an expansion or script cut at its budget) is said whatever the mode, so an
         # enforced claim sized from a partial read is never silent.
         state.warnings.extend(facts.warnings)
         decision = self._decide(state, ns_name, sizing=_sizing_notes(facts), sizing_source=facts.sizing.source)
+        # Failures are never memoized (as in every memo table): they are met again, by the same evaluation.
+        if whole_key is not None and not failures:
+            entry = self._entry(decision, state)
+            if entry is not None:
+                self._memo.store_decision(whole_key, entry)
         return self._checked(decision, namespace)
+
+    def _entry(self, decision: Decision, state: _Run) -> DecisionEntry | None:
+        """What the decision memo keeps of `decision` (`DecisionEntry`); None when its claim has no pickle to load
+        fresh copies from."""
+        if decision.claim is not None and decision.claim_blob is None:
+            return None
+        by_name = {policy.name: policy for policy in self.policies}
+        variables = []
+        for name, view in state.variables.items():
+            values = view.cel_values if isinstance(view, JsonView) else view
+            if not isinstance(values, _Variables):
+                return None
+            variables.append((by_name[name], values.settled()))
+        containers = []
+        for request in decision.containers:
+            values = request.variables.cel_values if isinstance(request.variables, JsonView) else request.variables
+            settled = values.settled() if isinstance(values, _Variables) else values
+            slim = request.without_variables()
+            slim.__dict__["variables"] = JsonView(settled)
+            containers.append(slim)
+        stored = decision.without_variables()
+        stored.__dict__.update(claim=None, containers=tuple(containers))
+        return DecisionEntry(stored, tuple(variables))
 
     def _checked(self, decision: Decision, namespace: Mapping[str, Any] | None) -> Decision:
         """`decision` with its claim checked against device shapes (`with_claim_check`), as its policy's
