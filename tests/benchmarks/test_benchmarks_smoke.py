@@ -29,6 +29,7 @@ SHARED_REFERENCE = ROOT.parent / "shared" / "reference" / "fgd-peer-allocation.c
 # benchmark -> (its smallest useful arguments, with {traces} and {root} filled in; needs the control plane)
 SMOKE: dict[str, tuple[list[str], bool]] = {
     "admission.py": (["--requests", "200", "--concurrency", "4", "--limit-seconds", "30", "--rates", "100"], False),
+    "admission_steady.py": (["--rate", "20", "--seconds", "3", "--rounds", "1"], True),
     "admission_sizing.py": (
         [
             "--recommendations",
@@ -130,6 +131,12 @@ def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
         # the server's CPU per unique /mutate review, beside echo's (issue 41)
         assert printed["loopback"]["echo"]["mean_of_runs"]["server_cpu_us_per_review"] > 0
         assert printed["loopback"]["mutate"]["unique_pods"]["ratio"]["server_cpu_mutate_over_echo"] > 0
+    if name == "admission_steady.py":  # each kind's load through the API server, every pod mutated by its webhook
+        assert isinstance(printed, dict) and [r["kind"] for r in printed["runs"]] == ["legacy", "echo_patch", "gpudra"]
+        kinds = printed["by_kind"]
+        assert [kinds[k]["created"] for k in ("legacy", "echo_patch", "gpudra")] == [60, 60, 60]
+        assert kinds["gpudra"]["translated"] == 60 and kinds["echo_patch"]["patched"] == 60
+        assert kinds["gpudra"]["server_side_p99_ms_median"] > 0 and kinds["legacy"]["server_side_p99_ms_median"] is None
     if name == "review_stages.py":  # every stage of a unique review measured, the decision among them (issue 41)
         assert isinstance(printed, dict) and printed["pods_per_repeat"] == 50
         stages = printed["cpu_us_per_review"]
