@@ -20,7 +20,7 @@ from policyengine import Decision, PolicySet, extended_resource_pairs, jsontext
 from policyengine.k8s_features import unserved_features
 from policyengine.pod_shape import check_pod_shape
 from policyengine.scheduler_path import SchedulerPath, scheduler_path
-from policyengine.translate import Translation, translate
+from policyengine.translate import Translation, translate, translation_key
 from webhook.claim_refs import check_claim_references
 from webhook.decision_cache import DecisionCache
 from webhook.dra_demand import ClaimReader, claim_demand, gpu_classes
@@ -52,6 +52,8 @@ DECISION_CACHE_BYTES = 32 * 1024 * 1024
 # an entry keeps its pod, and a burst of large distinct pods would otherwise leave the cache's whole budget of them
 # alive after the burst (measured: 64 distinct 2.5 MB pods left two workers about 100 MiB above their level).
 UNCACHED_INPUT_BYTES = 256 * 1024
+# The translations kept by what they read (`translation_key`): their templates, patches and warnings.
+TRANSLATION_CACHE_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,10 @@ def _served(decision: Decision) -> Decision:
     return decision.without_variables()
 
 
+# What a translation keeps for the next pod of its key: its templates, patch and warnings (`Admission._translate`).
+_Translated = tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...], tuple[str, ...]]
+
+
 class _Cached:
     """A decision and, once mutate asks for it, its translation (both pure functions of the cache key's inputs).
 
@@ -148,9 +154,9 @@ class _Cached:
     def native(self) -> SchedulerPath | None:
         return self._native
 
-    def translation(self) -> Translation:
+    def translation(self, translator: Callable[[dict[str, Any], Decision], Translation]) -> Translation:
         if self._translation is None:
-            self._translation = translate(self.pod, self.decision)
+            self._translation = translator(self.pod, self.decision)
         return self._translation
 
 
@@ -192,6 +198,9 @@ class Admission:
         # Decisions (and their translations) by a digest of every input they depend on; see `_key`.
         self._cache: DecisionCache[_Cached] = DecisionCache(cache_size, cache_bytes)
         self._cache_policies: PolicySet | None = None
+        # Translations by `translation_key`: pods that differ only where translate does not read (each replica's
+        # name, a label) share one, though each is a decision-cache miss. A pure function of the key: never cleared.
+        self._translations: DecisionCache[_Translated] = DecisionCache(cache_size, TRANSLATION_CACHE_BYTES)
         self._policies_lock = threading.Lock()
         self._reads_uid = False
 
@@ -249,6 +258,22 @@ class Admission:
             return None
         data = text.encode()
         return hashlib.blake2b(data, digest_size=20).digest(), len(data)
+
+    def _translate(self, pod: dict[str, Any], decision: Decision) -> Translation:
+        """`translate(pod, decision)`, its templates, patch and warnings shared with an earlier pod's of an equal
+        `translation_key` (they are only read: written out, or copied before a patch is applied)."""
+        key = translation_key(pod, decision)
+        if key is None:
+            return translate(pod, decision)
+        found = self._translations.get(key)
+        if found is not None:
+            return Translation(pod, *found)
+        translation = translate(pod, decision)
+        blob = decision.claim_blob or b""
+        # the key's claim pickle, the template's claim (about as much again as Python objects) and the rest
+        weight = 4 * len(blob) + 2 * sum(len(w) for w in translation.warnings) + 256 * len(translation.patch) + 1024
+        self._translations.put(key, (translation.templates, translation.patch, translation.warnings), weight)
+        return translation
 
     def _dra_devices(
         self,
@@ -318,6 +343,7 @@ class Admission:
             dra_devices=inputs.dra_devices,
             sizing=self.sizing,  # read through `inputs.sizing`, its version
             extended_resources=mapping,  # read through `inputs.mapped`, its legacy GPU pairs
+            with_variables=False,  # no answer shows them (`_served`)
         )
         entry = _Cached(pod, decision, policies, mapping)
         if keyed is not None and keyed[1] <= UNCACHED_INPUT_BYTES:
@@ -351,7 +377,7 @@ class Admission:
             raise self._deny("mutate", review, decision)
         if decided.native is not None:
             return self._leave_to_scheduler(review, decision, decided.native)
-        translation = decided.translation()
+        translation = decided.translation(self._translate)
         warnings = list(translation.warnings)
         if translation.patch and self.k8s_minor is not None:  # what the cluster's version would not serve
             for template in translation.templates:
