@@ -33,6 +33,7 @@ from webhook.review import (
     ReviewRequest,
     allowed_response,
     annotation_patch,
+    encoded_patch,
     operation_label,
 )
 
@@ -127,8 +128,9 @@ def _served(decision: Decision) -> Decision:
     return decision.without_variables()
 
 
-# What a translation keeps for the next pod of its key: its templates, patch and warnings (`Admission._translate`).
-_Translated = tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...], tuple[str, ...]]
+# What a translation keeps for the next pod of its key: its templates, patch and warnings, and the patch as the
+# answer carries it (`Admission._translate`).
+_Translated = tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...], tuple[str, ...], str]
 
 
 class _Cached:
@@ -145,7 +147,7 @@ class _Cached:
     ) -> None:
         self.pod = pod
         self.decision = _served(decision)
-        self._translation: Translation | None = None
+        self._translation: tuple[Translation, str] | None = None
         # Whether kube-scheduler's own claim (KEP-5004) gives the pod what the decision would: computed here, from the
         # same inputs as the decision (the mapping is part of the cache key).
         self._native = scheduler_path(pod, decision, mapping, policies)
@@ -154,7 +156,10 @@ class _Cached:
     def native(self) -> SchedulerPath | None:
         return self._native
 
-    def translation(self, translator: Callable[[dict[str, Any], Decision], Translation]) -> Translation:
+    def translation(
+        self, translator: Callable[[dict[str, Any], Decision], tuple[Translation, str]]
+    ) -> tuple[Translation, str]:
+        """The translation and its patch's `encoded_patch` ("" when it has none)."""
         if self._translation is None:
             self._translation = translator(self.pod, self.decision)
         return self._translation
@@ -259,21 +264,26 @@ class Admission:
         data = text.encode()
         return hashlib.blake2b(data, digest_size=20).digest(), len(data)
 
-    def _translate(self, pod: dict[str, Any], decision: Decision) -> Translation:
-        """`translate(pod, decision)`, its templates, patch and warnings shared with an earlier pod's of an equal
-        `translation_key` (they are only read: written out, or copied before a patch is applied)."""
+    def _translate(self, pod: dict[str, Any], decision: Decision) -> tuple[Translation, str]:
+        """`translate(pod, decision)` and its patch's `encoded_patch`, shared with an earlier pod's of an equal
+        `translation_key` (templates and patch are only read: written out, or copied before a patch is applied)."""
         key = translation_key(pod, decision)
         if key is None:
-            return translate(pod, decision)
+            translation = translate(pod, decision)
+            return translation, encoded_patch(translation.patch) if translation.patch else ""
         found = self._translations.get(key)
         if found is not None:
-            return Translation(pod, *found)
+            templates, patch, warnings, encoded = found
+            return Translation(pod, templates, patch, warnings), encoded
         translation = translate(pod, decision)
+        encoded = encoded_patch(translation.patch) if translation.patch else ""
         blob = decision.claim_blob or b""
-        # the key's claim pickle, the template's claim (about as much again as Python objects) and the rest
-        weight = 4 * len(blob) + 2 * sum(len(w) for w in translation.warnings) + 256 * len(translation.patch) + 1024
-        self._translations.put(key, (translation.templates, translation.patch, translation.warnings), weight)
-        return translation
+        # the key's claim pickle, the template's claim (about as much again as Python objects), the patch's text
+        # and the rest
+        weight = 4 * len(blob) + 2 * sum(len(w) for w in translation.warnings) + 256 * len(translation.patch)
+        weight += len(encoded) + 1024
+        self._translations.put(key, (translation.templates, translation.patch, translation.warnings, encoded), weight)
+        return translation, encoded
 
     def _dra_devices(
         self,
@@ -377,7 +387,7 @@ class Admission:
             raise self._deny("mutate", review, decision)
         if decided.native is not None:
             return self._leave_to_scheduler(review, decision, decided.native)
-        translation = decided.translation(self._translate)
+        translation, encoded = decided.translation(self._translate)
         warnings = list(translation.warnings)
         if translation.patch and self.k8s_minor is not None:  # what the cluster's version would not serve
             for template in translation.templates:
@@ -404,7 +414,7 @@ class Admission:
                 names = ", ".join(t["metadata"]["name"] for t in translation.templates)
                 warnings.append(f"gpudra runs without API-server access: ResourceClaimTemplate {names} not created")
             self._count("mutate", review, decision, "mutated")
-            return allowed_response(review.uid, patch=list(translation.patch), warnings=warnings)
+            return allowed_response(review.uid, patch=translation.patch, warnings=warnings, encoded=encoded)
         if translation.audit_annotations:
             self._count("mutate", review, decision, "audited")
             annotations = dict(translation.audit_annotations)

@@ -12,7 +12,7 @@ from policyengine.translate import translate, translation_key
 from webhook.admission import Admission
 from webhook.metrics import WebhookMetrics
 from webhook.policy_store import PolicyStore
-from webhook.review import parse_review, pod_review
+from webhook.review import encoded_patch, parse_review, pod_review
 
 
 def _pod(**spec: Any) -> dict[str, Any]:
@@ -127,7 +127,8 @@ def test_hami_values_no_policy_describes_are_keyed() -> None:
     assert translation_key(pods[0], decision) != translation_key(pods[1], decision)
     shared = _admission(1024)
     for pod, expected in zip(pods, alone, strict=True):
-        reused = shared._translate(pod, decision)
+        reused, encoded = shared._translate(pod, decision)
+        assert encoded == encoded_patch(expected.patch)
         assert (reused.templates, reused.patch, reused.warnings) == (
             expected.templates,
             expected.patch,
