@@ -160,9 +160,12 @@ def _within_nesting(doc: Any) -> bool:
         if not level:
             return True
         deeper: list[Any] = []
-        for value in level:
-            items = value.values() if type(value) is dict else value
-            deeper.extend(item for item in items if type(item) is dict or type(item) is list)
+        append = deeper.append
+        for value in level:  # plain loops: a generator per container was half the walk's time
+            for item in value.values() if type(value) is dict else value:
+                kind = type(item)
+                if kind is dict or kind is list:
+                    append(item)
         level = deeper
     return not any(level)
 
