@@ -239,11 +239,11 @@ def _container_key(container: Any) -> tuple[Any, ...] | None:
     if type(container) is not dict:
         return None
     resources = container.get("resources")
-    if resources and type(resources) is not dict:
+    if resources and not isinstance(resources, dict):
         return None
     resources = resources or {}
     hami = _hami(container)
-    parts: list[Any] = [type(container.get("resources")) is dict, isinstance(resources.get("claims"), list)]
+    parts: list[Any] = [isinstance(container.get("resources"), dict), isinstance(resources.get("claims"), list)]
     for part in ("requests", "limits"):
         values = resources.get(part)
         # which of them are removed is a matter of the request's `replaces` and the HAMI names, both in the key
