@@ -244,12 +244,13 @@ def _namespace_mode(namespace: Mapping[str, Any] | None) -> str | None:
     return value if value in _MODES else None
 
 
-def _reissue(entry: DecisionEntry, base: Mapping[str, Any], pod_memo: PodMemo) -> Decision:
+def _reissue(entry: DecisionEntry, base: Mapping[str, Any], pod_memo: PodMemo, with_variables: bool = True) -> Decision:
     """A fresh decision from a memoized one (`PolicySet._entry`): its own claim (loaded from the pickle), pod-level
-    variables restored into maps over this evaluation's inputs, as `_replay` makes them, and its own mappings."""
+    variables restored into maps over this evaluation's inputs, as `_replay` makes them, and its own mappings.
+    Without `with_variables`, none are restored: the decision is then `without_variables()` of the one restored."""
     stored = entry.decision
     variables: dict[str, Mapping[str, Any]] = {}
-    for policy, settled in entry.variables:
+    for policy, settled in entry.variables if with_variables else ():
         activation = dict(base)
         activation["params"] = policy.params
         values = _Variables(policy.variables, activation, memo=(pod_memo, policy))
@@ -260,6 +261,8 @@ def _reissue(entry: DecisionEntry, base: Mapping[str, Any], pod_memo: PodMemo) -
         copy = object.__new__(ContainerRequest)
         copy.__dict__.update(request.__dict__)
         copy.__dict__["replaces"] = dict(request.replaces)
+        if not with_variables:
+            copy.__dict__["variables"] = {}
         containers.append(copy)
     decision = object.__new__(Decision)
     decision.__dict__.update(stored.__dict__)
@@ -368,13 +371,15 @@ class PolicySet:
         dra_devices: int = 0,
         sizing: SizingLookup | None = None,
         extended_resources: Mapping[str, str] | None = None,
+        with_variables: bool = True,
     ) -> Decision:
         """Decide what happens to `pod` (Kubernetes JSON) given its Namespace object and admission request;
         `dra_devices` is what the claims and templates it names ask for (`gpu.draDevices`); `sizing` answers
         observed-usage recommendations by workload owner (`gpu.containers[].sizing`; None: no observed source).
         `extended_resources` is the cluster's KEP-5004 mapping, extended resource -> DeviceClass
         (`gpu.extendedResourceMapping`). The sizing and the mapping are part of the pod's GPU facts, so the memo keys
-        decisions by them."""
+        decisions by them. Without `with_variables` the decision is `without_variables()` of the one it would be,
+        for a caller that never shows them (a memoized decision is then reissued without restoring them)."""
         request = dict(request or {})
         ns_name = _namespace_name(pod, namespace, request)
         request.setdefault("operation", "CREATE")
@@ -395,13 +400,13 @@ class PolicySet:
         except InputError as exc:
             return Decision(False, f"pod cannot be read: {exc}", "Invalid", namespace=ns_name)
         if len(facts.claim_containers) < 2 and not facts.joined_inits:
-            return self._evaluate_facts(pod, namespace, request, facts, ns_name)
+            return self._evaluate_facts(pod, namespace, request, facts, ns_name, with_variables=with_variables)
         # Decisions are per container: the policies without a claim see the whole pod, and the claim policies decide
         # each container in its own view of the facts, so one container's resources (a MIG sidecar) never change
         # another's decision (the tensor-parallel server beside it).
-        whole = self._evaluate_facts(pod, namespace, request, facts, ns_name, claims=False)
+        whole = self._evaluate_facts(pod, namespace, request, facts, ns_name, False, with_variables)
         parts = [
-            self._evaluate_facts(pod, namespace, request, facts.view(c), ns_name, claims=True)
+            self._evaluate_facts(pod, namespace, request, facts.view(c), ns_name, True, with_variables)
             for c in facts.claim_containers
         ]
         # Each container's request was checked alone; the joined claim is checked again, as the scheduler sees it:
@@ -416,9 +421,11 @@ class PolicySet:
         facts: PodFacts,
         ns_name: str,
         claims: bool | None = None,
+        with_variables: bool = True,
     ) -> Decision:
         """`evaluate` with the pod's facts read (the whole pod's, or one container's `PodFacts.view`); `claims`:
-        only the policies with a claim (True), only those without (False), or all (None)."""
+        only the policies with a claim (True), only those without (False), or all (None); `with_variables` as
+        `evaluate`'s."""
         # JSON data already is CEL runtime data (`dra.cel.from_json` is a deep copy that only changes ints beyond
         # int64, which Kubernetes objects do not hold), and CEL never mutates its input: no copies are made.
         token, gpu = self._memo.gpu(facts) if self.memoize else (None, facts.to_cel())
@@ -439,7 +446,7 @@ class PolicySet:
             entry = self._memo.decision(whole_key)
             if entry is not None:
                 check_deadline()
-                return self._checked(_reissue(entry, base, pod_memo), namespace)
+                return self._checked(_reissue(entry, base, pod_memo, with_variables), namespace)
         failures = False
         for policy in self.policies:
             mode = ns_mode or policy.mode
@@ -460,7 +467,7 @@ class PolicySet:
             entry = self._entry(decision, state)
             if entry is not None:
                 self._memo.store_decision(whole_key, entry)
-        return self._checked(decision, namespace)
+        return self._checked(decision if with_variables else decision.without_variables(), namespace)
 
     def _entry(self, decision: Decision, state: _Run) -> DecisionEntry | None:
         """What the decision memo keeps of `decision` (`DecisionEntry`); None when its claim has no pickle to load

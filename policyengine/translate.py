@@ -32,6 +32,7 @@ __all__ = [
     "pointer",
     "template_name",
     "translate",
+    "translation_key",
 ]
 
 CLAIM_NAME = "gpudra"
@@ -230,6 +231,81 @@ def _patch(pod: Mapping[str, Any], decision: Decision, template: str) -> list[di
         ops.append({"op": "add", "path": "/spec/resourceClaims", "value": [claim_ref]})
     ops.extend(_annotation_ops(pod, {TRANSLATED_ANNOTATION: template, POLICY_ANNOTATION: decision.policy or ""}))
     return ops
+
+
+def _container_key(container: Any) -> tuple[Any, ...] | None:
+    """What `_patch` and `_hami_warnings` read of a decided container besides its name (None: not a shape they
+    read without raising, so not keyed)."""
+    if type(container) is not dict:
+        return None
+    resources = container.get("resources")
+    if resources and not isinstance(resources, dict):
+        return None
+    resources = resources or {}
+    hami = _hami(container)
+    parts: list[Any] = [isinstance(container.get("resources"), dict), isinstance(resources.get("claims"), list)]
+    for part in ("requests", "limits"):
+        values = resources.get(part)
+        # which of them are removed is a matter of the request's `replaces` and the HAMI names, both in the key
+        parts.append(tuple(sorted(values)) if isinstance(values, dict) else None)
+    # repr tells 1, 1.0, True and "1" apart (they are equal as keys), and the warning prints the value
+    parts.append(tuple((name, repr(value)) for name, value in hami.items()))
+    return tuple(parts)
+
+
+def translation_key(pod: Mapping[str, Any], decision: Decision) -> tuple[Any, ...] | None:
+    """Everything `translate(pod, decision)` reads, for an enforced claim: pods and decisions with equal keys get
+    equal templates, patches and warnings (of their own source pod). None when the translation is not keyed (not an
+    enforced claim with its pickle, or a pod shape `translate` would fail on: it is then translated, and fails, as
+    it would).
+
+    Of the decision: its mode, policy, namespace, warnings, claim (its pickle: equal bytes, an equal claim in the same
+    key order) and each container request; of the pod: the claim entry's name and whether `spec.resourceClaims` is a
+    list, whether metadata and annotations are objects, and of each decided container its name, whether its
+    resources and their claims are an object and a list, the names of its requests and limits, and its HAMI values.
+    """
+    if (
+        not decision.allowed
+        or decision.mode != "enforce"
+        or decision.claim is None
+        or decision.claim_blob is None
+        or not decision.containers
+    ):
+        return None
+    spec = pod.get("spec")
+    metadata = pod.get("metadata")
+    if type(spec) is not dict:
+        return None
+    parts: list[Any] = [
+        decision.policy,
+        decision.namespace,
+        decision.claim_digest,
+        decision.claim_blob,
+        tuple(decision.warnings),
+        _claim_entry_name(pod),
+        isinstance(spec.get("resourceClaims"), list),
+        0 if not isinstance(metadata, dict) else 1 if not isinstance(metadata.get("annotations"), dict) else 2,
+    ]
+    for request in decision.containers:
+        containers = spec.get(request.kind) or []
+        if type(containers) is not list or request.index >= len(containers):
+            return None
+        container = containers[request.index]
+        shape = _container_key(container)
+        if shape is None or container.get("name") != request.container:
+            return None
+        parts.append(
+            (
+                request.kind,
+                request.index,
+                request.container,
+                request.request,
+                tuple(request.requests),
+                tuple(request.replaces),
+                shape,
+            )
+        )
+    return tuple(parts)
 
 
 def translate(pod: Mapping[str, Any], decision: Decision, template_prefix: str = TEMPLATE_PREFIX) -> Translation:

@@ -20,7 +20,7 @@ from policyengine import Decision, PolicySet, extended_resource_pairs, jsontext
 from policyengine.k8s_features import unserved_features
 from policyengine.pod_shape import check_pod_shape
 from policyengine.scheduler_path import SchedulerPath, scheduler_path
-from policyengine.translate import Translation, translate
+from policyengine.translate import Translation, translate, translation_key
 from webhook.claim_refs import check_claim_references
 from webhook.decision_cache import DecisionCache
 from webhook.dra_demand import ClaimReader, claim_demand, gpu_classes
@@ -33,6 +33,7 @@ from webhook.review import (
     ReviewRequest,
     allowed_response,
     annotation_patch,
+    encoded_patch,
     operation_label,
 )
 
@@ -52,6 +53,8 @@ DECISION_CACHE_BYTES = 32 * 1024 * 1024
 # an entry keeps its pod, and a burst of large distinct pods would otherwise leave the cache's whole budget of them
 # alive after the burst (measured: 64 distinct 2.5 MB pods left two workers about 100 MiB above their level).
 UNCACHED_INPUT_BYTES = 256 * 1024
+# The translations kept by what they read (`translation_key`): their templates, patches and warnings.
+TRANSLATION_CACHE_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,11 @@ def _served(decision: Decision) -> Decision:
     return decision.without_variables()
 
 
+# What a translation keeps for the next pod of its key: its templates, patch and warnings, and the patch as the
+# answer carries it (`Admission._translate`).
+_Translated = tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...], tuple[str, ...], str]
+
+
 class _Cached:
     """A decision and, once mutate asks for it, its translation (both pure functions of the cache key's inputs).
 
@@ -139,7 +147,7 @@ class _Cached:
     ) -> None:
         self.pod = pod
         self.decision = _served(decision)
-        self._translation: Translation | None = None
+        self._translation: tuple[Translation, str] | None = None
         # Whether kube-scheduler's own claim (KEP-5004) gives the pod what the decision would: computed here, from the
         # same inputs as the decision (the mapping is part of the cache key).
         self._native = scheduler_path(pod, decision, mapping, policies)
@@ -148,9 +156,12 @@ class _Cached:
     def native(self) -> SchedulerPath | None:
         return self._native
 
-    def translation(self) -> Translation:
+    def translation(
+        self, translator: Callable[[dict[str, Any], Decision], tuple[Translation, str]]
+    ) -> tuple[Translation, str]:
+        """The translation and its patch's `encoded_patch` ("" when it has none)."""
         if self._translation is None:
-            self._translation = translate(self.pod, self.decision)
+            self._translation = translator(self.pod, self.decision)
         return self._translation
 
 
@@ -192,6 +203,9 @@ class Admission:
         # Decisions (and their translations) by a digest of every input they depend on; see `_key`.
         self._cache: DecisionCache[_Cached] = DecisionCache(cache_size, cache_bytes)
         self._cache_policies: PolicySet | None = None
+        # Translations by `translation_key`: pods that differ only where translate does not read (each replica's
+        # name, a label) share one, though each is a decision-cache miss. A pure function of the key: never cleared.
+        self._translations: DecisionCache[_Translated] = DecisionCache(cache_size, TRANSLATION_CACHE_BYTES)
         self._policies_lock = threading.Lock()
         self._reads_uid = False
 
@@ -249,6 +263,27 @@ class Admission:
             return None
         data = text.encode()
         return hashlib.blake2b(data, digest_size=20).digest(), len(data)
+
+    def _translate(self, pod: dict[str, Any], decision: Decision) -> tuple[Translation, str]:
+        """`translate(pod, decision)` and its patch's `encoded_patch`, shared with an earlier pod's of an equal
+        `translation_key` (templates and patch are only read: written out, or copied before a patch is applied)."""
+        key = translation_key(pod, decision)
+        if key is None:
+            translation = translate(pod, decision)
+            return translation, encoded_patch(translation.patch) if translation.patch else ""
+        found = self._translations.get(key)
+        if found is not None:
+            templates, patch, warnings, encoded = found
+            return Translation(pod, templates, patch, warnings), encoded
+        translation = translate(pod, decision)
+        encoded = encoded_patch(translation.patch) if translation.patch else ""
+        blob = decision.claim_blob or b""
+        # the key's claim pickle, the template's claim (about as much again as Python objects), the patch's text
+        # and the rest
+        weight = 4 * len(blob) + 2 * sum(len(w) for w in translation.warnings) + 256 * len(translation.patch)
+        weight += len(encoded) + 1024
+        self._translations.put(key, (translation.templates, translation.patch, translation.warnings, encoded), weight)
+        return translation, encoded
 
     def _dra_devices(
         self,
@@ -318,6 +353,7 @@ class Admission:
             dra_devices=inputs.dra_devices,
             sizing=self.sizing,  # read through `inputs.sizing`, its version
             extended_resources=mapping,  # read through `inputs.mapped`, its legacy GPU pairs
+            with_variables=False,  # no answer shows them (`_served`)
         )
         entry = _Cached(pod, decision, policies, mapping)
         if keyed is not None and keyed[1] <= UNCACHED_INPUT_BYTES:
@@ -351,7 +387,7 @@ class Admission:
             raise self._deny("mutate", review, decision)
         if decided.native is not None:
             return self._leave_to_scheduler(review, decision, decided.native)
-        translation = decided.translation()
+        translation, encoded = decided.translation(self._translate)
         warnings = list(translation.warnings)
         if translation.patch and self.k8s_minor is not None:  # what the cluster's version would not serve
             for template in translation.templates:
@@ -378,7 +414,7 @@ class Admission:
                 names = ", ".join(t["metadata"]["name"] for t in translation.templates)
                 warnings.append(f"gpudra runs without API-server access: ResourceClaimTemplate {names} not created")
             self._count("mutate", review, decision, "mutated")
-            return allowed_response(review.uid, patch=list(translation.patch), warnings=warnings)
+            return allowed_response(review.uid, patch=translation.patch, warnings=warnings, encoded=encoded)
         if translation.audit_annotations:
             self._count("mutate", review, decision, "audited")
             annotations = dict(translation.audit_annotations)

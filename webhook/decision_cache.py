@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 __all__ = ["DecisionCache"]
@@ -22,7 +23,7 @@ class DecisionCache(Generic[V]):
     def __init__(self, max_entries: int, max_bytes: int) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[bytes, tuple[V, int]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -33,7 +34,7 @@ class DecisionCache(Generic[V]):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: bytes) -> V | None:
+    def get(self, key: Hashable) -> V | None:
         with self._lock:
             hit = self._entries.get(key)
             if hit is None:
@@ -41,7 +42,7 @@ class DecisionCache(Generic[V]):
             self._entries.move_to_end(key)
             return hit[0]
 
-    def put(self, key: bytes, value: V, weight: int) -> bool:
+    def put(self, key: Hashable, value: V, weight: int) -> bool:
         """Store `value`; False when it is too large to cache (then nothing changes)."""
         if self.max_entries <= 0 or weight > self.max_bytes // 4:
             return False

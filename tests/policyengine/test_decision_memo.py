@@ -124,3 +124,33 @@ def test_a_decision_with_a_violation_is_the_cold_one_again() -> None:
     bad = _pod(annotations={"gpudra.io/vram": "10Gi", "gpudra.io/compute-capability": "x" * 5000})
     for _ in range(2):
         _same(policies.evaluate(bad), _cold().evaluate(bad))
+
+
+def _slim(decision: Decision) -> dict[str, Any]:
+    """What a decision without variables shows: every field, its containers' too, and what it held."""
+    return {
+        "json": decision.to_json(),
+        "variables": dict(decision.variables),
+        "containers": [dict(c.variables) for c in decision.containers],
+        "held_bytes": decision.held_bytes,
+    }
+
+
+def test_a_decision_without_variables_is_the_full_one_without_them_memoized_or_not() -> None:
+    """`with_variables=False` (the webhook's) skips restoring a memoized decision's variables: what is left is what
+    `without_variables()` leaves of the full decision, on a memo miss and on a hit, whichever came first."""
+    pods = generate_pods(120, seed=11)
+    slim_first, full_first = PolicySet.of(SHIPPED.policies), PolicySet.of(SHIPPED.policies)
+    for pod, namespace in pods + pods:
+        full = _cold().evaluate(pod, namespace)
+        assert full.variables or any(c.variables for c in full.containers) or full.claim is None
+        expected = _slim(full.without_variables())
+        slim = slim_first.evaluate(pod, namespace, with_variables=False)
+        assert _slim(slim) == expected
+        memoized = full_first.evaluate(pod, namespace).without_variables()
+        assert _slim(memoized) == expected
+        assert (slim.claim_digest, slim.claim_blob) == (memoized.claim_digest, memoized.claim_blob)
+        assert _slim(full_first.evaluate(pod, namespace, with_variables=False)) == expected
+        # and a memo filled without them still serves them in full
+        _same(slim_first.evaluate(pod, namespace), full)
+    assert slim_first.memo_sizes()["decision"] > 0

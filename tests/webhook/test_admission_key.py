@@ -40,11 +40,12 @@ CHANGES: dict[str, Sequence[Any]] = {
     "shapes": ["", "fold-1:8"],
 }
 # Where each input of what a cached entry holds comes from: a field of the inputs, or (None, not keyed) the set of
-# policies, whose change clears the cache, the decision, which is the entry's own output, or a default never passed.
+# policies, whose change clears the cache, the decision, which is the entry's own output, a default never passed, or
+# what every review passes alike (`with_variables`).
 READS: dict[Callable[..., Any], dict[str, str | None]] = {
     PolicySet.evaluate: {
         "pod": "pod", "namespace": "namespace", "request": "info", "dra_devices": "dra_devices",
-        "sizing": "sizing", "extended_resources": "mapped",
+        "sizing": "sizing", "extended_resources": "mapped", "with_variables": None,
     },
     scheduler_path: {"pod": "pod", "mapping": "mapped", "decision": None, "policies": None},
     translate: {"pod": "pod", "decision": None, "template_prefix": None},

@@ -355,10 +355,17 @@ class Recorder(PolicySet):
         dra_devices: int = 0,
         sizing: Any = None,
         extended_resources: Any = None,
+        with_variables: bool = True,
     ) -> Any:
         SEEN.append(sizing)
         return super().evaluate(
-            pod, namespace, request, dra_devices=dra_devices, sizing=sizing, extended_resources=extended_resources
+            pod,
+            namespace,
+            request,
+            dra_devices=dra_devices,
+            sizing=sizing,
+            extended_resources=extended_resources,
+            with_variables=with_variables,
         )
 
 
