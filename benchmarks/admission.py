@@ -437,6 +437,20 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
+def _process_ids(cp: Any, server: _Server) -> dict[str, int]:
+    """The control plane's processes and the webhook's, by name."""
+    pids = {name: c.process.pid for name, c in cp.components.items() if c.process is not None}
+    pids["webhook"] = server.proc.pid
+    return pids
+
+
+def _cpu_usage(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each of `pids` (with its children) and of this process (`client`)."""
+    used = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+    used["client"] = time.process_time()
+    return used
+
+
 def _pod_count(kube: Any, namespace: str) -> int:
     """Pods in `namespace`, from one item and the list's remainingItemCount (no 1,000-pod lists while polling)."""
     page = kube.request("GET", kube.path("Pod", namespace) + "?limit=1")
@@ -723,13 +737,10 @@ def through_apiserver(
         config.connection_pool_maxsize = concurrency
         kube = Kube(kubernetes.client.ApiClient(config))
         server = _Server(Path(tmp), kubeconfig=cp.kubeconfig, workers=workers, outward=outward)
-        pids = {name: c.process.pid for name, c in cp.components.items() if c.process is not None}
-        pids["webhook"] = server.proc.pid
+        pids = _process_ids(cp, server)
 
         def usage() -> dict[str, float]:
-            used = {name: _cpu_seconds(pid) for name, pid in pids.items()}
-            used["client"] = time.process_time()
-            return used
+            return _cpu_usage(pids)
 
         try:
             # The API server picks up webhook configurations from its informer, in the order they were created: once

@@ -1,7 +1,7 @@
 """The steady load alone: pods created at a fixed rate through the real API server, without a webhook, to a webhook
 that only patches (`/echo-patch`) and to gpudra as deployed, in an order that rotates from round to round.
 
-    python benchmarks/admission_steady.py [--rate 150] [--seconds 60] [--rounds 2] [--workers 2]
+    python benchmarks/admission_steady.py [--rate 150] [--seconds 60] [--rounds 2] [--workers 2] [--gated]
 
 `benchmarks/admission.py --through-apiserver` runs one steady load of each kind after all its bursts, always in the
 same order, so gpudra's came last, on a cluster that had taken every earlier load, and with Kyverno's controllers
@@ -11,6 +11,9 @@ cluster. Per load: the client's p50/p99 (from each pod's due time, open loop), k
 webhook's admission duration (`server_side_p50_ms`/`server_side_p99_ms`, as `admission.py` reads it; its buckets are
 5, 25, 100 ms...) and the CPU seconds of every process during it. Prints one JSON object with every round and, per
 kind, the median and the worst of the rounds' server-side p99; `gpudra_over_echo_patch` is their ratio of medians.
+No kubelet runs here, so every pod stays pending and kube-scheduler retries the translated ones (they carry claims)
+on these same cores; `--gated` gives every measured pod a scheduling gate, which admission does not look at and
+kube-scheduler waits on, to measure admission without that.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.admission import (  # noqa: E402
     _admitted,
-    _cpu_seconds,
+    _cpu_usage,
     _outward_address,
+    _process_ids,
     _Server,
     _steady,
     _webhook_configuration,
@@ -46,7 +50,7 @@ _LABELS = {"echo_patch": "gpudra.io/benchmark-steadyfloor", "gpudra": "gpudra.io
 KINDS = ("legacy", "echo_patch", "gpudra")
 
 
-def run(rate: float, seconds: float, rounds: int, workers: int) -> dict[str, Any]:
+def run(rate: float, seconds: float, rounds: int, workers: int, gated: bool = False) -> dict[str, Any]:
     import kubernetes.client
 
     from tests.controlplane.cluster import running
@@ -62,13 +66,7 @@ def run(rate: float, seconds: float, rounds: int, workers: int) -> dict[str, Any
         config.connection_pool_maxsize = 32
         kube = Kube(kubernetes.client.ApiClient(config))
         server = _Server(Path(tmp), kubeconfig=cp.kubeconfig, workers=workers, outward=outward)
-        pids = {name: c.process.pid for name, c in cp.components.items() if c.process is not None}
-        pids["webhook"] = server.proc.pid
-
-        def usage() -> dict[str, float]:
-            used = {name: _cpu_seconds(pid) for name, pid in pids.items()}
-            used["client"] = time.process_time()
-            return used
+        pids = _process_ids(cp, server)
 
         def namespace(kind: str) -> str:
             name = f"steady-{kind.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
@@ -82,6 +80,8 @@ def run(rate: float, seconds: float, rounds: int, workers: int) -> dict[str, Any
             for i in range(n):
                 pod = copy.deepcopy(legacy)
                 pod["metadata"] = {"name": f"p-{i}", "namespace": ns}
+                if gated:
+                    pod["spec"]["schedulingGates"] = [{"name": _GATE}]
                 made.append(pod)
             return made
 
@@ -103,9 +103,9 @@ def run(rate: float, seconds: float, rounds: int, workers: int) -> dict[str, Any
             for i in range(rounds):
                 for kind in KINDS[i % len(KINDS) :] + KINDS[: i % len(KINDS)]:
                     ns = namespace(kind)
-                    before = usage()
+                    before = _cpu_usage(pids)
                     figures = _steady(cp, pods(ns, count), rate)
-                    figures["cpu_seconds"] = {k: round(v - before[k], 2) for k, v in usage().items()}
+                    figures["cpu_seconds"] = {k: round(v - before[k], 2) for k, v in _cpu_usage(pids).items()}
                     translated, patched, _ = _admitted(kube, ns)
                     figures.update(kind=kind, round=i, pods_translated=translated, pods_patched=patched)
                     figures.pop("what", None)
@@ -114,9 +114,13 @@ def run(rate: float, seconds: float, rounds: int, workers: int) -> dict[str, Any
                     remove(ns)
         finally:
             server.stop()
-    return _summary(results, rate, seconds, rounds, workers, outward, time.perf_counter() - started)
+    summary = _summary(results, rate, seconds, rounds, workers, outward, time.perf_counter() - started)
+    summary["gated"] = gated
+    return summary
 
 
+# With --gated every measured pod carries this scheduling gate: kube-scheduler leaves it in its gated queue.
+_GATE = "gpudra.io/benchmark-held"
 _SHOWN = ("kind", "round", "created", "failures", "client_p99_ms", "server_side_p50_ms", "server_side_p99_ms")
 
 
@@ -170,10 +174,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each load")
     parser.add_argument("--rounds", type=int, default=2, help="loads of each kind, the order rotating")
     parser.add_argument("--workers", type=int, default=2, help="gpudra serve --workers (the Deployment's)")
+    parser.add_argument(
+        "--gated", action="store_true",
+        help="the pods carry a scheduling gate, so kube-scheduler does not retry them (no kubelet ever runs them here: "
+        "without it, the pending pods' retries share these cores with the admission being measured)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.rate <= 0 or args.seconds <= 0 or args.rounds < 1 or args.workers < 1:
         parser.error("--rate and --seconds must be above 0, --rounds and --workers at least 1")
-    print(json.dumps(run(args.rate, args.seconds, args.rounds, args.workers), indent=2))
+    print(json.dumps(run(args.rate, args.seconds, args.rounds, args.workers, args.gated), indent=2))
 
 
 if __name__ == "__main__":
