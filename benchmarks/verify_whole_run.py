@@ -4,9 +4,10 @@ kube-controller-manager, kube-scheduler from tests/controlplane/build.sh, or --k
 kube-scheduler's own queue deciding, and the model's run of the same sample set against the replays' spread, both cut
 at the last arrival (`simulator.verify.verify_whole_run`).
 
-Prints one JSON object: per seed the cut, each replay's figures (allocation, pending by GPUs per pod, unplaced pods,
-scheduling attempts, departures, clock steps, wall seconds), the model's, the spread (min / median / max, within or
-not) and the wall seconds of the whole verification and of the model's run alone (the baseline, same machine).
+Prints one JSON object at the end, and each seed's on one line of stderr as soon as it is done: per seed the cut,
+each replay's figures (allocation, pending by GPUs per pod, unplaced pods, scheduling attempts, departures, clock
+steps, wall seconds), the model's, the spread (min / median / max, within or not) and the wall seconds of the whole
+verification and of the model's run alone (the baseline, same machine).
 
     python benchmarks/verify_whole_run.py [--sample 1000] [--replays 2] [--seeds 0] [--parallel] [--k8s-bin DIR]
 """
@@ -46,7 +47,11 @@ def main() -> None:
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     started = time.perf_counter()
-    out = {f"seed {seed}": one_seed(seed, args) for seed in seeds}
+    out: dict[str, Any] = {}
+    for seed in seeds:
+        out[f"seed {seed}"] = found = one_seed(seed, args)
+        # each seed's figures on one line as soon as they are known: a long run stopped later keeps them
+        print(json.dumps({"seed": seed, **found}), file=sys.stderr, flush=True)
     print(json.dumps({"sample": args.sample, "replays": args.replays, "by_seed": out,
                       "wall_seconds": round(time.perf_counter() - started, 1)}, indent=2))  # fmt: skip
 
