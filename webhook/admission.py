@@ -268,21 +268,20 @@ class Admission:
         """`translate(pod, decision)` and its patch's `encoded_patch`, shared with an earlier pod's of an equal
         `translation_key` (templates and patch are only read: written out, or copied before a patch is applied)."""
         key = translation_key(pod, decision)
-        if key is None:
-            translation = translate(pod, decision)
-            return translation, encoded_patch(translation.patch) if translation.patch else ""
-        found = self._translations.get(key)
+        found = self._translations.get(key) if key is not None else None
         if found is not None:
             templates, patch, warnings, encoded = found
             return Translation(pod, templates, patch, warnings), encoded
         translation = translate(pod, decision)
         encoded = encoded_patch(translation.patch) if translation.patch else ""
-        blob = decision.claim_blob or b""
-        # the key's claim pickle, the template's claim (about as much again as Python objects), the patch's text
-        # and the rest
-        weight = 4 * len(blob) + 2 * sum(len(w) for w in translation.warnings) + 256 * len(translation.patch)
-        weight += len(encoded) + 1024
-        self._translations.put(key, (translation.templates, translation.patch, translation.warnings, encoded), weight)
+        if key is not None:
+            blob = decision.claim_blob or b""
+            # the key's claim pickle, the template's claim (about as much again as Python objects), the patch's text
+            # and the rest
+            weight = 4 * len(blob) + 2 * sum(len(w) for w in translation.warnings) + 256 * len(translation.patch)
+            weight += len(encoded) + 1024
+            entry = (translation.templates, translation.patch, translation.warnings, encoded)
+            self._translations.put(key, entry, weight)
         return translation, encoded
 
     def _dra_devices(
