@@ -372,6 +372,7 @@ class PolicySet:
         sizing: SizingLookup | None = None,
         extended_resources: Mapping[str, str] | None = None,
         with_variables: bool = True,
+        memoize_facts: bool = True,
     ) -> Decision:
         """Decide what happens to `pod` (Kubernetes JSON) given its Namespace object and admission request;
         `dra_devices` is what the claims and templates it names ask for (`gpu.draDevices`); `sizing` answers
@@ -379,7 +380,9 @@ class PolicySet:
         `extended_resources` is the cluster's KEP-5004 mapping, extended resource -> DeviceClass
         (`gpu.extendedResourceMapping`). The sizing and the mapping are part of the pod's GPU facts, so the memo keys
         decisions by them. Without `with_variables` the decision is `without_variables()` of the one it would be,
-        for a caller that never shows them (a memoized decision is then reissued without restoring them)."""
+        for a caller that never shows them (a memoized decision is then reissued without restoring them). Without
+        `memoize_facts` the pod's facts are read afresh and not kept: for a caller that knows the pod is too large
+        to key by its text (the key writes out its containers: 5 ms for a pod with 2.5 MB of environment)."""
         request = dict(request or {})
         ns_name = _namespace_name(pod, namespace, request)
         request.setdefault("operation", "CREATE")
@@ -393,7 +396,7 @@ class PolicySet:
 
         try:
             # Observed usage is read from outside the pod at each review: facts sized by it are never memoized.
-            if self.memoize and sizing is None:
+            if self.memoize and sizing is None and memoize_facts:
                 facts = self._memo.pod_facts(pod, dra_devices, extended_resources, read)
             else:
                 facts = read()

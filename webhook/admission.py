@@ -353,6 +353,7 @@ class Admission:
             sizing=self.sizing,  # read through `inputs.sizing`, its version
             extended_resources=mapping,  # read through `inputs.mapped`, its legacy GPU pairs
             with_variables=False,  # no answer shows them (`_served`)
+            memoize_facts=not uncached,  # nor is it written out for the engine's facts memo
         )
         entry = _Cached(pod, decision, policies, mapping)
         if keyed is not None and keyed[1] <= UNCACHED_INPUT_BYTES:

@@ -95,6 +95,15 @@ def test_inputs_differing_where_a_policy_or_the_facts_look_get_their_own_decisio
     assert policies.memo_sizes()["decision"] == 2 and policies.memo_sizes()["facts"] >= 1
 
 
+def test_facts_not_memoized_when_the_caller_says_the_pod_is_too_large_to_key() -> None:
+    policies = PolicySet.of(SHIPPED.policies)
+    pod = _pod(annotations={"gpudra.io/vram": "10Gi"})
+    _same(policies.evaluate(pod, memoize_facts=False), _cold().evaluate(pod))
+    assert policies.memo_sizes()["facts"] == 0
+    _same(policies.evaluate(pod), _cold().evaluate(pod))
+    assert policies.memo_sizes()["facts"] == 1
+
+
 def test_a_reused_decision_is_the_cold_one_for_varied_pods() -> None:
     policies = PolicySet.of(SHIPPED.policies)
     pods = generate_pods(120, seed=7)

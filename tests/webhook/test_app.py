@@ -126,9 +126,20 @@ def _review(**request: object) -> bytes:
         (b"[" * 70 + b"]" * 70, "nested more than 64 levels"),
         (_review(uid="\ud800").encode(), "/request/uid holds a lone UTF-16 surrogate"),
         (_review(uid="ok", namespace="team-\udfff").encode(), "/request/namespace holds a lone UTF-16 surrogate"),
+        # each of the two forms a lone surrogate can take in the body's bytes (webhook.review scans for them apart)
+        (_review(uid="X").encode().replace(b"X", b"\\uDBFF"), "/request/uid holds a lone UTF-16 surrogate"),
+        (_review(uid="X").encode().replace(b"X", b"\xed\xa0\x80"), "/request/uid holds a lone UTF-16 surrogate"),
         (_review(dryRun="false").encode(), "'request.dryRun' must be a boolean"),
     ],
-    ids=["nested-10k", "nested-70", "surrogate-uid", "surrogate-namespace", "dryrun-string"],
+    ids=[
+        "nested-10k",
+        "nested-70",
+        "surrogate-uid",
+        "surrogate-namespace",
+        "surrogate-escape-upper-case",
+        "surrogate-utf8-bytes",
+        "dryrun-string",
+    ],
 )
 def test_hostile_bodies_are_400_naming_where_never_500(client: TestClient, body: bytes, reason: str) -> None:
     for endpoint in ("/mutate", "/validate"):

@@ -200,6 +200,21 @@ def test_the_reading_cache_answers_an_equal_container_from_its_digest() -> None:
     assert sizing.read_container({**container, "env": [{"name": "A1", "value": ""}]}) is not first
 
 
+def test_a_container_too_large_to_key_is_read_each_time_and_never_cached() -> None:
+    # 2,400 env values of 1 kB (the large reviews of benchmarks/tenant_attacks.py): hashing them for a key cost 45x
+    # the reading it keyed.
+    env = [{"name": f"SETTING_{i}", "value": "v" * 1000} for i in range(2400)]
+    container = {"image": _image(), "args": ["--model", "$(M)"], "env": [*env, {"name": "M", "value": "m/x"}]}
+    cache = sizing.inference._READINGS
+    before = len(cache)
+    first = sizing.read_container(container)
+    assert len(cache) == before
+    assert first.server is not None and first.server.model == "m/x"
+    assert sizing.read_container(container) == first
+    small = {**container, "env": [{"name": "M", "value": "m/x"}]}
+    assert sizing.read_container(small) is sizing.read_container(small)  # under the bound: cached
+
+
 # --------------------------------------------------------------------------------------------- numbers no count holds
 @pytest.mark.parametrize("value", ["inf", "1e308k", "1e300", "9" * 400, "nan", "-inf"])
 def test_a_count_no_integer_holds_is_not_understood_rather_than_an_exception(value: str) -> None:
