@@ -41,11 +41,13 @@ CHANGES: dict[str, Sequence[Any]] = {
 }
 # Where each input of what a cached entry holds comes from: a field of the inputs, or (None, not keyed) the set of
 # policies, whose change clears the cache, the decision, which is the entry's own output, a default never passed, or
-# what every review passes alike (`with_variables`).
+# what every review passes alike (`with_variables`), or what changes how the decision is reached but never what it is
+# (`memoize_facts`: the facts read afresh rather than from the memo).
 READS: dict[Callable[..., Any], dict[str, str | None]] = {
     PolicySet.evaluate: {
         "pod": "pod", "namespace": "namespace", "request": "info", "dra_devices": "dra_devices",
         "sizing": "sizing", "extended_resources": "mapped", "with_variables": None,
+        "memoize_facts": None,
     },
     scheduler_path: {"pod": "pod", "mapping": "mapped", "decision": None, "policies": None},
     translate: {"pod": "pod", "decision": None, "template_prefix": None},

@@ -356,6 +356,7 @@ class Recorder(PolicySet):
         sizing: Any = None,
         extended_resources: Any = None,
         with_variables: bool = True,
+        memoize_facts: bool = True,
     ) -> Any:
         SEEN.append(sizing)
         return super().evaluate(
@@ -366,6 +367,7 @@ class Recorder(PolicySet):
             sizing=sizing,
             extended_resources=extended_resources,
             with_variables=with_variables,
+            memoize_facts=memoize_facts,
         )
 
 
