@@ -1,7 +1,8 @@
 """`gpudra simulate --verify-scheduler --whole-run`: the whole sample through a real control plane in bulk
 (`bulk.run_whole`: kube-scheduler's own queue and retries, no per-decision comparison), `replays` times on fresh
-control planes, and the model's run of the same sample set against the spread of those runs, both cut at the last
-arrival: allocation, pending by GPUs per pod, unplaced pods (`timeline.figures`, `spread.spread`)."""
+control planes, and the model's runs of the same sample (under `model_runs` tie-break seeds) set against the spread
+of those runs, both cut at the last arrival: allocation, pending by GPUs per pod, unplaced pods (`timeline.figures`,
+`spread.spread`)."""
 
 from __future__ import annotations
 
@@ -35,10 +36,12 @@ def verify_whole_run(
     gpudra_attributes: bool = False,
     seed: int = 0,
     parallel: bool = False,
+    model_runs: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """The first `sample` pods (by arrival) through kube-scheduler in bulk `replays` times (side by side with
-    `parallel`, each on its own control plane), against the model.
+    `parallel`, each on its own control plane), against the model run `model_runs` times, with the tie-break seeds
+    `seed`, `seed + 1`, ... (the model's own spread: `spread.spread`).
 
     `progress(done, total)` counts arrivals over every replay. Raises `MissingBinaries` or `InputError` before
     anything starts, `ControlPlaneError` / `ReplayError` when the control plane misbehaves."""
@@ -48,6 +51,8 @@ def verify_whole_run(
         raise InputError(f"--sample must be at least 1 (got {sample})")
     if replays < 1:
         raise InputError(f"--replays must be at least 1 (got {replays})")
+    if model_runs < 1:
+        raise InputError(f"--model-runs must be at least 1 (got {model_runs})")
     binaries, profile, config, policy_set = prepared(bin_dir, scheduler_config, policies)
     chosen = sorted(pods, key=lambda p: p.arrival)[:sample]
     published: list[dict[str, Any]] = []
@@ -83,8 +88,10 @@ def verify_whole_run(
     model_started = time.perf_counter()
     rec = model_run(spec, chosen, policies, profile, gpudra_attributes, seed)
     model_seconds = time.perf_counter() - model_started
+    others = [model_run(spec, chosen, policies, profile, gpudra_attributes, seed + k) for k in range(1, model_runs)]
+    model_runs_seconds = time.perf_counter() - model_started
     cut = runs[0].cut
-    compared = whole_run_spread(spec, chosen, rec, [run.starts for run in runs], cut)
+    compared = whole_run_spread(spec, chosen, rec, [run.starts for run in runs], cut, others)
     for run, found in zip(runs, compared["runs"], strict=True):
         found |= {
             "attempts": run.attempts, "departures": run.departures, "clock_steps": run.steps,
@@ -101,5 +108,6 @@ def verify_whole_run(
         "driver": published_driver(spec, published),
         "scheduler_config": None if scheduler_config is None else str(scheduler_config),
         "model_seconds": round(model_seconds, 1),
+        "model_runs_seconds": round(model_runs_seconds, 1),
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
