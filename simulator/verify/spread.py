@@ -17,7 +17,7 @@ from typing import Any
 
 from dra.errors import InputError
 
-__all__ = ["flatten", "spread"]
+__all__ = ["flatten", "model_spread", "spread"]
 
 
 def flatten(found: Mapping[str, Any], prefix: str = "") -> dict[str, float | None]:
@@ -85,6 +85,24 @@ def spread(
             "outside_model": [name for name, outside in judged.items() if outside],
         }
     return result
+
+
+def model_spread(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The model's runs alone: per figure (flattened) their values with `model_min`, `model_median`, `model_max`.
+    `InputError` without runs or when they differ in figures."""
+    if not runs:
+        raise InputError("whole-run spread: no model runs")
+    flat = [flatten(found) for found in runs]
+    for index, found in enumerate(flat[1:]):
+        if set(found) != set(flat[0]):
+            odd = sorted(set(found) ^ set(flat[0]))
+            raise InputError(f"whole-run spread: model run {index + 2} and the model differ in figures: {odd}")
+    keys = ("model_runs", "model_min", "model_median", "model_max")
+    return {
+        name: {key: row[key] for key in keys}
+        for name in flat[0]
+        for row in [_model_spread([found[name] for found in flat], [])]
+    }
 
 
 def _model_spread(values: list[float | None], replays: list[float]) -> dict[str, Any]:

@@ -19,9 +19,12 @@ from ..workload import SimPod
 from .binaries import component_version
 from .bulk import WholeRun, run_whole
 from .controlplane import ControlPlane
+from .spread import model_spread
+from .timeline import figures
+from .timeline import model_runs as runs_of
 from .verification import model_run, prepared, published_driver, whole_run_spread
 
-__all__ = ["verify_whole_run"]
+__all__ = ["model_whole_runs", "verify_whole_run"]
 
 
 def verify_whole_run(
@@ -111,3 +114,32 @@ def verify_whole_run(
         "model_runs_seconds": round(model_runs_seconds, 1),
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def model_whole_runs(
+    spec: ClusterSpec,
+    pods: list[SimPod],
+    *,
+    sample: int,
+    model_runs: int,
+    seed: int = 0,
+    scheduler_config: Path | None = None,
+    policies: str | Path | None = None,
+    gpudra_attributes: bool = False,
+) -> dict[str, Any]:
+    """The model alone (no control plane): its whole-run figures for the first `sample` pods under `model_runs`
+    tie-break seeds (`seed`, `seed + 1`, ...), cut at the last arrival as `verify_whole_run` cuts them, with each
+    figure's min / median / max over the runs: the spread a real run is set against."""
+    from simulator.scheduling import DEFAULT_PROFILE, load_scheduler_config
+
+    if sample < 1 or model_runs < 1:
+        raise InputError(f"--sample and --model-runs must be at least 1 (got {sample} and {model_runs})")
+    profile = DEFAULT_PROFILE if scheduler_config is None else load_scheduler_config(scheduler_config)
+    chosen = sorted(pods, key=lambda p: p.arrival)[:sample]
+    cut = max(p.arrival for p in chosen)
+    found = []
+    for k in range(model_runs):
+        rec = model_run(spec, chosen, policies, profile, gpudra_attributes, seed + k)
+        ran = [p for p in chosen if p.name in rec.waits]
+        found.append(figures(runs_of(ran, rec.placed, rec.waits), cut, spec.total_gpus))
+    return {"sample": len(chosen), "cut_seconds": cut, "runs": found, "figures": model_spread(found)}

@@ -184,3 +184,23 @@ def test_model_runs_need_a_whole_run_and_at_least_one() -> None:
     assert "--model-runs needs --verify-scheduler --whole-run" in " ".join(result.stderr.split())
     result = CliRunner().invoke(app, ["simulate", "--verify-scheduler", "--whole-run", "--model-runs", "0"])
     assert result.exit_code == 2 and "--model-runs" in result.stderr
+
+
+# -- the model alone --------------------------------------------------------------------------------------------
+
+
+def test_the_models_own_spread_is_seeded_and_repeatable() -> None:
+    from simulator.verify import model_whole_runs, verification_inputs
+
+    spec, pods = verification_inputs(None, None, seed=3)
+    first = model_whole_runs(spec, pods, sample=40, model_runs=3, seed=3)
+    assert first == model_whole_runs(spec, pods, sample=40, model_runs=3, seed=3)
+    assert first["sample"] == 40 and len(first["runs"]) == 3
+    assert first["cut_seconds"] == max(p.arrival for p in sorted(pods, key=lambda p: p.arrival)[:40])
+    row = first["figures"]["gpu_allocation"]
+    assert row["model_runs"] == [run["gpu_allocation"] for run in first["runs"]]
+    assert row["model_min"] <= row["model_median"] <= row["model_max"]
+    # the first run is the one `verify_whole_run` sets against the replays: the same seed, the same figures
+    assert model_whole_runs(spec, pods, sample=40, model_runs=1, seed=3)["runs"] == first["runs"][:1]
+    with pytest.raises(InputError, match="--model-runs must be at least 1"):
+        model_whole_runs(spec, pods, sample=40, model_runs=0)
