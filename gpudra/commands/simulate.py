@@ -6,7 +6,9 @@ Exit code 2 on bad input, with file:line on stderr.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -23,6 +25,9 @@ from ..outcome import Outcome
 from ..render.simulation import comparison, notes_text
 from ..signature import add_command
 from ..terminal import progress_bar, styled
+
+# --whole-run: where model and scheduler agree, a real run lies within ten model runs' range with probability 9/11
+DEFAULT_MODEL_RUNS = 10
 
 if TYPE_CHECKING:  # the type only: the simulator is imported when the command runs
     from simulator.comparison import SimulationConfig
@@ -156,6 +161,16 @@ class SimulateOptions:
             "else 1).",
         ),
     ] = None
+    model_runs: Annotated[
+        int | None,
+        typer.Option(
+            "--model-runs",
+            min=1,
+            help="--whole-run: how many times the model runs the sample, each with its own tie-break seed (--seed, "
+            "--seed + 1, ...): the model's own spread, which each real run should lie within (default 10; the "
+            "model's runs take seconds where a real run takes minutes).",
+        ),
+    ] = None
     driver_release: Annotated[
         str,
         typer.Option(
@@ -208,6 +223,8 @@ def simulate(options: SimulateOptions) -> Outcome:
         config = simulation_config(options)
         if (options.whole_run or options.replays is not None) and not options.verify_scheduler:
             raise OptionError("--whole-run and --replays need --verify-scheduler")
+        if options.model_runs is not None and not options.whole_run:
+            raise OptionError("--model-runs needs --verify-scheduler --whole-run")
         if options.verify_scheduler:  # before the simulation: without the binaries there is nothing to verify against
             from simulator.verify import find_components
 
@@ -249,8 +266,11 @@ def _verification(options: SimulateOptions, config: SimulationConfig, err: Conso
     spec, pods = verification_inputs(
         options.cluster, options.trace, seed=options.seed, driver=config.driver, unannotated=options.unannotated
     )
-    verify = verify_whole_run if options.whole_run else verify_scheduler
     replays = options.replays if options.replays is not None else 2 if options.whole_run else 1
+    verify: Callable[..., dict[str, Any]] = verify_scheduler
+    if options.whole_run:
+        runs = options.model_runs if options.model_runs is not None else DEFAULT_MODEL_RUNS
+        verify = functools.partial(verify_whole_run, model_runs=runs)
     console = Console(stderr=True, quiet=True) if options.as_json else err
     with progress_bar("verify-scheduler", console) as bar:
         task = bar.add_task("verify-scheduler", total=min(options.sample, len(pods)) * replays)
@@ -273,10 +293,22 @@ def _spread_text(compared: dict[str, Any]) -> list[str]:
     def num(value: float | None) -> str:
         return "-" if value is None else f"{value:g}"
 
+    runs = spread.get("model_runs")
+    if runs:
+        lines.append(
+            f"  and the real runs against the model's own spread over {runs} tie-break seeds: "
+            f"{spread['figures_within_model']} of {len(spread['figures'])} figures with every real run within"
+        )
     for name, row in spread["figures"].items():
         mark = {True: "within", False: "OUTSIDE", None: "-"}[row["within"]]
         real = " / ".join(num(row[key]) for key in ("min", "median", "max"))
-        lines.append(f"    {name}: model {num(row['model'])}, real {real} ({mark})")
+        line = f"    {name}: model {num(row['model'])}, real {real} ({mark})"
+        if runs:
+            own = " / ".join(num(row[key]) for key in ("model_min", "model_median", "model_max"))
+            outside = row["replays_outside_model"]
+            verdict = "-" if outside is None else "every real run within" if not outside else f"{outside} OUTSIDE"
+            line += f"; model runs {own} ({verdict})"
+        lines.append(line)
     return lines
 
 

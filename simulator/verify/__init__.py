@@ -8,7 +8,7 @@ from .binaries import COMPONENTS, KUBERNETES_VERSION, MissingBinaries, find_comp
 from .controlplane import ControlPlane, ControlPlaneError
 from .replay import ReplayError
 from .verification import verification_inputs, verify_scheduler
-from .wholerun import verify_whole_run
+from .wholerun import model_whole_runs, verify_whole_run
 
 __all__ = [
     "COMPONENTS",
@@ -18,6 +18,7 @@ __all__ = [
     "MissingBinaries",
     "ReplayError",
     "find_components",
+    "model_whole_runs",
     "verification_inputs",
     "verify_scheduler",
     "verify_whole_run",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,15 +102,30 @@ def model_run(
 
 
 def whole_run_spread(
-    spec: ClusterSpec, pods: list[SimPod], rec: Recorder, starts: list[dict[str, float]], cut: float
+    spec: ClusterSpec,
+    pods: list[SimPod],
+    rec: Recorder,
+    starts: list[dict[str, float]],
+    cut: float,
+    others: Sequence[Recorder] = (),
 ) -> dict[str, Any]:
     """Each real run's whole-run figures (`starts`: the second each pod first ran, one mapping per run) and the
-    model's (`rec`), all cut at `cut`, and the model against the runs' spread. Pods the model's policies denied are
-    left out on both sides (the real runs never submitted them)."""
+    model's (`rec`; `others`: its runs under other tie-break seeds), all cut at `cut`, and the model against the
+    runs' spread (`spread.spread`). Pods the model's policies denied are left out on both sides (the real runs
+    never submitted them)."""
     seen = [p for p in pods if p.name in rec.waits]
-    model = figures(model_runs(seen, rec.placed, rec.waits), cut, spec.total_gpus)
+
+    def modelled(run: Recorder) -> dict[str, Any]:
+        ran = [p for p in pods if p.name in run.waits]
+        return figures(model_runs(ran, run.placed, run.waits), cut, spec.total_gpus)
+
+    model = modelled(rec)
+    more = [modelled(run) for run in others]
     runs = [figures(pod_runs(seen, found), cut, spec.total_gpus) for found in starts]
-    return {"cut_seconds": cut, "runs": runs, "model": model, "spread": spread(model, runs)}
+    found: dict[str, Any] = {"cut_seconds": cut, "runs": runs, "model": model}
+    if more:
+        found["model_runs"] = more
+    return found | {"spread": spread(model, runs, more)}
 
 
 def prepared(

@@ -60,8 +60,8 @@ def _check(compared: dict[str, Any]) -> None:
     assert model["unplaced_by_gpus"] == UNPLACED
     rows = compared["spread"]["figures"]
     assert compared["spread"]["replays"] == 2 and rows["unplaced_pods"]["within"] is True
-    assert rows["unplaced_by_gpus.2"] == {"model": 1, "replays": [1, 1], "min": 1, "median": 1, "max": 1,
-                                          "within": True}  # fmt: skip
+    against_replays = {k: rows["unplaced_by_gpus.2"][k] for k in ("model", "replays", "min", "median", "max", "within")}
+    assert against_replays == {"model": 1, "replays": [1, 1], "min": 1, "median": 1, "max": 1, "within": True}
     # the real runs agree to the second; the model's 0.04 s release delay puts it just outside their (empty) spread
     assert rows["pending_by_gpus.1"]["within"] is False and "pending_by_gpus.1" in compared["spread"]["outside"]
 
@@ -74,6 +74,14 @@ def test_whole_run_in_bulk_twice_against_the_model(tmp_path: Path) -> None:
         # first, second, third bound once each; the pair and last parked as unschedulable at least once
         assert run["attempts"]["scheduled"] == 3 and run["attempts"]["unschedulable"] >= 2, run
         assert run["departures"] == 1
+    # the model under ten tie-break seeds: one node, no ties, so every run gives the same figures; the real runs'
+    # count of unplaced pods lies within them, their 1-GPU wait (0.04 s sooner) outside
+    spread = found["spread"]
+    assert spread["model_runs"] == 10 and len(found["model_runs"]) == 9
+    assert all(run == found["model"] for run in found["model_runs"])
+    assert spread["figures"]["unplaced_pods"]["replays_outside_model"] == 0
+    assert spread["figures"]["pending_by_gpus.1"]["replays_outside_model"] == 2
+    assert "pending_by_gpus.1" in spread["outside_model"] and "unplaced_pods" not in spread["outside_model"]
 
 
 def test_per_decision_replays_give_the_same_whole_run_figures(tmp_path: Path) -> None:
@@ -88,3 +96,5 @@ def test_the_table_states_the_spread(tmp_path: Path) -> None:
     assert "Scheduler verification, whole run: 5 pods" in text and "2 runs" in text
     assert "unplaced_pods: model 2, real 2 / 2 / 2 (within)" in text
     assert "pending_by_gpus.1: model" in text and "(OUTSIDE)" in text
+    assert "against the model's own spread over 10 tie-break seeds" in text
+    assert "model runs 2 / 2 / 2 (every real run within)" in text

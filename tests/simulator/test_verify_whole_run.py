@@ -138,6 +138,36 @@ def test_the_barrier_claim_is_used_by_no_pod_and_named_by_its_index() -> None:
     assert claim["kind"] == "ResourceClaim" and "reservedFor" not in claim.get("status", {})
 
 
+def test_the_replays_against_the_models_own_spread() -> None:
+    replays = [_found(0.50, 1076.0, 3), _found(0.55, 3360.0, 5)]
+    runs = [_found(0.48, 900.0, 3), _found(0.56, 2500.0, 4), _found(0.52, 1800.0, 3)]
+    compared = spread(runs[0], replays, runs[1:])
+    rows = compared["figures"]
+    assert rows["gpu_allocation"]["model_runs"] == [0.48, 0.56, 0.52]
+    assert (rows["gpu_allocation"]["model_min"], rows["gpu_allocation"]["model_max"]) == (0.48, 0.56)
+    assert rows["gpu_allocation"]["model_median"] == 0.52
+    assert rows["gpu_allocation"]["replays_outside_model"] == 0
+    assert rows["pending_by_gpus.4"]["replays_outside_model"] == 1  # 3,360 s above the model's 2,500
+    assert rows["unplaced_pods"]["replays_outside_model"] == 1  # 5 above the model's 4
+    assert compared["model_runs"] == 3 and compared["figures_within_model"] == 1
+    assert compared["outside_model"] == ["pending_by_gpus.4", "unplaced_pods"]
+    # the first model run is still set against the replays' own spread
+    assert rows["gpu_allocation"]["within"] is False
+    assert compared["outside"] == ["gpu_allocation", "pending_by_gpus.4"]
+
+
+def test_the_models_spread_without_a_value_and_a_model_run_with_other_figures() -> None:
+    compared = spread({"gpu_allocation": 0.5}, [{"gpu_allocation": None}], [{"gpu_allocation": 0.6}])
+    assert compared["figures"]["gpu_allocation"]["replays_outside_model"] is None
+    assert compared["figures_within_model"] == 0 and compared["outside_model"] == []
+    compared = spread({"gpu_allocation": None}, [{"gpu_allocation": 0.5}], [{"gpu_allocation": 0.6}])
+    assert compared["figures"]["gpu_allocation"]["model_min"] is None
+    with pytest.raises(InputError, match=r"model run 3 and the model differ in figures: \['pending_by_gpus.8'\]"):
+        spread(_found(0.5, 1.0, 0), [_found(0.5, 1.0, 0)], [_found(0.5, 1.0, 0), {**_found(0.5, 1.0, 0),
+               "pending_by_gpus": {"4": 1.0, "8": 2.0}}])  # fmt: skip
+    assert "model_runs" not in spread(_found(0.5, 1.0, 0), [_found(0.5, 1.0, 0)])
+
+
 # -- the CLI ----------------------------------------------------------------------------------------------------
 
 
@@ -146,3 +176,31 @@ def test_whole_run_options_need_verify_scheduler(option: list[str]) -> None:
     result = CliRunner().invoke(app, ["simulate", *option, "--json"])
     assert result.exit_code == 2 and result.stdout == ""
     assert "--whole-run and --replays need --verify-scheduler" in " ".join(result.stderr.split())
+
+
+def test_model_runs_need_a_whole_run_and_at_least_one() -> None:
+    result = CliRunner().invoke(app, ["simulate", "--model-runs", "3", "--json"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "--model-runs needs --verify-scheduler --whole-run" in " ".join(result.stderr.split())
+    result = CliRunner().invoke(app, ["simulate", "--verify-scheduler", "--whole-run", "--model-runs", "0"])
+    assert result.exit_code == 2 and "--model-runs" in result.stderr
+
+
+# -- the model alone --------------------------------------------------------------------------------------------
+
+
+def test_the_models_own_spread_is_seeded_and_repeatable() -> None:
+    from simulator.verify import model_whole_runs, verification_inputs
+
+    spec, pods = verification_inputs(None, None, seed=3)
+    first = model_whole_runs(spec, pods, sample=40, model_runs=3, seed=3)
+    assert first == model_whole_runs(spec, pods, sample=40, model_runs=3, seed=3)
+    assert first["sample"] == 40 and len(first["runs"]) == 3
+    assert first["cut_seconds"] == max(p.arrival for p in sorted(pods, key=lambda p: p.arrival)[:40])
+    row = first["figures"]["gpu_allocation"]
+    assert row["model_runs"] == [run["gpu_allocation"] for run in first["runs"]]
+    assert row["model_min"] <= row["model_median"] <= row["model_max"]
+    # the first run is the one `verify_whole_run` sets against the replays: the same seed, the same figures
+    assert model_whole_runs(spec, pods, sample=40, model_runs=1, seed=3)["runs"] == first["runs"][:1]
+    with pytest.raises(InputError, match="--model-runs must be at least 1"):
+        model_whole_runs(spec, pods, sample=40, model_runs=0)
