@@ -2,9 +2,9 @@
 
 The decision cache keeps no input whose text passes `webhook.admission.UNCACHED_INPUT_BYTES`, but it learnt the size
 only by writing the text for the key: for a 2.5 MB pod that was 31 ms of the C encoder holding the GIL on a loaded
-machine (about ten times json.loads of the same body), on every such review, for a key never stored. A walk that adds up the lengths of
-the strings (keys and values; the text holds each of them, quoted, at one or more bytes a character) stops as soon
-as they pass the bound, after a quarter megabyte of a large pod's strings at most.
+machine (more than a json.loads of the same body), on every such review, for a key never stored. A walk that adds up
+the lengths of the strings (keys and values; the text holds each of them, quoted, at one or more bytes a character)
+stops as soon as they pass the bound, after a quarter megabyte of a large pod's strings at most.
 """
 
 from __future__ import annotations
