@@ -5,6 +5,11 @@ candidate cluster under one strategy, replay protocol) to a `simulator.parallel`
 own batch is in, so every core (or Ray) stays busy; a probe ends as soon as it has provably missed the target
 (`simulator.plan_stop`), which changes no verdict and so no answer. The workload is drawn or read once, so every
 probe sees the same pods: same seed, same answer.
+
+kube-scheduler picks at random among the nodes tied at the top score, and the model draws that choice from a seeded
+generator: one seed is one draw, and whole runs of one workload differ from draw to draw (docs/simulator.md, the
+model's own spread). With `tie_seeds` N each probe runs under N seeds (`seed`, `seed + 1`, ...) and meets the target
+only if every run does; its figures are the worst run's.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +39,7 @@ from .traces import GeneratorConfig, generate, load_trace
 from .vram import VramModel
 from .workload import Workload
 
-__all__ = ["PLAN_STRATEGIES", "Measure", "PlanConfig", "PlanResult", "StrategyPlan", "plan", "plan_workload"]
+__all__ = ["PLAN_STRATEGIES", "Measure", "PlanConfig", "PlanResult", "Probe", "StrategyPlan", "plan", "plan_workload"]
 
 PLAN_STRATEGIES = ("device-plugin", "dra-whole", "gpudra")
 BASELINE = "device-plugin"
@@ -65,6 +70,7 @@ class PlanConfig:
     backend: str = "process"
     workers: int = 0
     early_stop: bool = True  # end a probe's simulation once it has provably missed the target (`simulator.plan_stop`)
+    tie_seeds: int = 1  # each probe runs under this many tie-break seeds and meets only if every run does
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,31 @@ class Measure:
         return not self.missed and all(
             self.pending(c.percentile) <= c.value for c in target.conditions if c.metric == "pending"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One cluster size under one strategy, run under each of the plan's tie-break seeds (`runs`, in seed order):
+    it meets the target only if every run does, and its figures are the worst run's."""
+
+    runs: tuple[Measure, ...]
+
+    def meets(self, target: Target) -> bool:
+        return all(run.meets(target) for run in self.runs)
+
+    def pending(self, pct: float) -> float:
+        """The highest `pct` percentile of the GPU pods' waits over the runs (inf: some pod never placed)."""
+        return max(run.pending(pct) for run in self.runs)
+
+    @property
+    def allocation(self) -> float:
+        """The lowest GPU allocation ratio over the runs."""
+        return min(run.allocation for run in self.runs)
+
+    @property
+    def never_placed(self) -> int:
+        """The most GPU pods never placed in one run."""
+        return max(sum(1 for w in run.waits if w == math.inf) for run in self.runs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +153,12 @@ class StrategyPlan:
     strategy: str
     counts: Counts
     gpus: int
-    measure: Measure
+    measure: Probe
     simulations: int
     cost_month: float | None
     power_kw: float | None
+    # the clusters one node smaller (in one pool) the search probed, with how many of their runs met the target
+    smaller: tuple[tuple[Counts, int], ...] = ()
 
 
 @dataclass(slots=True)
@@ -149,8 +182,12 @@ class PlanResult:
                 "power_kw": None if found.power_kw is None else round(found.power_kw, 3),
                 "pending_seconds": {f"p{p:g}": _seconds(found.measure.pending(p)) for p in pcts},
                 "gpu_allocation_ratio": found.measure.allocation,
-                "pods_never_placed": sum(1 for w in found.measure.waits if w == math.inf),
+                "pods_never_placed": found.measure.never_placed,
                 "simulations": found.simulations,
+                "one_node_fewer": [
+                    {"nodes": {p.name: c for p, c in zip(pools, counts, strict=True)}, "runs_meeting": met}
+                    for counts, met in found.smaller
+                ],
             }
             for name, found in self.plans.items()
         }
@@ -159,6 +196,7 @@ class PlanResult:
             "workload": self.config.workload.summary(),
             "protocol": "replay",
             "seed": self.config.seed,
+            "tie_seeds": self.config.tie_seeds,
             "driver_gates": sorted(self.config.driver.enabled),
             "pools": [
                 {"name": p.name, "gpu": p.model, "gpus_per_node": p.gpus, "min": p.low, "max": p.high} for p in pools
@@ -197,39 +235,49 @@ def _seconds(value: float) -> float | None:
 
 
 class _Probes:
-    """Every probe run or running, by (strategy, counts): a point two batches of a search share runs once."""
+    """Every probe run or running, by (strategy, counts): a point two batches of a search share runs once. A probe
+    is one simulation per tie-break seed (`PlanConfig.tie_seeds`), each submitted on its own."""
 
     def __init__(self, config: PlanConfig, stream: Stream, progress: Progress | None, estimate: int) -> None:
         self.config, self.stream, self.progress, self.estimate = config, stream, progress, estimate
-        self.done: dict[tuple[str, Counts], Measure] = {}
-        self.running: dict[int, tuple[str, Counts]] = {}  # ticket -> probe
+        self.done: dict[tuple[str, Counts], Probe] = {}
+        self.running: dict[int, tuple[str, Counts, int]] = {}  # ticket -> (probe, tie-break seed's index)
+        self.parts: dict[tuple[str, Counts], dict[int, Measure]] = {}  # a probe's runs in so far
+        self.simulations = 0
 
     def submit(self, strategy: str, batch: list[Counts], early_stop: bool = True) -> None:
         """Start the probes of `batch` not run or running yet (`early_stop`: as far as the config allows, stop each
         once it has missed the target)."""
         config = self.config
         stop = config.target if early_stop and config.early_stop else None
-        started = set(self.running.values())
         for counts in dict.fromkeys(batch):
             key = (strategy, counts)
-            if key in self.done or key in started:
+            if key in self.done or key in self.parts:
                 continue
             if config.pools.gpus(counts) == 0:  # nothing to simulate: no GPU pod can run
-                self.done[key] = Measure(tuple(math.inf for p in config.workload.pods if p.is_gpu), 0.0)
+                self.done[key] = Probe((Measure(tuple(math.inf for p in config.workload.pods if p.is_gpu), 0.0),))
                 continue
-            trial = _Trial(config.pools, counts, strategy, config.workload, config.seed, config.policies,
-                           config.driver, stop)  # fmt: skip
-            self.running[self.stream.submit(_run_trial, trial)] = key
+            self.parts[key] = {}
+            for k in range(config.tie_seeds):
+                trial = _Trial(config.pools, counts, strategy, config.workload, config.seed + k, config.policies,
+                               config.driver, stop)  # fmt: skip
+                self.running[self.stream.submit(_run_trial, trial)] = (strategy, counts, k)
 
     def collect(self) -> str:
-        """Wait for one running probe to finish; the strategy it probed."""
+        """Wait for one running simulation to finish; the strategy it probed."""
         ticket, measure = self.stream.next_done()
-        key = self.running.pop(ticket)
-        self.done[key] = measure
+        strategy, counts, k = self.running.pop(ticket)
+        key = (strategy, counts)
+        parts = self.parts[key]
+        parts[k] = measure
+        if len(parts) == self.config.tie_seeds:
+            self.done[key] = Probe(tuple(parts[i] for i in range(self.config.tie_seeds)))
+            del self.parts[key]
+        self.simulations += 1
         if self.progress is not None:
-            self.estimate = max(self.estimate, len(self.done) + len(self.running))
-            self.progress(len(self.done), self.estimate)
-        return key[0]
+            self.estimate = max(self.estimate, self.simulations + len(self.running))
+            self.progress(self.simulations, self.estimate)
+        return strategy
 
     def complete(self, strategy: str, batch: list[Counts]) -> bool:
         """Whether every probe of `batch` has finished."""
@@ -246,10 +294,10 @@ def _estimate(config: PlanConfig) -> int:
     rounds = sum(math.ceil(math.log2(p.high - p.low + 1)) for p in pools)
     if len(pools) > 1:
         rounds += math.ceil(math.log2(max(p.high for p in pools) + 1))
-    return len(config.strategies) * (1 + rounds)
+    return len(config.strategies) * (1 + rounds) * config.tie_seeds
 
 
-def _unmet(config: PlanConfig, strategy: str, measure: Measure) -> InputError:
+def _unmet(config: PlanConfig, strategy: str, measure: Probe) -> InputError:
     pools = config.pools.pools
     bounds = ", ".join(f"{p.name} {p.high}" for p in pools)
     reached = "; ".join(
@@ -269,7 +317,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
 
 
-def _costed(config: PlanConfig, strategy: str, counts: Counts, measure: Measure, runs: int) -> StrategyPlan:
+def _costed(config: PlanConfig, strategy: str, counts: Counts, measure: Probe, runs: int) -> StrategyPlan:
     pools = config.pools.pools
     cost = power = None
     if config.prices is not None:
@@ -283,11 +331,13 @@ def _costed(config: PlanConfig, strategy: str, counts: Counts, measure: Measure,
 def plan(config: PlanConfig, progress: Progress | None = None) -> PlanResult:
     """The smallest cluster per strategy that meets `config.target` (`InputError` naming `--target` when a strategy
     misses it at every pool's max, or an allocation clause fails at the smallest size)."""
+    if config.tie_seeds < 1:
+        raise InputError(f"--tie-seeds must be at least 1 (got {config.tie_seeds})")
     started = time.perf_counter()
     pools = config.pools.pools
     low, high = tuple(p.low for p in pools), tuple(p.high for p in pools)
     workers = config.workers or os.cpu_count() or 1
-    width = max(1, workers // len(config.strategies))
+    width = max(1, workers // (len(config.strategies) * config.tie_seeds))
     # trim the pools whose nodes cost most first: their nodes are the ones worth saving
     weight = [p.gpus * (config.prices[1][p.model].gpu_hour if config.prices else 1.0) for p in pools]
     order = sorted(range(len(pools)), key=lambda i: -weight[i])
@@ -327,8 +377,14 @@ def plan(config: PlanConfig, progress: Progress | None = None) -> PlanResult:
                     "only lowers it, so no size within the bounds meets the target",
                     source=config.pools.source,
                 )
-        runs = sum(1 for s, _ in probes.done if s == strategy)
-        plans[strategy] = _costed(config, strategy, found[strategy], measure, runs)
+        runs = sum(1 for s, _ in probes.done if s == strategy) * config.tie_seeds
+        smaller = []
+        for i, count in enumerate(found[strategy]):
+            fewer = found[strategy][:i] + (count - 1,) + found[strategy][i + 1 :]
+            probe = probes.done.get((strategy, fewer)) if count > low[i] else None
+            if probe is not None:
+                smaller.append((fewer, sum(1 for run in probe.runs if run.meets(config.target))))
+        plans[strategy] = replace(_costed(config, strategy, found[strategy], measure, runs), smaller=tuple(smaller))
     return PlanResult(config, plans, time.perf_counter() - started)
 
 

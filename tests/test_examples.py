@@ -100,3 +100,18 @@ def test_the_readme_sweep_example_is_the_grid_it_says() -> None:
     }
     assert {(j.cluster, j.trace, j.protocol) for j in grid.jobs} == {("built-in", "generated", "replay")}
     assert grid.output == Path("examples/sweep/sweep-out") and grid.workers == 2
+
+
+def test_the_readme_tie_seeds_plan_example_is_what_the_command_prints() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if line.startswith("$ gpudra plan") and "--tie-seeds" in line)
+    out = gpudra(*command.split()[2:], "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    for name, found in summary["strategies"].items():
+        nodes = ", ".join(f"{pool} {n}" for pool, n in found["nodes"].items())
+        assert f"│ {name} │ {nodes} │ {found['gpus']} │" in " ".join(readme.split())
+        for fewer in found["one_node_fewer"]:
+            fewer_nodes = ", ".join(f"{pool} {n}" for pool, n in fewer["nodes"].items())
+            met = f"met the target in {fewer['runs_meeting']} of {summary['tie_seeds']} draws"
+            assert f"{name} with {fewer_nodes}: {met}" in readme

@@ -58,3 +58,22 @@ def test_plan_bad_inputs_exit_2_naming_the_field(tmp_path: Path) -> None:
         result = CliRunner().invoke(app, ["plan", pools, "--prices", prices, *SMALL, *extra])
         assert result.exit_code == 2, (error, result.output)
         assert error in " ".join(result.stderr.split()), result.stderr
+
+
+def test_plan_tie_seeds_in_the_title_and_the_json(tmp_path: Path) -> None:
+    pools, prices = _files(tmp_path)
+    args = ["plan", pools, "--prices", prices, "--tie-seeds", "2", "--pods", "40", "--workers", "1"]
+    result = CliRunner().invoke(app, [*args, "--strategies", "dra-whole", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["tie_seeds"] == 2 and summary["strategies"]["dra-whole"]["simulations"] % 2 == 0
+    table = CliRunner().invoke(app, [*args, "--strategies", "dra-whole"], env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    text = " ".join(table.stdout.split())
+    assert "under each of 2 tie-break seeds (figures: the worst run)" in text
+    assert summary["strategies"]["dra-whole"]["one_node_fewer"]  # the search probed one node fewer
+    for fewer in summary["strategies"]["dra-whole"]["one_node_fewer"]:
+        nodes = ", ".join(f"{pool} {n}" for pool, n in fewer["nodes"].items())
+        assert f"dra-whole with {nodes}: met the target in {fewer['runs_meeting']} of 2 draws" in text
+    refused = CliRunner().invoke(app, ["plan", pools, "--tie-seeds", "0", *SMALL])
+    assert refused.exit_code == 2 and "--tie-seeds" in refused.stderr

@@ -103,6 +103,37 @@ def test_gpudra_plan_is_the_brute_force_minimum(tmp_path: Path) -> None:
     assert plan(_config(pools, "p95-pending<=10m", workload, ("gpudra",), 1)).plans["gpudra"].counts == (minimum,)
 
 
+def test_tie_seeds_plan_is_the_brute_force_minimum_every_seed_meets(tmp_path: Path) -> None:
+    # kube-scheduler's random pick among tied nodes, drawn under seeds 0, 1, 2: on this case the third draw needs
+    # one node more than the first two, so one seed's answer is not the size every draw meets
+    pools = _pools(tmp_path, H100)
+    workload = plan_workload(None, None, 40, 0)
+    goal = parse_target("p90-pending<=20m")
+    met = [[_measure(pools, (n,), "dra-whole", workload, k).meets(goal) for n in range(9)] for k in range(3)]
+    per_seed = [min(n for n in range(9) if all(seed_met[n:])) for seed_met in met]
+    every = min(n for n in range(9) if all(all(seed_met[n:]) for seed_met in met))
+    assert per_seed[0] < every == max(per_seed), "the case must have draws that differ"
+    one = plan(_config(pools, "p90-pending<=20m", workload, ("dra-whole",), 0))
+    assert one.plans["dra-whole"].counts == (per_seed[0],)
+    config = PlanConfig(pools, goal, workload, ("dra-whole",), 0, workers=1, tie_seeds=3)
+    three = plan(config)
+    found = three.plans["dra-whole"]
+    assert found.counts == (every,) and len(found.measure.runs) == 3
+    assert found.measure.meets(goal) and all(run.meets(goal) for run in found.measure.runs)
+    # the figures are the worst run's
+    assert found.measure.pending(90) == max(run.pending(90) for run in found.measure.runs)
+    assert found.measure.allocation == min(run.allocation for run in found.measure.runs)
+    # the size one node smaller, which the bisection probed: in how many of the draws it met
+    assert found.smaller == (((every - 1,), sum(1 for k in range(3) if met[k][every - 1])),)
+    summary = three.summary()
+    assert summary["tie_seeds"] == 3 and summary["strategies"]["dra-whole"]["simulations"] % 3 == 0
+    assert summary["strategies"]["dra-whole"]["one_node_fewer"] == [
+        {"nodes": {"h100": every - 1}, "runs_meeting": found.smaller[0][1]}
+    ]
+    with pytest.raises(InputError, match="--tie-seeds must be at least 1"):
+        plan(PlanConfig(pools, goal, workload, ("dra-whole",), 0, workers=1, tie_seeds=0))
+
+
 def test_two_pools_plan_is_minimal_against_the_brute_force_grid(tmp_path: Path) -> None:
     pools = _pools(tmp_path, H100.replace("max: 8", "max: 6"), A100)
     workload = plan_workload(None, None, 40, 0)
