@@ -18,7 +18,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -317,7 +317,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
 
 
-def _costed(config: PlanConfig, strategy: str, counts: Counts, measure: Probe, runs: int) -> StrategyPlan:
+def _costed(
+    config: PlanConfig,
+    strategy: str,
+    counts: Counts,
+    measure: Probe,
+    runs: int,
+    smaller: tuple[tuple[Counts, int], ...],
+) -> StrategyPlan:
     pools = config.pools.pools
     cost = power = None
     if config.prices is not None:
@@ -325,7 +332,7 @@ def _costed(config: PlanConfig, strategy: str, counts: Counts, measure: Probe, r
         gpus_of = [(prices[p.model], p.gpus * c) for p, c in zip(pools, counts, strict=True)]
         cost = sum(price.gpu_hour * n for price, n in gpus_of) * HOURS_PER_MONTH
         power = sum(price.watts * n for price, n in gpus_of) / 1000
-    return StrategyPlan(strategy, counts, config.pools.gpus(counts), measure, runs, cost, power)
+    return StrategyPlan(strategy, counts, config.pools.gpus(counts), measure, runs, cost, power, smaller)
 
 
 def plan(config: PlanConfig, progress: Progress | None = None) -> PlanResult:
@@ -384,7 +391,7 @@ def plan(config: PlanConfig, progress: Progress | None = None) -> PlanResult:
             probe = probes.done.get((strategy, fewer)) if count > low[i] else None
             if probe is not None:
                 smaller.append((fewer, sum(1 for run in probe.runs if run.meets(config.target))))
-        plans[strategy] = replace(_costed(config, strategy, found[strategy], measure, runs), smaller=tuple(smaller))
+        plans[strategy] = _costed(config, strategy, found[strategy], measure, runs, tuple(smaller))
     return PlanResult(config, plans, time.perf_counter() - started)
 
 

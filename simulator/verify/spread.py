@@ -50,12 +50,8 @@ def spread(
     ours = flatten(model)
     theirs = [flatten(found) for found in replays]
     others = [flatten(found) for found in model_runs]
-    for what, runs in (("replay", theirs), ("model run", others)):
-        for index, found in enumerate(runs):
-            if set(found) != set(ours):
-                odd = sorted(set(found) ^ set(ours))
-                number = index + (2 if what == "model run" else 1)  # the model itself is model run 1
-                raise InputError(f"whole-run spread: {what} {number} and the model differ in figures: {odd}")
+    _same_figures(ours, theirs, "replay", 1)
+    _same_figures(ours, others, "model run", 2)  # the model itself is model run 1
     table: dict[str, dict[str, Any]] = {}
     for name, value in ours.items():
         values = [found[name] for found in theirs]
@@ -93,16 +89,21 @@ def model_spread(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     if not runs:
         raise InputError("whole-run spread: no model runs")
     flat = [flatten(found) for found in runs]
-    for index, found in enumerate(flat[1:]):
-        if set(found) != set(flat[0]):
-            odd = sorted(set(found) ^ set(flat[0]))
-            raise InputError(f"whole-run spread: model run {index + 2} and the model differ in figures: {odd}")
-    keys = ("model_runs", "model_min", "model_median", "model_max")
-    return {
-        name: {key: row[key] for key in keys}
-        for name in flat[0]
-        for row in [_model_spread([found[name] for found in flat], [])]
-    }
+    _same_figures(flat[0], flat[1:], "model run", 2)
+    table = {}
+    for name in flat[0]:
+        row = _model_spread([found[name] for found in flat], [])
+        del row["replays_outside_model"]  # no replays here
+        table[name] = row
+    return table
+
+
+def _same_figures(model: Mapping[str, Any], runs: Sequence[Mapping[str, Any]], what: str, first: int) -> None:
+    """`InputError` naming the first of `runs` (numbered from `first`) whose figures are not the model's."""
+    for number, found in enumerate(runs, start=first):
+        if set(found) != set(model):
+            odd = sorted(set(found) ^ set(model))
+            raise InputError(f"whole-run spread: {what} {number} and the model differ in figures: {odd}")
 
 
 def _model_spread(values: list[float | None], replays: list[float]) -> dict[str, Any]:

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from policyengine import PolicySet
 
 __all__ = [
-    "model_run", "prepared", "published_driver", "real_pending_by_gpus", "verification_inputs", "verify_scheduler",
-    "whole_run_spread",
+    "model_figures", "model_run", "prepared", "published_driver", "real_pending_by_gpus", "verification_inputs",
+    "verify_scheduler", "whole_run_spread",
 ]  # fmt: skip
 
 
@@ -101,6 +101,12 @@ def model_run(
     return simulate(config).runs["gpudra"]
 
 
+def model_figures(spec: ClusterSpec, pods: list[SimPod], rec: Recorder, cut: float) -> dict[str, Any]:
+    """The whole-run figures of one model run of `pods`, cut at `cut`; pods its policies denied are left out."""
+    ran = [p for p in pods if p.name in rec.waits]
+    return figures(model_runs(ran, rec.placed, rec.waits), cut, spec.total_gpus)
+
+
 def whole_run_spread(
     spec: ClusterSpec,
     pods: list[SimPod],
@@ -114,13 +120,8 @@ def whole_run_spread(
     runs' spread (`spread.spread`). Pods the model's policies denied are left out on both sides (the real runs
     never submitted them)."""
     seen = [p for p in pods if p.name in rec.waits]
-
-    def modelled(run: Recorder) -> dict[str, Any]:
-        ran = [p for p in pods if p.name in run.waits]
-        return figures(model_runs(ran, run.placed, run.waits), cut, spec.total_gpus)
-
-    model = modelled(rec)
-    more = [modelled(run) for run in others]
+    model = model_figures(spec, pods, rec, cut)
+    more = [model_figures(spec, pods, run, cut) for run in others]
     runs = [figures(pod_runs(seen, found), cut, spec.total_gpus) for found in starts]
     found: dict[str, Any] = {"cut_seconds": cut, "runs": runs, "model": model}
     if more:

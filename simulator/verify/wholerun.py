@@ -20,9 +20,7 @@ from .binaries import component_version
 from .bulk import WholeRun, run_whole
 from .controlplane import ControlPlane
 from .spread import model_spread
-from .timeline import figures
-from .timeline import model_runs as runs_of
-from .verification import model_run, prepared, published_driver, whole_run_spread
+from .verification import model_figures, model_run, prepared, published_driver, whole_run_spread
 
 __all__ = ["model_whole_runs", "verify_whole_run"]
 
@@ -137,9 +135,8 @@ def model_whole_runs(
     profile = DEFAULT_PROFILE if scheduler_config is None else load_scheduler_config(scheduler_config)
     chosen = sorted(pods, key=lambda p: p.arrival)[:sample]
     cut = max(p.arrival for p in chosen)
-    found = []
-    for k in range(model_runs):
-        rec = model_run(spec, chosen, policies, profile, gpudra_attributes, seed + k)
-        ran = [p for p in chosen if p.name in rec.waits]
-        found.append(figures(runs_of(ran, rec.placed, rec.waits), cut, spec.total_gpus))
+    found = [
+        model_figures(spec, chosen, model_run(spec, chosen, policies, profile, gpudra_attributes, seed + k), cut)
+        for k in range(model_runs)
+    ]
     return {"sample": len(chosen), "cut_seconds": cut, "runs": found, "figures": model_spread(found)}
