@@ -38,9 +38,9 @@ from ..render.translation import TranslationOutput, tree_table
 from ..signature import add_command
 from ..terminal import styled
 from ._catalog_check import catalog_check
+from ._policy_set import EXIT_DENIED, EXIT_INPUT, Source, translation_policies
 from ._translate_stream import translate_stream
 from ._workload_inputs import nothing_to_translate, read_namespace
-from .policy import EXIT_DENIED, EXIT_INPUT, Source, translation_policies
 
 if TYPE_CHECKING:
     from policyengine import PolicySet

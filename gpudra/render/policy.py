@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policyengine import ContainerRequest, Decision, PolicySet, pod_facts
-from policyengine.testing import PolicyTestResult
 
 from .documents import yaml_stream
+
+if TYPE_CHECKING:
+    from policyengine.testing import PolicyTestResult
 
 __all__ = [
     "controller_additions",

@@ -18,10 +18,11 @@ HEAVY = (
     "webhook",
 )  # fmt: skip
 # What `gpudra translate` of one pod needs neither, once the user cache holds its policies, parse trees and the
-# catalog's verdict on its claim: the document models, the catalog's shapes and the allocator, the CEL parser.
+# catalog's verdict on its claim: the document models, the catalog's shapes and the allocator, the CEL parser;
+# nor what only `gpudra policy lint|test|explain` use (policy tests, the scheduler-path check).
 TRANSLATE_HEAVY = (
     "numpy", "kubernetes", "fastapi", "uvicorn", "matplotlib", "pydantic", "dra.shapes", "dra.allocator", "lark",
-    "simulator", "webhook",
+    "simulator", "webhook", "gpudra.commands.policy", "policyengine.testing", "policyengine.scheduler_path",
 )  # fmt: skip
 POD = Path(__file__).resolve().parents[2] / "examples" / "pod-legacy-vram.yaml"
 
