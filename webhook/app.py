@@ -204,6 +204,13 @@ def create_app(
                 metrics.bad_requests.labels("499").inc()
                 return Response(status_code=499)
             log.warning("%s review refused (%d): %s", endpoint, refused.status, refused.reason)
+            uid = sniff_uid(refused.start) if refused.status == 503 and refused.start else None
+            if uid is not None:  # a large review left unread: a denial the pod's creator sees, as _Late gives
+                metrics.reviews.labels(endpoint, "", "", "timeout").inc()
+                denial = AdmissionDenied(
+                    f"{refused.reason}; the pod was not admitted", code=503, reason="ServiceUnavailable"
+                )
+                return JSONResponse(denied_response(uid, denial), headers=_CLOSE)
             metrics.bad_requests.labels(str(refused.status)).inc()
             return JSONResponse({"error": refused.reason}, status_code=refused.status, headers=_CLOSE)
 

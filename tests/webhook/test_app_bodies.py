@@ -89,7 +89,10 @@ class _CountsWholeBodies:
 
 def test_stuck_huge_reviews_leave_the_ordinary_ones_their_threads(admission: Admission) -> None:
     handler = _HoldsHugeReviews(admission)
-    app = _CountsWholeBodies(create_app(handler, metrics=WebhookMetrics(), decision_threads=2, deadline_seconds=30))
+    budget = BodyBudget(large_bodies=3)  # all three read at once: they queue for the large lane's one thread
+    app = _CountsWholeBodies(
+        create_app(handler, metrics=WebhookMetrics(), decision_threads=2, deadline_seconds=30, body_budget=budget)
+    )
     huge = _huge_review()
     assert len(huge) > 256 * 1024
 
@@ -174,3 +177,111 @@ def test_a_huge_review_not_parsed_within_its_deadline_is_denied_with_its_uid_not
     assert answer["uid"] == "second" and answer["allowed"] is False
     assert answer["status"]["code"] == 503 and "busy with other large reviews" in answer["status"]["message"]
     assert held.status_code == 200 and held.json()["response"]["uid"] == "huge"
+
+
+def _decided(response: httpx.Response) -> bool:
+    """The huge pod's own answer (3,000 GPU containers are more than a claim can allocate), not a busy refusal."""
+    status = response.json()["response"].get("status") or {}
+    return status.get("code") == 400 and "AllocationResultsMaxSize" in str(status.get("message"))
+
+
+def test_large_bodies_are_read_one_at_a_time_and_the_others_wait_unread(admission: Admission) -> None:
+    """By default one large body is read, parsed and decided at a time in a process: the next ones wait for its turn
+    with their bodies unread (issue 37 row 7), ordinary reviews pass meanwhile, and every one is answered."""
+    handler = _HoldsHugeReviews(admission)
+    budget = BodyBudget()
+    app = _CountsWholeBodies(create_app(handler, metrics=WebhookMetrics(), deadline_seconds=60, body_budget=budget))
+    huge = _huge_review()
+
+    async def run() -> tuple[list[httpx.Response], httpx.Response, int, int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://webhook", timeout=120) as client:
+            held = [asyncio.create_task(client.post("/mutate", content=huge)) for _ in range(3)]
+            for _ in range(60_000):  # until the first is read and held in its decision
+                if handler.threads["huge"]:
+                    break
+                await asyncio.sleep(0.002)
+            ordinary = await client.post("/mutate", content=review_body(example("pod-legacy-vram.yaml")))
+            whole_while_held, in_flight = app.whole, budget.large_in_flight
+            handler.release.set()
+            return list(await asyncio.gather(*held)), ordinary, whole_while_held, in_flight
+
+    answered, ordinary, whole_while_held, in_flight = asyncio.run(run())
+    assert ordinary.status_code == 200 and ordinary.json()["response"]["patch"]
+    # the held huge one and the ordinary one were read whole; the other two huge bodies were not read at all
+    assert (whole_while_held, in_flight) == (2, 1)
+    assert [r.status_code for r in answered] == [200, 200, 200]
+    assert all(_decided(r) for r in answered)
+    assert (budget.large_in_flight, budget.held) == (0, 0)
+
+
+def test_a_large_body_without_a_length_takes_its_turn_when_it_grows_past_the_large_size(admission: Admission) -> None:
+    """A chunked body (no Content-Length) is small until its bytes say otherwise; past the large-body size it waits
+    for the large turn like any other, and gives it back when answered."""
+    handler = _HoldsHugeReviews(admission)
+    budget = BodyBudget()
+    app = _CountsWholeBodies(create_app(handler, metrics=WebhookMetrics(), deadline_seconds=60, body_budget=budget))
+    huge = _huge_review()
+
+    async def chunks() -> Any:
+        for start in range(0, len(huge), 64 * 1024):
+            yield huge[start : start + 64 * 1024]
+
+    async def run() -> tuple[list[httpx.Response], int, int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://webhook", timeout=120) as client:
+            first = asyncio.create_task(client.post("/mutate", content=huge))
+            for _ in range(60_000):
+                if handler.threads["huge"]:
+                    break
+                await asyncio.sleep(0.002)
+            second = asyncio.create_task(client.post("/mutate", content=chunks()))
+            for _ in range(60_000):  # until the chunked one has been read up to the large size and waits
+                if budget.large_waiting:
+                    break
+                await asyncio.sleep(0.002)
+            whole_while_held, small_while_held = app.whole, budget.small.held
+            handler.release.set()
+            return [await first, await second], whole_while_held, small_while_held
+
+    answered, whole_while_held, small_while_held = asyncio.run(run())
+    # read as a small body up to the large size (its bytes still held), then no further until the first was answered
+    assert whole_while_held == 1 and 0 < small_while_held <= 256 * 1024
+    assert [r.status_code for r in answered] == [200, 200]
+    assert all(_decided(r) for r in answered)
+    assert (budget.large_in_flight, budget.held) == (0, 0)
+
+
+def test_a_large_review_that_gets_no_turn_in_time_is_denied_with_its_uid_and_gives_nothing_away(
+    admission: Admission,
+) -> None:
+    """Waiting for the large turn ends with the review's deadline: answered as a denial the pod's creator sees (its
+    uid read off the body's first bytes), the connection closed; the turn and the bytes all come back."""
+    handler = _HoldsHugeReviews(admission)
+    budget = BodyBudget()
+    app = create_app(handler, metrics=WebhookMetrics(), deadline_seconds=1.0, body_budget=budget)
+    first, second = _huge_review(), review_body(json.loads(_huge_review())["request"]["object"], uid="second")
+
+    async def run() -> tuple[httpx.Response, httpx.Response, httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://webhook", timeout=120) as client:
+            held = asyncio.create_task(client.post("/mutate", content=first))
+            for _ in range(60_000):
+                if handler.threads["huge"]:
+                    break
+                await asyncio.sleep(0.002)
+            late = await client.post("/mutate", content=second)
+            handler.release.set()
+            done = await held
+            after = await client.post("/mutate", content=second)  # the turn came back: read and decided
+            return done, late, after
+
+    done, late, after = asyncio.run(run())
+    assert late.status_code == 200 and late.headers["connection"] == "close"
+    answer = late.json()["response"]
+    assert answer["uid"] == "second" and answer["allowed"] is False and answer["status"]["code"] == 503
+    assert "busy with other large reviews" in answer["status"]["message"]
+    assert "read and decided 1 at a time" in answer["status"]["message"]
+    assert done.status_code == 200 and after.status_code == 200
+    assert after.json()["response"]["uid"] == "second"
+    assert (budget.large_in_flight, budget.held) == (0, 0)

@@ -80,3 +80,22 @@ def test_a_cancelled_waiter_holds_nothing_and_lets_the_next_one_through() -> Non
         return share.held, share.waiting
 
     assert asyncio.run(run()) == (100, 0)
+
+
+def test_large_turns_are_counted_refused_after_the_wait_and_never_below_one() -> None:
+    async def run() -> tuple[int, BodyRefused, int]:
+        budget = BodyBudget(large_bodies=2)
+        await budget.take_large_turn(0, 1000)
+        await budget.take_large_turn(0, 1000)
+        with pytest.raises(BodyRefused) as refused:
+            await budget.take_large_turn(0.01, 1000)
+        both = budget.large_in_flight
+        budget.give_large_turn()
+        await budget.take_large_turn(0, 1000)  # a turn given back is taken again at once
+        return both, refused.value, budget.large_in_flight
+
+    both, refused, after = asyncio.run(run())
+    assert both == 2 and after == 2
+    assert refused.status == 503 and "bodies above 1000 bytes are read and decided 2 at a time" in refused.reason
+    with pytest.raises(ValueError, match="at least one large body"):
+        BodyBudget(large_bodies=0)
