@@ -655,6 +655,18 @@ def _handshakes(
         time.sleep(0.01)
 
 
+def _wait_reloaded(stack: Stack, metric: str, before: dict[str, float]) -> None:
+    """Until every replica counts one more successful reload of `metric` than `before` (a hang bound, not a time
+    bound: the reload's own timing is checked by the handshakes and the decisions below)."""
+    for replica in stack.replicas:
+        wait_for(
+            lambda r=replica: r.metric(metric, result="success") >= before[r.name] + 1,
+            timeout=120,
+            interval=0.1,
+            what=f"{metric} on replica {replica.name}",
+        )
+
+
 def test_certificate_and_policy_rotation_under_load(stack: Stack) -> None:
     """Under a stream of pods through the API server and fresh handshakes to both replicas: the serving certificate
     is renewed (same CA, new key) and the policy directory swapped (ConfigMap-style `..data` swap)."""
@@ -677,9 +689,12 @@ def test_certificate_and_policy_rotation_under_load(stack: Stack) -> None:
         stream.wait_done(30)
         cert_swapped_at = time.monotonic()
         new_serial = stack.certs.rotate("v2")
+        # States, not durations: every replica has reloaded (a quiet machine creates 40 pods within one poll)
+        _wait_reloaded(stack, "gpudra_certificate_reloads_total", cert_reloads_before)
         stream.wait_done(stream.done() + 40)
         policy_swapped_at = time.monotonic()
         mount(stack.policies, "v2", _policy_files(2))
+        _wait_reloaded(stack, "gpudra_policy_reloads_total", policy_reloads_before)
         stream.wait_done(stream.done() + 60)
     finally:
         stop.set()
