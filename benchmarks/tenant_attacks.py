@@ -55,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.tenants.connections import bytes_after_refusal, half_sent_bodies, idle_connections, log_flood  # noqa: E402
+from benchmarks.tenants.cpu_limit import CpuLimitUnavailable, cpu_limited  # noqa: E402
 from benchmarks.tenants.http2 import continuation_flood, h2_control_flood  # noqa: E402
 from benchmarks.tenants.reviews import forged_reviews, large_reviews  # noqa: E402
 from benchmarks.tenants.wire import Control, Target, patched  # noqa: E402
@@ -140,11 +141,21 @@ def attack_process(spec: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def attacking(spec: dict[str, Any]) -> Iterator[Callable[[], dict[str, Any]]]:
     """Starts the attack process and waits until it is armed; the callable stops it and returns its counts."""
+    with contextlib.ExitStack() as limits:
+        procs = limits.enter_context(cpu_limited(spec["cpus"], "gpudra-attacker")) if spec.get("cpus") else None
+        with _attack_process(spec, procs) as finish:
+            yield finish
+
+
+@contextlib.contextmanager
+def _attack_process(spec: dict[str, Any], cgroup_procs: Path | None) -> Iterator[Callable[[], dict[str, Any]]]:
     proc = subprocess.Popen(
         [sys.executable, __file__, "--attack-process", json.dumps(spec)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
+    if cgroup_procs is not None:  # before it arms: its attack threads start in the limit
+        cgroup_procs.write_text(str(proc.pid))
     result: dict[str, Any] = {}
 
     def finish() -> dict[str, Any]:
@@ -340,7 +351,9 @@ def _webhook(
         webhook.stop()
 
 
-def run(names: list[str], smoke: bool, cp: Any, kube: Any, workdir: Path, attacker_nice: int = 0) -> dict[str, Any]:
+def run(
+    names: list[str], smoke: bool, cp: Any, kube: Any, workdir: Path, attacker_nice: int = 0, attacker_cpus: float = 0
+) -> dict[str, Any]:
     sizes = SMOKE if smoke else FULL
     out: dict[str, Any] = {}
     for name in names:
@@ -364,7 +377,7 @@ def run(names: list[str], smoke: bool, cp: Any, kube: Any, workdir: Path, attack
                 spec = {
                     "port": webhook.port, "ca": str(webhook.certs / "ca.crt"), "sources": tenant_sources(24),
                     "client_ca": webhook.client_ca, "legit_cert": [str(p) for p in cert] if cert else None,
-                    "params": params, "nice": attacker_nice,
+                    "params": params, "nice": attacker_nice, "cpus": attacker_cpus,
                 }  # fmt: skip
                 ordinary = Ordinary(stack, webhook, cert if webhook.client_ca else None)
                 row = run_attack(name, webhook, ordinary, spec, sizes, after)
@@ -384,16 +397,27 @@ def main() -> None:
         help="run the attack process at this nice value (19: its own CPU yields to the cluster's, as an attacker on "
         "another node would; the server's work for the attack still counts)",
     )  # fmt: skip
+    parser.add_argument(
+        "--attacker-cpus", type=float, default=0, metavar="CORES",
+        help="hold the attack process to this many cores, as a tenant pod's CPU limit would (a CFS quota in a cgroup "
+        "of its own: root and a cpu cgroup controller; the server's work for the attack still counts)",
+    )  # fmt: skip
     parser.add_argument("--attack-process", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.attack_process:
         attack_process(json.loads(args.attack_process))
         return
+    if args.attacker_cpus:
+        try:  # refused before a control plane starts
+            with cpu_limited(args.attacker_cpus, "gpudra-attacker-check"):
+                pass
+        except CpuLimitUnavailable as exc:
+            parser.error(str(exc))
     names = args.only or list(ATTACKS)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         if args.direct:
-            result = run(names, args.smoke, None, None, Path(tmp), args.attacker_nice)
+            result = run(names, args.smoke, None, None, Path(tmp), args.attacker_nice, args.attacker_cpus)
         else:
             import kubernetes.client
 
@@ -404,13 +428,14 @@ def main() -> None:
                 config = cp.configuration()
                 config.connection_pool_maxsize = 16
                 kube = Kube(kubernetes.client.ApiClient(config))
-                result = run(names, args.smoke, cp, kube, Path(tmp), args.attacker_nice)
+                result = run(names, args.smoke, cp, kube, Path(tmp), args.attacker_nice, args.attacker_cpus)
     out = {
         "machine": {"cpus": os.cpu_count()},
         "smoke": args.smoke,
         "through_apiserver": not args.direct,
         "seconds": round(time.monotonic() - started, 1),
         "attacker_nice": args.attacker_nice,
+        "attacker_cpus": args.attacker_cpus or None,
         "attacks": result,
     }
     print(json.dumps(out, indent=2))
