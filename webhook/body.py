@@ -8,11 +8,12 @@ long as its review's deadline allows; only then is it refused (503). The process
 a waiting request's body stays in the kernel and uvicorn's flow-controlled buffer.
 
 Large bodies (above `large_body_bytes`) also take turns: `large_bodies` of them (default one) are read, parsed and
-decided at a time in a process, the others wait unread in the same way. Read side by side, each large body costs the
-event loop a TLS read and a copy per 64 KiB, and the ordinary reviews on that loop wait behind all of them: with 32
-clients sending 2.5 MB reviews at once (issue 37 row 7), the ordinary pods' p99 through the API server was ~125-138 ms
-with up to 12 large bodies in flight per process, 54 ms with two and 42 ms with one, and the 550 large reviews were
-answered sooner (6.0 s against 7.3 s).
+decided at a time in a process, the others wait unread in the same way (a body without a Content-Length that grows
+past that size gets a turn at once or a 503: it would wait holding small-share bytes). Read side by side, each large
+body costs the event loop a TLS read and a copy per 64 KiB, and the ordinary reviews on that loop wait behind all of
+them: with 32 clients sending 2.5 MB reviews at once (issue 37 row 7), the ordinary pods' p99 through the API server
+was ~125-138 ms with up to 12 large bodies in flight per process, 54 ms with two and 42 ms with one, and the 550
+large reviews were answered sooner (6.0 s against 7.3 s).
 """
 
 from __future__ import annotations
@@ -199,7 +200,9 @@ class _Reservation:
             loop = asyncio.get_running_loop()
             until = loop.time() + wait_seconds
             if share is self._budget.large:
-                await self.take_large_turn(wait_seconds)
+                # A body without a length outgrowing the small share does not wait for a turn while it holds small
+                # bytes (a few such waiters would starve the ordinary reviews); the API server always sends a length.
+                await self.take_large_turn(0.0 if self._share is not None else wait_seconds)
             await share.take(size, until - loop.time())
             self._give_bytes()
             self._share = share

@@ -193,34 +193,38 @@ def test_large_bodies_are_read_one_at_a_time_and_the_others_wait_unread(admissio
     assert (budget.large_in_flight, budget.held) == (0, 0)
 
 
-def test_a_large_body_without_a_length_takes_its_turn_when_it_grows_past_the_large_size(admission: Admission) -> None:
-    """A chunked body (no Content-Length) is small until its bytes say otherwise; past the large-body size it waits
-    for the large turn like any other, and gives it back when answered."""
+def test_a_large_body_without_a_length_gets_a_turn_at_once_or_a_503_and_never_waits_holding_small_bytes(
+    admission: Admission,
+) -> None:
+    """A chunked body (no Content-Length) is small until its bytes say otherwise. Past the large-body size it takes
+    the large turn if one is free; if not it is refused at once (503), its small-share bytes given back, since
+    waiting would hold them (enough such waiters would starve the ordinary reviews). The API server always sends a
+    length."""
     handler = _HoldsHugeReviews(admission)
     budget = BodyBudget()
-    app = _CountsWholeBodies(create_app(handler, metrics=WebhookMetrics(), deadline_seconds=60, body_budget=budget))
+    app = create_app(handler, metrics=WebhookMetrics(), deadline_seconds=60, body_budget=budget)
     huge = _huge_review()
 
     async def chunks() -> Any:
         for start in range(0, len(huge), 64 * 1024):
             yield huge[start : start + 64 * 1024]
 
-    async def run() -> tuple[list[httpx.Response], int, int]:
+    async def run() -> tuple[httpx.Response, httpx.Response, httpx.Response]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://webhook", timeout=120) as client:
             first = asyncio.create_task(client.post("/mutate", content=huge))
             await _until(lambda: handler.threads["huge"], "the first holds the large lane's thread")
-            second = asyncio.create_task(client.post("/mutate", content=chunks()))
-            await _until(lambda: budget.large_waiting, "the chunked one read up to the large size and waiting")
-            whole_while_held, small_while_held = app.whole, budget.small.held
+            refused = await client.post("/mutate", content=chunks())
+            small_after_refusal = budget.small.held
             handler.release.set()
-            return [await first, await second], whole_while_held, small_while_held
+            done = await first
+            alone = await client.post("/mutate", content=chunks())  # the turn is free: read and decided
+            assert small_after_refusal == 0
+            return done, refused, alone
 
-    answered, whole_while_held, small_while_held = asyncio.run(run())
-    # read as a small body up to the large size (its bytes still held), then no further until the first was answered
-    assert whole_while_held == 1 and 0 < small_while_held <= 256 * 1024
-    assert [r.status_code for r in answered] == [200, 200]
-    assert all(_decided(r) for r in answered)
+    done, refused, alone = asyncio.run(run())
+    assert refused.status_code == 503 and "busy with other large reviews" in refused.json()["error"]
+    assert _decided(done) and alone.status_code == 200 and _decided(alone)
     assert (budget.large_in_flight, budget.held) == (0, 0)
 
 
