@@ -535,6 +535,9 @@ def _status_message(exc: Exception) -> str:
         return str(exc)
 
 
+_STEADY_WINDOW_S = 10.0
+
+
 def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, Any]:
     """`manifests` created at `rate` a second, open loop (creation i is due at i/rate and sent then, whatever the
     earlier ones are doing; its latency counts from when it was due), with kube-apiserver's histogram of the webhook's
@@ -551,11 +554,12 @@ def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, 
     series = {"name": _WEBHOOK_NAME, "type": "admit"}
     before = histogram(_metrics_text(kube), series)
     latencies: list[float] = []
+    by_window: dict[int, list[float]] = {}
     failures: list[str] = []
     by_status: dict[str, int] = {}
     lag = 0.0
 
-    def one(pod: dict[str, Any], due: float) -> None:
+    def one(pod: dict[str, Any], due: float, window: int) -> None:
         try:
             kube.create(pod)
         except Exception as exc:  # noqa: BLE001 - a refused creation is a result of the load, counted and shown
@@ -563,7 +567,9 @@ def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, 
             by_status[status] = by_status.get(status, 0) + 1
             failures.append(f"{pod['metadata']['name']}: {status}: {_status_message(exc)}"[:400])
             return
-        latencies.append(time.perf_counter() - due)
+        took = time.perf_counter() - due
+        latencies.append(took)
+        by_window.setdefault(window, []).append(took)
 
     with concurrent.futures.ThreadPoolExecutor(_STEADY_THREADS) as pool:
         began = time.perf_counter() + 0.05
@@ -575,7 +581,7 @@ def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, 
                 time.sleep(due - now)
             else:
                 lag = max(lag, now - due)
-            futures.append(pool.submit(one, pod, due))
+            futures.append(pool.submit(one, pod, due, int(i / rate // _STEADY_WINDOW_S)))
         for future in futures:
             future.result()
         wall = time.perf_counter() - began
@@ -592,6 +598,10 @@ def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, 
         "client_p50_ms": round(_percentile(latencies, 0.5) * 1000, 2) if latencies else None,
         "client_p99_ms": round(_percentile(latencies, 0.99) * 1000, 2) if latencies else None,
         "client_max_send_lag_ms": round(lag * 1000, 3),
+        # where in the load the slow ones were: the client p99 of each window of pods by due time
+        f"client_p99_ms_per_{_STEADY_WINDOW_S:g}s": [
+            round(_percentile(by_window[w], 0.99) * 1000, 1) for w in sorted(by_window)
+        ],
         "webhook_calls": round(server.count),
         "server_side_p50_ms": round(server.quantile(0.5) * 1000, 2) if server.count else None,
         "server_side_p99_ms": round(server.quantile(0.99) * 1000, 2) if server.count else None,
