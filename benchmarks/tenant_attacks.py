@@ -141,10 +141,9 @@ def attack_process(spec: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def attacking(spec: dict[str, Any]) -> Iterator[Callable[[], dict[str, Any]]]:
     """Starts the attack process and waits until it is armed; the callable stops it and returns its counts."""
-    with contextlib.ExitStack() as limits:
-        procs = limits.enter_context(cpu_limited(spec["cpus"], "gpudra-attacker")) if spec.get("cpus") else None
-        with _attack_process(spec, procs) as finish:
-            yield finish
+    limit = cpu_limited(spec["cpus"], "gpudra-attacker") if spec.get("cpus") else contextlib.nullcontext(None)
+    with limit as procs, _attack_process(spec, procs) as finish:
+        yield finish
 
 
 @contextlib.contextmanager

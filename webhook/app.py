@@ -206,13 +206,16 @@ def create_app(
             log.warning("%s review refused (%d): %s", endpoint, refused.status, refused.reason)
             uid = sniff_uid(refused.start) if refused.status == 503 and refused.start else None
             if uid is not None:  # a large review left unread: a denial the pod's creator sees, as _Late gives
-                metrics.reviews.labels(endpoint, "", "", "timeout").inc()
-                denial = AdmissionDenied(
-                    f"{refused.reason}; the pod was not admitted", code=503, reason="ServiceUnavailable"
-                )
-                return JSONResponse(denied_response(uid, denial), headers=_CLOSE)
+                return busy_denial(endpoint, uid, refused.reason, headers=_CLOSE)
             metrics.bad_requests.labels(str(refused.status)).inc()
             return JSONResponse({"error": refused.reason}, status_code=refused.status, headers=_CLOSE)
+
+    def busy_denial(endpoint: str, uid: str, message: str, headers: Mapping[str, str] | None = None) -> Response:
+        """A review the webhook was too busy to read or parse in time, answered as a denial with gpudra's reason
+        (fail closed), not as an HTTP error the API server reports as "failed calling webhook"."""
+        metrics.reviews.labels(endpoint, "", "", "timeout").inc()
+        denial = AdmissionDenied(f"{message}; the pod was not admitted", code=503, reason="ServiceUnavailable")
+        return JSONResponse(denied_response(uid, denial), headers=headers)
 
     def left(started: float) -> float:
         return max(0.0, deadline_seconds - (time.perf_counter() - started))
@@ -247,11 +250,7 @@ def create_app(
             return JSONResponse({"error": exc.reason}, status_code=exc.status)
         except _Late as unparsed:
             log.warning("review %s not parsed within %g s: %s", unparsed.uid, deadline_seconds, unparsed.message)
-            metrics.reviews.labels(endpoint, "", "", "timeout").inc()
-            denial = AdmissionDenied(
-                f"{unparsed.message}; the pod was not admitted", code=503, reason="ServiceUnavailable"
-            )
-            return JSONResponse(denied_response(unparsed.uid, denial))
+            return busy_denial(endpoint, unparsed.uid, unparsed.message)
         del body
         held = [review]
         try:
