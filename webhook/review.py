@@ -41,7 +41,8 @@ MAX_NESTING = 64
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 # A UTF-16 surrogate escape or its (invalid) UTF-8 encoding: the only ways a lone surrogate gets into parsed JSON.
 # Two patterns, not one alternation: each starts with a literal, which `re` finds with a fast substring scan, where
-# the alternation steps through every byte (2.5 MB body: 1.3 ms for both against 11.8 ms, holding the GIL).
+# the alternation steps through every byte (2.5 MB body: 1.3 ms for both against 11.8 ms, holding the GIL). Each
+# runs only where its first byte occurs at all, which `in` finds with memchr (0.05 ms for that body).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE_UTF8 = re.compile(rb"\xed[\xa0-\xbf]")
 
@@ -136,7 +137,7 @@ def _check_shape(doc: Any, body: bytes) -> None:
     """Refuse nesting beyond MAX_NESTING and strings holding lone surrogates (not encodable in the answer), naming
     where; iterative, so the check itself cannot overflow the stack. The common case (neither) is one walk that
     builds no paths; only a body that fails it is walked again to name where."""
-    look_for_surrogates = _SURROGATE_ESCAPE.search(body) is not None or _SURROGATE_UTF8.search(body) is not None
+    look_for_surrogates = _may_hold_surrogate(body)
     if not look_for_surrogates and _within_nesting(doc):
         return
     stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
@@ -153,6 +154,12 @@ def _check_shape(doc: Any, body: bytes) -> None:
             stack.extend((item, f"{path}/{i}", depth + 1) for i, item in enumerate(value))
         elif look_for_surrogates and isinstance(value, str):
             _encodable(value, path)
+
+
+def _may_hold_surrogate(body: bytes) -> bool:
+    return (b"\\" in body and _SURROGATE_ESCAPE.search(body) is not None) or (
+        b"\xed" in body and _SURROGATE_UTF8.search(body) is not None
+    )
 
 
 def _within_nesting(doc: Any) -> bool:

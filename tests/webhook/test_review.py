@@ -92,3 +92,20 @@ def test_the_uid_is_read_off_the_start_of_a_review_without_parsing_it() -> None:
     assert sniff_uid(b'{"request":{"kind":{},"uid":"abc"}}') is None  # not the first key: not guessed
     assert sniff_uid(b'{"request":{"uid":"a\\"b"}}') is None  # an escaped quote: not a uid we would echo
     assert sniff_uid(b" " * 5000 + b'{"request":{"uid":"late"}}') is None  # past the first 4 KiB
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'echo "quoted" \\ back\\slash \\u00e9 \\ud7ff \\ue000',  # escapes, none a surrogate
+        "한국어 \ud7a3 \ue000",  # characters whose UTF-8 starts with 0xED, none a surrogate
+    ],
+    ids=["escapes", "utf8-ed-lead-byte"],
+)
+def test_text_that_only_resembles_a_surrogate_is_parsed(text: str) -> None:
+    body = json.dumps(
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u-1", "name": text}},
+        ensure_ascii=text.isascii(),
+    ).encode()
+    assert b"\\" in body or b"\xed" in body  # the cheap pre-check finds its byte and the pattern must then decide
+    assert parse_review(body).name == json.loads(body)["request"]["name"]
