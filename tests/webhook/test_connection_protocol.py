@@ -94,16 +94,18 @@ def test_a_resumed_write_cancels_the_deadline() -> None:
 
 
 def test_a_refused_source_is_reset_at_accept_and_an_admitted_one_is_idle() -> None:
-    async def run() -> tuple[bool, bool, State]:
+    async def run() -> tuple[bool, bool, State, bool, bool]:
         gate = ConnectionGate(GateLimits(per_source=1))
         first, second = _Transport("10.0.0.9"), _Transport("10.0.0.9")
-        protocol = _protocol(gate)
+        protocol, refused = _protocol(gate), _protocol(gate)
         protocol.connection_made(first)
-        _protocol(gate).connection_made(second)
+        refused.connection_made(second)
+        refused.connection_lost(None)
         (entry,) = list(gate._entries)
-        return first.aborted, second.aborted, entry.state
+        # uvicorn's per-connection set-up ran for the admitted connection only (a flood reset at accept skips it)
+        return first.aborted, second.aborted, entry.state, "loop" in vars(protocol), "loop" in vars(refused)
 
-    assert asyncio.run(run()) == (False, True, State.IDLE)
+    assert asyncio.run(run()) == (False, True, State.IDLE, True, False)
 
 
 async def _answer(scope: Any, receive: Any, send: Any) -> None:

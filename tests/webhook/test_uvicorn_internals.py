@@ -24,6 +24,9 @@ def test_the_protocol_methods_webhook_connections_overrides_exist_with_their_sig
     assert params["connection_lost"] == ["self", "exc"]
     assert params["data_received"] == ["self", "data"]
     assert params["send_400_response"] == ["self", "msg"]
+    # webhook.connections reads the lifespan state from the constructor's keywords, before running it
+    init = inspect.signature(HttpToolsProtocol.__init__).parameters
+    assert init["app_state"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
 def test_the_protocol_attributes_webhook_connections_reads_are_set_per_connection() -> None:
