@@ -11,7 +11,10 @@ pods created through the API server without the attack (the baseline) and again 
 attack, `ordinary_pods`, `admitted`, `translated`, `p99_ms_baseline`, `p99_ms_under_attack`, `p99_ratio`, the
 server's RSS (`rss_mib_peak`, `rss_mib_after_30s`: polled until back near its level before the attack, at most 30 s)
 and the attack's own counts. `--direct` posts the ordinary reviews straight to the webhook instead (no control plane;
-for working on the attacks, not for figures).
+for working on the attacks, not for figures). `--decoy` aims each attack at a second, identical `gpudra serve` that
+the API server never calls, on the same machine: the ordinary pods then pay only for the CPU the attack and the
+server's work for it take from the machine, not for any queue of the webhook they go through. On a machine whose
+cores the control plane, the webhook and the attacker share, that is the floor any webhook meets.
 
 The attacks (issue 37's table, protocol rows):
 1. `h2_control_flood`: PING and SETTINGS frames as fast as they go over HTTP/2 (ALPN h2, else prior knowledge),
@@ -331,6 +334,20 @@ def run_attack(
 
 
 @contextlib.contextmanager
+def _decoy(cp: Any, workdir: Path, client_ca: bool | None, decoy: bool) -> Iterator[Webhook | None]:
+    """`--decoy`: a second `gpudra serve` like the stack's (the same flags, environment and cluster, so it checks
+    review sources alike), registered with no webhook configuration."""
+    if not decoy:
+        yield None
+        return
+    webhook = Webhook(workdir / "decoy", cp.kubeconfig, cp.webhook_client_ca, client_ca=client_ca)
+    try:
+        yield webhook
+    finally:
+        webhook.stop()
+
+
+@contextlib.contextmanager
 def _webhook(
     cp: Any, kube: Any, workdir: Path, client_ca: bool | None
 ) -> Iterator[tuple[Webhook, Stack | None, tuple[Path, Path] | None]]:
@@ -351,7 +368,14 @@ def _webhook(
 
 
 def run(
-    names: list[str], smoke: bool, cp: Any, kube: Any, workdir: Path, attacker_nice: int = 0, attacker_cpus: float = 0
+    names: list[str],
+    smoke: bool,
+    cp: Any,
+    kube: Any,
+    workdir: Path,
+    attacker_nice: int = 0,
+    attacker_cpus: float = 0,
+    decoy: bool = False,
 ) -> dict[str, Any]:
     sizes = SMOKE if smoke else FULL
     out: dict[str, Any] = {}
@@ -361,7 +385,12 @@ def run(
             variants = [("with_client_ca", True), ("without_client_ca", False)]
         rows: dict[str, Any] = {}
         for label, client_ca in variants:
-            with _webhook(cp, kube, workdir / f"{name}{label}", client_ca) as (webhook, stack, cert):
+            place = workdir / f"{name}{label}"
+            with (
+                _webhook(cp, kube, place, client_ca) as (webhook, stack, cert),
+                _decoy(cp, place, client_ca, decoy) as aim,
+            ):
+                target = aim or webhook
                 params = {**PARAMS.get(name, {}), **(SMOKE_PARAMS.get(name, {}) if smoke else {})}
                 after: Callable[[], Any] = dict
                 if name in ("forged_reviews", "large_reviews"):
@@ -374,13 +403,16 @@ def run(
                             return {"templates_created_in_victim_namespace": len(made)}
 
                 spec = {
-                    "port": webhook.port, "ca": str(webhook.certs / "ca.crt"), "sources": tenant_sources(24),
-                    "client_ca": webhook.client_ca, "legit_cert": [str(p) for p in cert] if cert else None,
+                    "port": target.port, "ca": str(target.certs / "ca.crt"), "sources": tenant_sources(24),
+                    "client_ca": target.client_ca, "legit_cert": [str(p) for p in cert] if cert else None,
                     "params": params, "nice": attacker_nice, "cpus": attacker_cpus,
                 }  # fmt: skip
                 ordinary = Ordinary(stack, webhook, cert if webhook.client_ca else None)
                 row = run_attack(name, webhook, ordinary, spec, sizes, after)
                 row["through_apiserver"] = stack is not None
+                row["decoy"] = aim is not None
+                if aim is not None:  # what the attacked server went through, beside the stack's figures above
+                    row["decoy_server_alive"] = aim.proc.poll() is None and aim.healthy()
                 rows[label] = row
         out[name] = rows[""] if "" in rows else rows
     return out
@@ -401,6 +433,11 @@ def main() -> None:
         help="hold the attack process to this many cores, as a tenant pod's CPU limit would (a CFS quota in a cgroup "
         "of its own: root and a cpu cgroup controller; the server's work for the attack still counts)",
     )  # fmt: skip
+    parser.add_argument(
+        "--decoy", action="store_true",
+        help="aim the attacks at a second gpudra serve the API server does not call: what the attack's CPU alone "
+        "costs the ordinary pods on this machine",
+    )  # fmt: skip
     parser.add_argument("--attack-process", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.attack_process:
@@ -412,6 +449,8 @@ def main() -> None:
                 pass
         except CpuLimitUnavailable as exc:
             parser.error(str(exc))
+    if args.decoy and args.direct:
+        parser.error("--decoy needs the control plane (it compares with the pods the API server admits)")
     names = args.only or list(ATTACKS)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -427,7 +466,7 @@ def main() -> None:
                 config = cp.configuration()
                 config.connection_pool_maxsize = 16
                 kube = Kube(kubernetes.client.ApiClient(config))
-                result = run(names, args.smoke, cp, kube, Path(tmp), args.attacker_nice, args.attacker_cpus)
+                result = run(names, args.smoke, cp, kube, Path(tmp), args.attacker_nice, args.attacker_cpus, args.decoy)
     out = {
         "machine": {"cpus": os.cpu_count()},
         "smoke": args.smoke,
@@ -435,6 +474,7 @@ def main() -> None:
         "seconds": round(time.monotonic() - started, 1),
         "attacker_nice": args.attacker_nice,
         "attacker_cpus": args.attacker_cpus or None,
+        "decoy": args.decoy,
         "attacks": result,
     }
     print(json.dumps(out, indent=2))

@@ -40,7 +40,7 @@ BENCH = _benchmark()
 
 
 @pytest.fixture(scope="module")
-def attack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Any]]:
+def attack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Any]]:
     """`attack(name)` runs that attack's smoke size and returns its row (or, for forged reviews, its two rows)."""
     try:
         binaries.require("components")
@@ -50,9 +50,9 @@ def attack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     kube = request.getfixturevalue("kube")
     workdir = tmp_path_factory.mktemp("tenant-attacks")
 
-    def run(name: str) -> Any:
-        row = BENCH.run([name], True, cp, kube, workdir)[name]
-        print(f"\n{name}: {json.dumps(row, indent=1)}")
+    def run(name: str, decoy: bool = False) -> Any:
+        row = BENCH.run([name], True, cp, kube, workdir / ("decoy" if decoy else ""), decoy=decoy)[name]
+        print(f"\n{name}{' (decoy)' if decoy else ''}: {json.dumps(row, indent=1)}")
         return row
 
     yield run
@@ -171,6 +171,16 @@ def test_large_legitimate_reviews_wait_instead_of_503(attack: Callable[[str], An
     unpatched = counts["answered_200_without_a_patch"]
     assert "allowed, no patch" not in unpatched and "not an AdmissionReview" not in unpatched, counts
     assert counts["translated"] + sum(unpatched.values()) == counts["reviews"], counts
+    assert_ordinary_pods_unharmed(row)
+
+
+def test_large_reviews_aimed_at_a_decoy(attack: Callable[..., Any]) -> None:
+    """`--decoy`: the same attack on a second gpudra serve the API server does not call, which answers all of it
+    while the ordinary pods go through the stack's webhook (the floor the attack's CPU alone sets)."""
+    row = attack("large_reviews", decoy=True)
+    counts = row["attack"]
+    assert row["decoy"] and row["decoy_server_alive"], row
+    assert counts["answers"] == {"200": counts["reviews"]}, counts
     assert_ordinary_pods_unharmed(row)
 
 
