@@ -334,12 +334,9 @@ def run_attack(
 
 
 @contextlib.contextmanager
-def _decoy(cp: Any, workdir: Path, client_ca: bool | None, decoy: bool) -> Iterator[Webhook | None]:
+def _decoy(cp: Any, workdir: Path, client_ca: bool | None) -> Iterator[Webhook]:
     """`--decoy`: a second `gpudra serve` like the stack's (the same flags, environment and cluster, so it checks
     review sources alike), registered with no webhook configuration."""
-    if not decoy:
-        yield None
-        return
     webhook = Webhook(workdir / "decoy", cp.kubeconfig, cp.webhook_client_ca, client_ca=client_ca)
     try:
         yield webhook
@@ -386,10 +383,8 @@ def run(
         rows: dict[str, Any] = {}
         for label, client_ca in variants:
             place = workdir / f"{name}{label}"
-            with (
-                _webhook(cp, kube, place, client_ca) as (webhook, stack, cert),
-                _decoy(cp, place, client_ca, decoy) as aim,
-            ):
+            decoyed = _decoy(cp, place, client_ca) if decoy else contextlib.nullcontext(None)
+            with _webhook(cp, kube, place, client_ca) as (webhook, stack, cert), decoyed as aim:
                 target = aim or webhook
                 params = {**PARAMS.get(name, {}), **(SMOKE_PARAMS.get(name, {}) if smoke else {})}
                 after: Callable[[], Any] = dict
