@@ -5,16 +5,17 @@
 A tenant is a pod that can open connections to the webhook's Service and has no credentials. Each attack runs in a
 process of its own (so its threads do not take the measuring process' GIL) from loopback addresses 127.0.0.2 and up,
 against a `gpudra serve` started as manifests/base/deployment.yaml runs it (`--workers 2`, its environment; see
-tests/controlplane/tenant_stack.py) and registered with the shipped webhook configurations on a kube-apiserver built
-by tests/controlplane/build.sh, which reaches it from 127.0.0.1. For every attack, in one run: ordinary legacy GPU
-pods created through the API server without the attack (the baseline) and again during it; prints JSON with, per
-attack, `ordinary_pods`, `admitted`, `translated`, `p99_ms_baseline`, `p99_ms_under_attack`, `p99_ratio`, the
-server's RSS (`rss_mib_peak`, `rss_mib_after_30s`: polled until back near its level before the attack, at most 30 s)
-and the attack's own counts. `--direct` posts the ordinary reviews straight to the webhook instead (no control plane;
-for working on the attacks, not for figures). `--decoy` aims each attack at a second, identical `gpudra serve` that
-the API server never calls, on the same machine: the ordinary pods then pay only for the CPU the attack and the
-server's work for it take from the machine, not for any queue of the webhook they go through. On a machine whose
-cores the control plane, the webhook and the attacker share, that is the floor any webhook meets.
+tests/controlplane/tenant_stack.py) and registered with the shipped webhook configurations on a kube-apiserver built by
+tests/controlplane/build.sh, which reaches it from 127.0.0.1. For every attack, in one run: ordinary legacy GPU pods
+created through the API server without the attack (the baseline) and again during it; prints JSON with, per attack,
+`ordinary_pods`, `admitted`, `translated`, `ordinary_pods_due_during_attack` (those due before the attack process
+finished: a p99 "under attack" is one only where this is all of them), `p99_ms_baseline`, `p99_ms_under_attack`,
+`p99_ratio`, the server's RSS (`rss_mib_peak`, `rss_mib_after_30s`: polled until back near its level before the attack,
+at most 30 s) and the attack's own counts. `--direct` posts the ordinary reviews straight to the webhook instead (no
+control plane; for working on the attacks, not for figures). `--decoy` aims each attack at a second, identical
+`gpudra serve` that the API server never calls, on the same machine: the ordinary pods then pay only for the CPU the
+attack and the server's work for it take from the machine, not for any queue of the webhook they go through. On a
+machine whose cores the control plane, the webhook and the attacker share, that is the floor any webhook meets.
 
 The attacks (issue 37's table, protocol rows):
 1. `h2_control_flood`: PING and SETTINGS frames as fast as they go over HTTP/2 (ALPN h2, else prior knowledge),
@@ -28,8 +29,8 @@ The attacks (issue 37's table, protocol rows):
    ResourceClaimTemplates created there. Run with `--client-ca` and without.
 6. `bytes_after_refusal`: a body sent on after the server refused the request or the connection: the bytes its
    socket still took and the server's CPU seconds.
-7. `large_reviews`: valid ~2.5 MB reviews from 32 clients at once with the API server's client certificate: how many
-   got 503.
+7. `large_reviews`: valid ~2.5 MB reviews from 32 clients at once with the API server's client certificate, on until
+   the ordinary pods are measured: how many got 503.
 8. `half_sent_bodies`: clients that send half of a 2 MiB body and wait: the RSS they add.
 10. `log_flood`: concurrent bad requests (not TLS, not HTTP, not JSON, cut off, many HTTP/2 streams): log bytes/s.
 """
@@ -135,6 +136,7 @@ def attack_process(spec: dict[str, Any]) -> None:
     threading.Thread(target=announce, daemon=True).start()
     threading.Thread(target=listen, daemon=True).start()
     result = ATTACKS[spec["attack"]](target, control, **spec["params"])
+    result["ended_monotonic"] = time.monotonic()  # the machine's clock: the harness counts the pods due before it
     used = resource.getrusage(resource.RUSAGE_SELF)
     result["attacker_cpu_s"] = round(used.ru_utime + used.ru_stime, 2)
     armed.set()
@@ -204,12 +206,14 @@ class Ordinary:
     def _direct(self, count: int, concurrency: int, rate: float, prefix: str) -> Load:
         load, lock = Load(), threading.Lock()
         ctx = self.webhook.client_context(self.legit_cert)
-        began = time.perf_counter()
+        began = time.monotonic()
 
         def one(i: int) -> None:
             due = began + i / rate
-            time.sleep(max(0.0, due - time.perf_counter()))
+            time.sleep(max(0.0, due - time.monotonic()))
             name = f"{prefix}-{i}"
+            with lock:
+                load.due.append(due)
             conn = http.client.HTTPSConnection("127.0.0.1", self.webhook.port, context=ctx, timeout=10)
             try:
                 conn.request("POST", "/mutate", body=pod_review(legacy_pod(name, "ordinary"), uid=name))
@@ -225,7 +229,7 @@ class Ordinary:
                 if status != 200 or b'"allowed":true' not in answer.replace(b" ", b""):
                     load.failures.append(f"{status}: {answer[:200]!r}")
                     return
-                load.latencies.append(time.perf_counter() - due)
+                load.latencies.append(time.monotonic() - due)
                 load.names.append(name)
                 if patched(answer):
                     self._patched.add(name)
@@ -292,6 +296,8 @@ def run_attack(
     with attacking({**spec, "attack": name, "limit_s": sizes.limit_s}) as finish:
         under = ordinary.run(sizes.pods, sizes.concurrency, sizes.rate, f"{prefix}-under")
         counts = finish()
+    ended = counts.pop("ended_monotonic", None)
+    during = sum(1 for due in under.due if ended is not None and due <= ended)
     seconds = time.monotonic() - t0
     log_rate = (webhook.log_bytes() - log_before) / seconds
     tracebacks = webhook.log_since(log_offset).count(b"Traceback (most recent call last)")
@@ -307,6 +313,7 @@ def run_attack(
         "translated": ordinary.translated(under),
         "baseline_admitted": baseline.created,
         "baseline_translated": ordinary.translated(baseline),
+        "ordinary_pods_due_during_attack": during,
         "p99_ms_baseline": baseline.p99_ms(),
         "p99_ms_under_attack": under.p99_ms(),
         "p99_ratio": round(under.p99_ms() / baseline.p99_ms(), 2) if baseline.p99_ms() else None,

@@ -251,6 +251,7 @@ class Load:
     latencies: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    due: list[float] = field(default_factory=list)  # when each creation tried was due (`time.monotonic()`)
 
     @property
     def created(self) -> int:
@@ -264,20 +265,23 @@ def ordinary_load(
     kube: Kube, namespace: str, count: int, concurrency: int, rate: float, prefix: str, limit_s: float = 300.0
 ) -> Load:
     """`count` legacy GPU pods created at `rate` a second by `concurrency` threads (bounded by `limit_s`): the
-    cluster's ordinary users. Each creation's time counts from when it was due, so a stall shows in full."""
+    cluster's ordinary users. Each creation's time counts from when it was due, so a stall shows in full; the due
+    times are on `time.monotonic()`'s clock, which other processes on the machine share (an attack's end)."""
     load = Load()
     lock = threading.Lock()
-    began = time.perf_counter()
+    began = time.monotonic()
     stop = began + limit_s
 
     def one(i: int) -> None:
         due = began + i / rate
-        now = time.perf_counter()
+        now = time.monotonic()
         if due > stop:
             return
         if due > now:
             time.sleep(due - now)
         name = f"{prefix}-{i}"
+        with lock:
+            load.due.append(due)
         try:
             kube.create(legacy_pod(name, namespace))
         except ApiException as e:
@@ -289,7 +293,7 @@ def ordinary_load(
                 load.failures.append(f"client: {e}")
             return
         with lock:
-            load.latencies.append(time.perf_counter() - due)
+            load.latencies.append(time.monotonic() - due)
             load.names.append(name)
 
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
