@@ -258,7 +258,10 @@ class Load:
         return len(self.latencies)
 
     def p99_ms(self) -> float:
-        return round(percentile(self.latencies, 0.99) * 1000, 1)
+        return self.quantile_ms(0.99)
+
+    def quantile_ms(self, q: float) -> float:
+        return round(percentile(self.latencies, q) * 1000, 1)
 
 
 def ordinary_load(
