@@ -144,13 +144,28 @@ def bytes_after_refusal(
 ) -> dict[str, Any]:
     """Row 6: per way of being refused, `connections` clients send on for `seconds` after the refusal: an HTTP/1.1
     body declared at 6 GiB (over the size bound); without a client certificate where one is required; and HTTP/2
-    DATA after the server refused HTTP/2 (or after the stream's refusal where it speaks it)."""
+    DATA after the server refused HTTP/2 (or after the stream's refusal where it speaks it). A round of every way a
+    second until the harness stops the attack; each way's figures are summed over the rounds."""
     ways = ["http1_body_over_the_size_bound", "http2_after_refusal"]
     if target.client_ca:
         ways.insert(1, "http1_no_client_certificate")
     control.armed()
-    out: dict[str, Any] = {way: _refused_way(target, way, connections, seconds) for way in ways}
+    rounds: list[dict[str, dict[str, Any]]] = []
+    while not rounds or not control.wait(1.0):
+        rounds.append({way: _refused_way(target, way, connections, seconds) for way in ways})
+    out: dict[str, Any] = {way: _summed([one[way] for one in rounds]) for way in ways}
+    out["rounds"] = len(rounds)
     out["kernel_buffer_bytes_per_connection"] = kernel_buffer_bytes()
+    return out
+
+
+def _summed(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One way's figures over its rounds: counts added, `seconds` (each connection's push) kept."""
+    out: dict[str, Any] = {"seconds": rounds[0]["seconds"]}
+    for key in ("connections", "bytes_sent_after_refusal", "bytes_sent", "refused"):
+        out[key] = sum(one[key] for one in rounds)
+    for key in ("answers", "endings"):
+        out[key] = dict(sum((Counter(one[key]) for one in rounds), Counter()))
     return out
 
 

