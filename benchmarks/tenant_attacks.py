@@ -17,7 +17,7 @@ control plane; for working on the attacks, not for figures). `--decoy` aims each
 attack and the server's work for it take from the machine, not for any queue of the webhook they go through. On a
 machine whose cores the control plane, the webhook and the attacker share, that is the floor any webhook meets.
 
-The attacks (issue 37's table, protocol rows):
+The attacks (issue 37's table, protocol rows), each going on until the ordinary pods measured under it are done:
 1. `h2_control_flood`: PING and SETTINGS frames as fast as they go over HTTP/2 (ALPN h2, else prior knowledge),
    beside a held stream and a GET /healthz every 100 ms.
 2. `continuation_flood`: a stream held by a zero window (GET /metrics), then one header block that never ends.
