@@ -29,8 +29,8 @@ The attacks (issue 37's table, protocol rows), each going on until the ordinary 
    ResourceClaimTemplates created there. Run with `--client-ca` and without.
 6. `bytes_after_refusal`: a body sent on after the server refused the request or the connection: the bytes its
    socket still took and the server's CPU seconds.
-7. `large_reviews`: valid ~2.5 MB reviews from 32 clients at once with the API server's client certificate, on until
-   the ordinary pods are measured: how many got 503.
+7. `large_reviews`: valid ~2.5 MB reviews from 32 clients at once with the API server's client certificate: how many
+   got 503.
 8. `half_sent_bodies`: clients that send half of a 2 MiB body and wait: the RSS they add.
 10. `log_flood`: concurrent bad requests (not TLS, not HTTP, not JSON, cut off, many HTTP/2 streams): log bytes/s.
 """
@@ -297,7 +297,7 @@ def run_attack(
         under = ordinary.run(sizes.pods, sizes.concurrency, sizes.rate, f"{prefix}-under")
         counts = finish()
     ended = counts.pop("ended_monotonic", None)
-    during = sum(1 for due in under.due if ended is not None and due <= ended)
+    during = 0 if ended is None else sum(1 for due in under.due if due <= ended)
     seconds = time.monotonic() - t0
     log_rate = (webhook.log_bytes() - log_before) / seconds
     tracebacks = webhook.log_since(log_offset).count(b"Traceback (most recent call last)")
