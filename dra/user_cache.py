@@ -14,7 +14,6 @@ import hashlib
 import os
 import pickle
 import stat
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -105,6 +104,8 @@ class DiskStore:
         blob = pickle.dumps(self._entries, protocol=pickle.HIGHEST_PROTOCOL)
         if len(blob) > self.max_file_bytes:
             return
+        import tempfile  # here: a call that only reads the stores never needs it
+
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}-", dir=self.path.parent)
             with os.fdopen(fd, "wb") as handle:

@@ -1,3 +1,3 @@
-from gpudra.cli import main
+from gpudra.entry import main
 
 main()

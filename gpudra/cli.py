@@ -112,7 +112,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def main() -> None:
-    """Run the command line."""
+def app_for_argv() -> typer.Typer:
+    """The app that runs the command line `sys.argv` names: that command alone, or the directory."""
     command = sys.argv[1] if len(sys.argv) > 1 else None
-    (build_app(command) if command in COMMANDS else directory_app())()
+    return build_app(command) if command in COMMANDS else directory_app()
+
+
+def main() -> None:
+    """Run the command line (the console script runs it through `gpudra.entry.main`)."""
+    app_for_argv()()

@@ -29,7 +29,7 @@ POD = Path(__file__).resolve().parents[2] / "examples" / "pod-legacy-vram.yaml"
 _PROBE = """
 import io, json, sys, contextlib
 sys.argv = ["gpudra", *json.loads(sys.argv[1])]
-from gpudra.cli import main
+from gpudra.entry import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     try:
