@@ -2,7 +2,7 @@
 
     python benchmarks/admission.py [--requests 4000] [--concurrency 32] [--workers 2]
         [--through-apiserver [--no-loopback] --pods 200 --rounds 3 --deployments 10 --replicas 100
-         --steady-rate 150 --steady-seconds 60]
+         --steady-rate 150 --steady-seconds 60 [--steady-gated]]
 
 Starts `gpudra serve --enable-echo` over HTTPS on loopback (`--workers` processes), drives `/echo` (an allowed
 AdmissionReview, same stack: uvicorn, review parsing, the decision threads) and `/mutate` (the shipped policies) with
@@ -30,7 +30,10 @@ address gpudra is called at (tests/controlplane/kyverno_admission.py), only wher
 `through_apiserver.steady`: `--steady-rate` pods/s for `--steady-seconds`, without
 the webhook, then to `/echo-patch` at the address gpudra is called at (`steady.echo_patch`, the floor), then through
 gpudra as deployed, with kube-apiserver's own histogram of the webhook's duration (`server_side_p99_ms`, and
-`server_side_p99_over_echo_patch`).
+`server_side_p99_over_echo_patch`). No kubelet or node runs the pods here, so kube-scheduler retries every pending pod
+that carries a claim for the whole load, on the cores the API server and the webhook share; `--steady-gated` gives
+every steady pod, of every kind, a scheduling gate, which admission does not look at, so that the load measures
+admission without those retries (`steady.gated`).
 """
 
 from __future__ import annotations
@@ -536,6 +539,10 @@ def _status_message(exc: Exception) -> str:
 
 
 _STEADY_WINDOW_S = 10.0
+# With --steady-gated every steady pod (of every kind) carries this scheduling gate: admission does not look at it,
+# and kube-scheduler keeps the pod in its gated queue instead of retrying it on these cores (no kubelet or node
+# runs the pods here, so without it every pending pod that carries a claim is retried for the whole load).
+SCHEDULING_GATE = "gpudra.io/benchmark-held"
 
 
 def _steady(cp: Any, manifests: list[dict[str, Any]], rate: float) -> dict[str, Any]:
@@ -621,6 +628,7 @@ def through_apiserver(
     rounds: int,
     steady_rate: float = 150.0,
     steady_seconds: float = 60.0,
+    steady_gated: bool = False,
 ) -> dict[str, Any]:
     """Bursts through a real kube-apiserver with the webhook registered; the bursts without it go to namespaces
     labelled `gpudra.io/webhook=disabled`, which its namespaceSelector skips, and so do the `echo`, `echo_patch` and
@@ -837,8 +845,12 @@ def through_apiserver(
                 pids.pop("kyverno", None)
 
                 def steady_load(kind: str, ns: str) -> dict[str, Any]:
+                    manifests = pods_for(kube, kind, ns, count)
+                    if steady_gated:
+                        for pod in manifests:
+                            pod["spec"]["schedulingGates"] = [{"name": SCHEDULING_GATE}]
                     before = usage()
-                    figures = _steady(cp, pods_for(kube, kind, ns, count), steady_rate)
+                    figures = _steady(cp, manifests, steady_rate)
                     figures["cpu_seconds"] = {k: round(v - before[k], 2) for k, v in usage().items()}
                     return figures
 
@@ -859,6 +871,7 @@ def through_apiserver(
                 steady["webhook"] = (
                     "non-loopback address (HTTP/1.1, as behind a Service)" if outward else "loopback address"
                 )
+                steady["gated"] = steady_gated
                 steady["pods_translated"] = _admitted(kube, ns)[0]
                 steady["without_webhook"] = {key: baseline[key] for key in _STEADY_CLIENT_KEYS}
                 if baseline["client_p99_ms"] and steady["client_p99_ms"]:
@@ -1012,6 +1025,11 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=100, help="pods per Deployment in the Deployment burst")
     parser.add_argument("--steady-rate", type=float, default=150.0, help="pods/s of the steady load to the webhook")
     parser.add_argument("--steady-seconds", type=float, default=60.0, help="0: no steady load")
+    parser.add_argument(
+        "--steady-gated",
+        action="store_true",
+        help="give every steady pod a scheduling gate (kube-scheduler then does not retry the pending pods)",
+    )
     args = parser.parse_args()
     result: dict[str, Any] = {"machine": {"cpus": os.cpu_count()}}
     if not args.no_loopback:
@@ -1031,6 +1049,7 @@ def main() -> None:
             args.rounds,
             args.steady_rate,
             args.steady_seconds,
+            args.steady_gated,
         )
     print(json.dumps(result, indent=2))
 

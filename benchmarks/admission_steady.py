@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.admission import (  # noqa: E402
+    SCHEDULING_GATE,
     _admitted,
     _cpu_usage,
     _outward_address,
@@ -81,7 +82,7 @@ def run(rate: float, seconds: float, rounds: int, workers: int, gated: bool = Fa
                 pod = copy.deepcopy(legacy)
                 pod["metadata"] = {"name": f"p-{i}", "namespace": ns}
                 if gated:
-                    pod["spec"]["schedulingGates"] = [{"name": _GATE}]
+                    pod["spec"]["schedulingGates"] = [{"name": SCHEDULING_GATE}]
                 made.append(pod)
             return made
 
@@ -119,8 +120,6 @@ def run(rate: float, seconds: float, rounds: int, workers: int, gated: bool = Fa
     return summary
 
 
-# With --gated every measured pod carries this scheduling gate: kube-scheduler leaves it in its gated queue.
-_GATE = "gpudra.io/benchmark-held"
 _SHOWN = ("kind", "round", "created", "failures", "client_p99_ms", "server_side_p50_ms", "server_side_p99_ms")
 
 

@@ -167,7 +167,7 @@ def test_admission_through_the_api_server_runs_and_keeps_its_keys() -> None:
     except binaries.MissingBinaries as exc:
         pytest.skip(str(exc))
     argv = ["--no-loopback", "--through-apiserver", "--pods", "8", "--rounds", "1", "--deployments", "1"]
-    argv += ["--replicas", "4", "--steady-rate", "50", "--steady-seconds", "2"]
+    argv += ["--replicas", "4", "--steady-rate", "50", "--steady-seconds", "2", "--steady-gated"]
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "admission.py"), *argv],
         cwd=ROOT,
@@ -191,6 +191,7 @@ def test_admission_through_the_api_server_runs_and_keeps_its_keys() -> None:
         assert burst["http1"]["pods_translated"] == burst["http1"]["pods"] == 8 and burst["http1"]["p99_over_map"] > 0
     # the steady load: every pod created and translated, and kube-apiserver recorded a call to the webhook for each
     steady = burst["steady"]
+    assert steady["gated"] is True  # gated pods are admitted and translated as any other
     assert steady["pods"] == steady["created"] == steady["pods_translated"] == 100 and steady["failures"] == 0
     assert steady["failures_by_status"] == {}
     assert steady["webhook_calls"] >= 100 and steady["server_side_p99_ms"] >= steady["server_side_p50_ms"] > 0
