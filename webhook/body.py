@@ -14,6 +14,14 @@ body costs the event loop a TLS read and a copy per 64 KiB, and the ordinary rev
 them: with 32 clients sending 2.5 MB reviews at once (issue 37 row 7), the ordinary pods' p99 through the API server
 was ~125-138 ms with up to 12 large bodies in flight per process, 54 ms with two and 42 ms with one, and the 550
 large reviews were answered sooner (6.0 s against 7.3 s).
+
+A large body's turn, given back, rests before the next taker gets it (`BodyBudget.rest_after`: in proportion to how
+long it was held, at most half a second), so that large bodies take at most `large_share` of a worker's time (a
+quarter by default) and leave the rest of the machine to the API server and the ordinary reviews: with the turn free
+at once, 32 clients sending 2.5 MB reviews back to back for 50 s kept about 1.4 of a 2-core machine's cores busy,
+and the ordinary pods' p99 through the API server was 3.35-3.47x what it was without them; with a quarter,
+1.26-1.73x (docs/webhook-reliability.md, row 7). The waiting bodies are not refused for it: they wait, unread,
+within their deadline as before.
 """
 
 from __future__ import annotations
@@ -35,6 +43,9 @@ DEFAULT_LARGE_BODY_BYTES = 256 * 1024
 DEFAULT_SMALL_SHARE_BYTES = 16 * 2**20
 DEFAULT_LARGE_SHARE_BYTES = 32 * 2**20
 DEFAULT_LARGE_BODIES = 1
+DEFAULT_LARGE_SHARE = 0.25
+# A turn that took longer than this (a stalled client) does not make the next one wait longer than this.
+_MAX_LARGE_REST_SECONDS = 0.5
 # The API server sends a whole review at once; only a stalled or hostile client takes seconds to send one.
 DEFAULT_BODY_SECONDS = 10.0
 _FIRST_CHUNK_SECONDS = 0.25
@@ -139,9 +150,13 @@ class BodyBudget:
         small_bytes: int = DEFAULT_SMALL_SHARE_BYTES,
         large_bytes: int = DEFAULT_LARGE_SHARE_BYTES,
         large_bodies: int = DEFAULT_LARGE_BODIES,
+        large_share: float = DEFAULT_LARGE_SHARE,
     ) -> None:
         if large_bodies < 1:
             raise ValueError(f"at least one large body must be let in at a time (got {large_bodies})")
+        if not 0 < large_share <= 1:
+            raise ValueError(f"the large bodies' share of the time must be above 0 and at most 1 (got {large_share})")
+        self.large_share = large_share
         self.small = _Share("small", small_bytes)
         self.large = _Share("large", large_bytes)
         self.large_bodies = large_bodies
@@ -172,10 +187,22 @@ class BodyBudget:
             self.large_waiting -= 1
         self.large_in_flight += 1
 
-    def give_large_turn(self) -> None:
+    def rest_after(self, held_seconds: float) -> float:
+        """How long a large turn held `held_seconds` rests before the next taker gets it: large bodies then take at
+        most `large_share` of the time, and a turn held long (a slow client) makes the next wait at most
+        `_MAX_LARGE_REST_SECONDS`."""
+        return min(max(0.0, held_seconds) * (1 / self.large_share - 1), _MAX_LARGE_REST_SECONDS)
+
+    def give_large_turn(self, held_seconds: float = 0.0) -> None:
+        """End a turn held `held_seconds`: the next taker gets it once the turn has rested long enough that large
+        bodies keep to `large_share` of the time."""
         assert self._large_turns is not None
         self.large_in_flight -= 1
-        self._large_turns.release()
+        rest = self.rest_after(held_seconds)
+        if rest <= 0:
+            self._large_turns.release()
+        else:
+            asyncio.get_running_loop().call_later(rest, self._large_turns.release)
 
 
 class _Reservation:
@@ -186,6 +213,7 @@ class _Reservation:
         self._threshold = large_body_bytes
         self._share: _Share | None = None
         self._large_turn = False
+        self._turn_started = 0.0
         self.bytes = 0
 
     async def cover(self, size: int, wait_seconds: float) -> None:
@@ -213,6 +241,7 @@ class _Reservation:
         if not self._large_turn:
             await self._budget.take_large_turn(wait_seconds, self._threshold)
             self._large_turn = True  # from here release() gives it back, whatever happens next
+            self._turn_started = asyncio.get_running_loop().time()
 
     def _give_bytes(self) -> None:
         if self._share is not None:
@@ -224,7 +253,7 @@ class _Reservation:
         self._give_bytes()
         if self._large_turn:
             self._large_turn = False
-            self._budget.give_large_turn()
+            self._budget.give_large_turn(asyncio.get_running_loop().time() - self._turn_started)
 
 
 def _declared_length(request: Request, max_bytes: int) -> int | None:

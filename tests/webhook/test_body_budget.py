@@ -99,3 +99,43 @@ def test_large_turns_are_counted_refused_after_the_wait_and_never_below_one() ->
     assert refused.status == 503 and "bodies above 1000 bytes are read and decided 2 at a time" in refused.reason
     with pytest.raises(ValueError, match="at least one large body"):
         BodyBudget(large_bodies=0)
+
+
+def test_a_large_turn_given_back_rests_so_large_bodies_keep_to_their_share_of_the_time() -> None:
+    """With a share of a half, a turn held for a while is not free again at once: a taker that cannot wait is
+    refused, and one that can gets it once the turn has rested. The ordinary reviews' cores are what the rest is
+    for."""
+
+    async def run() -> tuple[BodyRefused, int]:
+        budget = BodyBudget(large_share=0.5)
+        await budget.take_large_turn(0, 1000)
+        budget.give_large_turn(held_seconds=0.05)
+        with pytest.raises(BodyRefused) as refused:
+            await budget.take_large_turn(0, 1000)  # still resting
+        await budget.take_large_turn(60, 1000)  # rested: taken
+        return refused.value, budget.large_in_flight
+
+    refused, in_flight = asyncio.run(run())
+    assert refused.status == 503 and in_flight == 1
+
+
+def test_with_the_whole_time_for_large_bodies_a_turn_given_back_is_free_at_once() -> None:
+    async def run() -> int:
+        budget = BodyBudget(large_share=1.0)
+        await budget.take_large_turn(0, 1000)
+        budget.give_large_turn(held_seconds=5.0)
+        await budget.take_large_turn(0, 1000)
+        return budget.large_in_flight
+
+    assert asyncio.run(run()) == 1
+
+
+def test_the_rest_is_in_proportion_to_the_turn_and_bounded() -> None:
+    quarter = BodyBudget(large_share=0.25)
+    assert quarter.rest_after(0.04) == pytest.approx(0.12)  # 0.04 s of 0.16: a quarter of the time
+    assert quarter.rest_after(30.0) == 0.5  # a client that held its turn for long does not stall the next for long
+    assert quarter.rest_after(-1.0) == 0.0
+    assert BodyBudget(large_share=1.0).rest_after(3.0) == 0.0
+    for share in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="share of the time"):
+            BodyBudget(large_share=share)
