@@ -1,8 +1,8 @@
 """The `gpudra` command: one typer app; each subcommand group lives in `gpudra.commands.<name>`.
 
-A command's module imports what it needs (the allocator, the simulator, the web server, ...), so `main` registers
-only the command being run: `gpudra cel eval 1` never pays for the simulator's imports. `app` (what tests and
-`gpudra --help` use) has every command.
+A command's module imports what it needs (the allocator, the simulator, the web server, ...), so `app_for_argv`
+(what `gpudra.entry.main`, the console script, runs) registers only the command being run: `gpudra cel eval 1` never
+pays for the simulator's imports. `app` (what tests and `gpudra --help` use) has every command.
 """
 
 from __future__ import annotations
@@ -116,8 +116,3 @@ def app_for_argv() -> typer.Typer:
     """The app that runs the command line `sys.argv` names: that command alone, or the directory."""
     command = sys.argv[1] if len(sys.argv) > 1 else None
     return build_app(command) if command in COMMANDS else directory_app()
-
-
-def main() -> None:
-    """Run the command line (the console script runs it through `gpudra.entry.main`)."""
-    app_for_argv()()
