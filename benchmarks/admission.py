@@ -15,9 +15,10 @@ tests/controlplane/build.sh, with the webhook registered as shipped (side effect
 `--pods` concurrent creations without the webhook (namespaces it skips), with it, and of the pods it makes created
 directly, over `--rounds` rounds; then `--deployments` Deployments scaled to `--replicas` at once (see
 `through_apiserver`). `through_apiserver.p99_ratio` is the webhook's p99 over the legacy pods' without it, with the
-webhook registered at a loopback URL, to which kube-apiserver speaks HTTP/2 (one connection for a burst);
-`through_apiserver.http1.p99_ratio` is the same webhook at this machine's non-loopback address, to which it speaks
-HTTP/1.1 as it does to a webhook behind a Service (a new TLS connection per concurrent review past the 25 it keeps).
+webhook registered at a loopback URL (kube-apiserver offers HTTP/2 there, and `gpudra serve`, which speaks HTTP/1.1
+only since issue 37, declines it); `through_apiserver.http1.p99_ratio` is the same webhook at this machine's
+non-loopback address, to which kube-apiserver speaks HTTP/1.1 as it does to a webhook behind a Service (a new TLS
+connection per concurrent review past the 25 it keeps). The two differ in the address only.
 `through_apiserver.echo` is the floor under both: the same pods through the same configuration and server at `/echo`,
 which admits them unchanged, so its `p99_ratio` is what calling any webhook costs on this machine;
 `through_apiserver.echo_patch` the same at `/echo-patch`, which adds one annotation and decides nothing: what any
@@ -491,7 +492,7 @@ def _deployment(legacy: dict[str, Any], name: str, replicas: int = 0) -> dict[st
 
 # The bursts through the API server: the legacy pods without the webhook (the issue's baseline), the pods the webhook
 # makes of them created directly without it (the same DRA work after admission: ResourceClaims, scheduling), the
-# legacy pods with the webhook translating them (registered at a loopback URL: kube-apiserver speaks HTTP/2 to it),
+# legacy pods with the webhook translating them (registered at a loopback URL: HTTP/1.1, the server declining h2),
 # the legacy pods through the same configuration to the server's no-op /echo (what any webhook costs) and to its
 # /echo-patch (one annotation added, no decision: what any mutating webhook costs, the API server's work after a patch
 # included), and, where this machine has a non-loopback address, the same webhook registered at that address
@@ -910,12 +911,12 @@ def through_apiserver(
         "p99_ms_per_round": per_round_ms,
         "pods_translated": translated["webhook"],
         "pods_translated_without_webhook": translated["legacy"],
-        "webhook_url": "https://127.0.0.1 (loopback: kube-apiserver offers HTTP/2)",
+        "webhook_url": "https://127.0.0.1 (loopback: kube-apiserver offers HTTP/2, the server answers HTTP/1.1)",
         "cpu_seconds_per_burst": {kind: {name: round(v, 3) for name, v in cpu[kind].items()} for kind in kinds},
         "bursts": {
             "legacy": "the legacy GPU pods, in namespaces the webhook skips",
             "translated": "the pods the webhook makes of them (and their template), created directly, webhook skipped",
-            "webhook": "the legacy GPU pods, translated by the webhook at https://127.0.0.1 (kube-apiserver: HTTP/2)",
+            "webhook": "the legacy GPU pods, translated by the webhook at https://127.0.0.1 (HTTP/1.1: h2 declined)",
             "echo": "the legacy GPU pods sent by the same configuration to the same server's /echo (allowed unchanged: "
             "no decision, no patch, no template): what calling any webhook costs here",
             "echo_patch": "the same to the same server's /echo-patch (one annotation added, no decision, no template): "
